@@ -1,0 +1,42 @@
+/*
+ * The host side of one quantizer call: the frontier_call a plugin sees, and
+ * the table of host services (frontier_host_api) handed to every plugin and
+ * built-in at registration.
+ */
+#ifndef FR_CALL_H
+#define FR_CALL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frontier/plugin.h"
+#include "parallel.h"
+
+struct frontier_call {
+    fr_pool *pool;             /* may be NULL: serial */
+    const char *quantizer;     /* for messages; may be NULL */
+    const char *tensor;        /* for messages; may be NULL */
+    const char *config;        /* for messages; may be NULL */
+    uint64_t rng_state;        /* splitmix64 state */
+    int failed;
+    char error[512];
+    pthread_mutex_t scratch_lock;
+    void **scratch;
+    size_t n_scratch, cap_scratch;
+};
+
+/* seed: the run's seed; tensor and config names are mixed in so each
+ * (tensor, configuration) gets its own reproducible stream. */
+void fr_call_init(frontier_call *call, fr_pool *pool, uint64_t seed, const char *tensor,
+                  const char *config);
+/* Frees all scratch memory of the call. */
+void fr_call_release(frontier_call *call);
+
+/* The services table (static, valid for the process lifetime). */
+const frontier_host_api *fr_host_api(void);
+
+/* 64-bit FNV-1a, used to derive seeds from names. */
+uint64_t fr_hash64(const char *s, uint64_t h);
+
+#endif

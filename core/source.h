@@ -1,0 +1,96 @@
+/*
+ * Model sources: a checkpoint opened read-only and memory-mapped, seen as a
+ * list of tensor views. Readers (safetensors, GGUF, ONNX) fill the same
+ * structs; nothing is copied until a tensor is loaded, and
+ * fr_tensor_release() returns a tensor's pages so resident memory stays
+ * bounded by the tensors in flight, not by the checkpoint size.
+ */
+#ifndef FR_SOURCE_H
+#define FR_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "classify.h"
+#include "dtype.h"
+#include "error.h"
+
+struct cJSON;
+
+#define FR_MAX_DIMS 8
+
+typedef enum fr_source_kind {
+    FR_SOURCE_SAFETENSORS = 0, /* one .safetensors file (or a folder holding model.safetensors) */
+    FR_SOURCE_SAFETENSORS_SHARDED, /* a folder with model.safetensors.index.json */
+    FR_SOURCE_GGUF,
+    FR_SOURCE_ONNX,
+    FR_SOURCE_SYNTHETIC
+} fr_source_kind;
+
+/* How a tensor's bytes are laid out in its file. */
+typedef enum fr_encoding {
+    FR_ENC_RAW = 0,       /* packed little-endian elements of dtype (zero-copy) */
+    FR_ENC_VARINT = 1,    /* protobuf packed varints (ONNX int32_data holding F16/BF16 bits) */
+    FR_ENC_SYNTHETIC = 2  /* generated on demand (see synthetic.h) */
+} fr_encoding;
+
+typedef struct fr_tensor {
+    char *name;
+    fr_dtype dtype;
+    char dtype_name[24];      /* as the file names it: "BF16", "Q4_K", "FLOAT16" */
+    int ndim;
+    int64_t shape[FR_MAX_DIMS]; /* C order, outermost first (GGUF dims are reversed to this) */
+    int64_t numel;
+    fr_tensor_class cls;
+    int file;                 /* index into fr_source.files */
+    uint64_t offset;          /* byte offset of the data (or varint payload) in that file */
+    uint64_t nbytes;          /* bytes of data (or varint payload) */
+    fr_encoding encoding;
+    const char *skip_reason;  /* non-NULL: listed but not quantizable (static string) */
+    int scale_tensor;         /* index of a checkpoint's dequantization scale for F8 tensors, or -1 */
+    uint64_t synthetic_id;    /* FR_ENC_SYNTHETIC: index of the generator entry */
+} fr_tensor;
+
+typedef struct fr_mapped_file {
+    char *path;
+    const uint8_t *base; /* mmap of the whole file, read-only */
+    uint64_t size;
+    int64_t mtime;
+} fr_mapped_file;
+
+typedef struct fr_source {
+    char *path;               /* what the user gave */
+    fr_source_kind kind;
+    size_t n_files;
+    fr_mapped_file *files;
+    size_t n_tensors;
+    fr_tensor *tensors;
+    struct cJSON *metadata;   /* kind-specific: __metadata__, GGUF keys, ONNX producer, config.json */
+    void *impl;               /* reader-private state (synthetic generator spec) */
+} fr_source;
+
+/* Opens a .safetensors file, a folder (model.safetensors or a sharded
+ * index), a .gguf or an .onnx file; detects the kind from content, not name. */
+fr_status fr_source_open(const char *path, fr_source **out, fr_error *err);
+void fr_source_close(fr_source *src);
+
+const char *fr_source_kind_name(fr_source_kind kind);
+
+/* Total parameters (sum of numel) of the source. */
+int64_t fr_source_numel(const fr_source *src);
+
+/* Converts the tensor to float32 (exactly) into dst[numel]. Fails with a
+ * message naming the file and tensor for unreadable dtypes. Does not check
+ * for NaN/Inf (callers do). */
+fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *dst, fr_error *err);
+
+/* Zero-copy view of a FR_ENC_RAW tensor's bytes, or NULL. */
+const void *fr_tensor_raw(const fr_source *src, const fr_tensor *t);
+
+/* Tells the kernel the tensor's mapped pages are no longer needed. */
+void fr_tensor_release(const fr_source *src, const fr_tensor *t);
+
+/* Matrix view of FORMATS.md: rows = shape[0], cols = the rest (1-D: one row). */
+void fr_tensor_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);
+
+#endif

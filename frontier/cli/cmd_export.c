@@ -1,0 +1,9 @@
+/* PLACEHOLDER until the issue implementing 'frontier export' lands. */
+#include "cli.h"
+#include "core/error.h"
+
+int cmd_export(int argc, char **argv)
+{
+    (void)argc;
+    return cli_usage_error(argv[0], "not implemented yet");
+}

@@ -1,0 +1,181 @@
+/*
+ * frontier quantizer plugin ABI.
+ *
+ * This is the only header a quantizer plugin needs. A plugin is a shared
+ * object exporting one symbol, FRONTIER_PLUGIN_ENTRY_SYMBOL, of type
+ * frontier_plugin_entry_fn. The host calls it once with its table of services
+ * and receives a descriptor. Built-in quantizers are registered through the
+ * very same descriptor, so the host has one code path for both.
+ *
+ * Versioning (the SQLite / Redis-module rule): both structs below start with
+ * an ABI version and their own size. Fields are only ever appended; each new
+ * field is tagged with the ABI version that added it. The host reads a field
+ * only when the plugin's struct_size covers it, and refuses a plugin whose
+ * abi_version it does not know, naming both versions.
+ *
+ * Nothing here includes CUDA headers: device pointers and streams are void *.
+ */
+#ifndef FRONTIER_PLUGIN_H
+#define FRONTIER_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the structs in this header. Bumped only when a field is appended. */
+#define FRONTIER_PLUGIN_ABI_VERSION 1u
+
+/* Name of the symbol a plugin exports (type frontier_plugin_entry_fn). */
+#define FRONTIER_PLUGIN_ENTRY_SYMBOL "frontier_plugin_entry"
+
+/* Portable export attribute for the entry symbol. */
+#if defined(_WIN32)
+#define FRONTIER_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define FRONTIER_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Return codes of every plugin function. */
+enum frontier_status {
+    FRONTIER_OK = 0,
+    FRONTIER_ERR_INVALID = 1,     /* bad arguments or a shape/config it cannot handle */
+    FRONTIER_ERR_NOMEM = 2,       /* an allocation failed */
+    FRONTIER_ERR_UNSUPPORTED = 3, /* e.g. a GPU path asked for a dtype it lacks */
+    FRONTIER_ERR_INTERNAL = 4     /* anything else; set_error says what */
+};
+
+/* Capability flags of a quantizer (frontier_quantizer.flags). */
+#define FRONTIER_Q_NEEDS_HESSIAN   (1ull << 0) /* needs H = E[x x^T] per tensor */
+#define FRONTIER_Q_NEEDS_ACT_STATS (1ull << 1) /* needs per-input-channel activation statistics */
+#define FRONTIER_Q_HAS_CUDA        (1ull << 2) /* quantize_cuda (or sweep_cuda) is provided */
+#define FRONTIER_Q_DETERMINISTIC   (1ull << 3) /* same input -> bit-identical output */
+#define FRONTIER_Q_KNOWN_FLAGS     ((1ull << 4) - 1)
+
+/* Element dtypes of tensors handed to GPU functions (inputs are read as stored). */
+enum frontier_dtype {
+    FRONTIER_DTYPE_F32 = 0,
+    FRONTIER_DTYPE_F16 = 1,
+    FRONTIER_DTYPE_BF16 = 2
+};
+
+/* Log levels for frontier_host_api.log. */
+enum frontier_log_level {
+    FRONTIER_LOG_ERROR = 0,
+    FRONTIER_LOG_WARN = 1,
+    FRONTIER_LOG_INFO = 2,
+    FRONTIER_LOG_DEBUG = 3
+};
+
+/* One configuration a quantizer offers. */
+typedef struct frontier_config {
+    const char *name;        /* canonical and unique across the registry: "int4-g128-asym" */
+    double nominal_bits;     /* what --bits selects on: 4 for nvfp4, 8 for fp8-e4m3-tensor */
+    const char *params_json; /* parameters as one JSON object, stored in the dataset */
+    const void *impl;        /* the quantizer's own parameters; opaque to the host */
+} frontier_config;
+
+/*
+ * Calibration statistics of one tensor's input (cols = input features).
+ * Pointers are NULL when the statistic is not available. Host memory for
+ * quantize_cpu, device memory for the GPU functions.
+ */
+typedef struct frontier_calib {
+    int64_t cols;
+    const float *hessian;      /* [cols x cols], H = mean of x x^T, row-major */
+    const float *act_mean_abs; /* [cols], mean |x_j| */
+    const float *act_mean_sq;  /* [cols], mean x_j^2 */
+} frontier_calib;
+
+/*
+ * Error sums of one (tensor, configuration), accumulated in double.
+ * rel_err = sqrt(sq_err / sq_ref), cosine = dot / sqrt(sq_ref * sq_hat).
+ */
+typedef struct frontier_error_sums {
+    double sq_err;      /* sum (w - w_hat)^2 */
+    double sq_ref;      /* sum w^2 */
+    double sq_hat;      /* sum w_hat^2 */
+    double dot;         /* sum w * w_hat */
+    double max_abs_err; /* max |w - w_hat| */
+} frontier_error_sums;
+
+/* Opaque host context of one call (one tensor x configuration). */
+typedef struct frontier_call frontier_call;
+
+/* Body of a parallel loop over [begin, end). */
+typedef void (*frontier_range_fn)(void *arg, int64_t begin, int64_t end);
+
+/* Services the host offers a plugin. Passed to the entry point; valid until unload. */
+typedef struct frontier_host_api {
+    uint32_t abi_version; /* the host's FRONTIER_PLUGIN_ABI_VERSION */
+    uint32_t struct_size; /* sizeof(frontier_host_api) as the host built it */
+    /* v1: message to the host's log (printf format). */
+    void (*log)(frontier_call *call, int level, const char *fmt, ...);
+    /* v1: records why the current call fails; return an error code after it. */
+    void (*set_error)(frontier_call *call, const char *fmt, ...);
+    /* v1: 64-byte aligned scratch memory, freed by the host when the call
+     * returns; NULL when out of memory. Thread-safe. */
+    void *(*scratch_alloc)(frontier_call *call, size_t bytes);
+    /* v1: deterministic 64-bit random numbers for this call (seeded from the
+     * run's seed, the tensor and the configuration). Not thread-safe. */
+    uint64_t (*rng_u64)(frontier_call *call);
+    /* v1: runs fn over [0, n) in chunks of at least `grain`, on the host's
+     * threads; returns when all chunks are done. Chunks must be independent. */
+    void (*parallel_for)(frontier_call *call, int64_t n, int64_t grain,
+                         frontier_range_fn fn, void *arg);
+} frontier_host_api;
+
+/*
+ * The descriptor. A plugin returns a pointer to a static instance; it must
+ * stay valid until the plugin is unloaded.
+ */
+typedef struct frontier_quantizer {
+    uint32_t abi_version; /* FRONTIER_PLUGIN_ABI_VERSION the plugin was built with */
+    uint32_t struct_size; /* sizeof(frontier_quantizer) as the plugin saw it */
+    const char *name;        /* v1: family name, unique: "int", "nvfp4", "ternary" */
+    const char *description; /* v1: one line */
+    const char *version;     /* v1: the plugin's own version string */
+    uint64_t flags;          /* v1: FRONTIER_Q_* */
+    size_t n_configs;        /* v1 */
+    const frontier_config *configs; /* v1: n_configs entries */
+
+    /* v1, required: exact size in bits of everything a checkpoint stores for
+     * a rows x cols tensor under cfg (codes, scales, zero points, globals). */
+    int (*size_bits)(const frontier_config *cfg, int64_t rows, int64_t cols,
+                     uint64_t *total_bits, frontier_call *call);
+
+    /* v1, required: quantize-dequantize on the CPU. w and w_hat are host
+     * rows x cols float32, row-major; calib is NULL without statistics. */
+    int (*quantize_cpu)(const frontier_config *cfg, const float *w, float *w_hat,
+                        int64_t rows, int64_t cols, const frontier_calib *calib,
+                        frontier_call *call);
+
+    /* v1, optional: quantize-dequantize on the GPU. w is a device pointer of
+     * `dtype` (enum frontier_dtype), w_hat a device float32 buffer, stream a
+     * cudaStream_t. Work is enqueued on stream; the host synchronises. */
+    int (*quantize_cuda)(const frontier_config *cfg, const void *w, int dtype,
+                         float *w_hat, int64_t rows, int64_t cols,
+                         const frontier_calib *calib, void *stream,
+                         frontier_call *call);
+
+    /* v1, optional: fused GPU sweep: evaluates n_cfgs configurations of this
+     * quantizer with one pass over w (device pointer of `dtype`) and writes
+     * one frontier_error_sums per configuration into sums (host memory) once
+     * the stream has been synchronised by the function itself. Must give the
+     * same sums as quantize_cuda followed by the host's metric reduction. */
+    int (*sweep_cuda)(const frontier_config *const *cfgs, size_t n_cfgs,
+                      const void *w, int dtype, int64_t rows, int64_t cols,
+                      const frontier_calib *calib, frontier_error_sums *sums,
+                      void *stream, frontier_call *call);
+} frontier_quantizer;
+
+/* The entry point a plugin exports. Returns NULL on failure (after logging why). */
+typedef const frontier_quantizer *(*frontier_plugin_entry_fn)(const frontier_host_api *host);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FRONTIER_PLUGIN_H */

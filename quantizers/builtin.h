@@ -1,0 +1,15 @@
+/*
+ * The built-in quantizer families. Each has the same entry type as a plugin
+ * (frontier_plugin_entry_fn) and is registered through the same code path.
+ */
+#ifndef FR_BUILTIN_H
+#define FR_BUILTIN_H
+
+#include <stddef.h>
+
+#include "frontier/plugin.h"
+
+extern const frontier_plugin_entry_fn fr_builtin_entries[];
+extern const size_t fr_n_builtin_entries;
+
+#endif

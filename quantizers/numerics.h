@@ -1,0 +1,169 @@
+/*
+ * The rounding rules of ../docs/formats.md, written once for the CPU
+ * reference (quantizers/) and the CUDA kernels (kernels/). Every function is
+ * FR_HD: plain C here, __host__ __device__ under nvcc. Arithmetic is float32,
+ * left to right as written; builds disable FMA contraction
+ * (-ffp-contract=off, nvcc -fmad=false) so both sides round identically.
+ * Inputs are finite: NaN and Inf are rejected before quantization.
+ */
+#ifndef FR_NUMERICS_H
+#define FR_NUMERICS_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "../core/dtype.h"
+#include "../core/hd.h"
+
+/* 2^k as float32 for k in [-149, 127] (subnormal powers included). */
+FR_HD float fr_pow2f(int k)
+{
+    if (k >= -126)
+        return fr_bits_to_f32((uint32_t)(k + 127) << 23);
+    return fr_bits_to_f32(1u << (k + 149));
+}
+
+/* floor(log2(a)) for finite a > 0, exact (reads the exponent field). */
+FR_HD int fr_floor_log2f(float a)
+{
+    uint32_t u = fr_f32_to_bits(a) & 0x7fffffffu;
+    int e = (int)(u >> 23);
+    if (e != 0)
+        return e - 127;
+    /* subnormal: value = man * 2^-149 */
+    int msb = 31;
+    while (msb > 0 && !(u & (1u << msb)))
+        msb--;
+    return msb - 149;
+}
+
+/*
+ * An element format: `mbits` mantissa bits, smallest normal exponent `emin`
+ * (= 1 - bias), largest finite magnitude `max`. Subnormals are kept; values
+ * past max saturate to +-max (no infinities, no NaN produced).
+ */
+typedef struct fr_minifloat {
+    int mbits;
+    int emin;
+    float max;
+} fr_minifloat;
+
+/* OCP OFP8 / MX v1.0 element formats, IEEE binary16 for fp16 scales. */
+#define FR_FMT_E4M3 ((fr_minifloat){3, -6, 448.0f})
+#define FR_FMT_E5M2 ((fr_minifloat){2, -14, 57344.0f})
+#define FR_FMT_E3M2 ((fr_minifloat){2, -2, 28.0f})
+#define FR_FMT_E2M3 ((fr_minifloat){3, 0, 7.5f})
+#define FR_FMT_E2M1 ((fr_minifloat){1, 0, 6.0f})
+#define FR_FMT_FP16 ((fr_minifloat){10, -14, 65504.0f})
+
+/*
+ * Round x to the nearest value of the format, ties to even mantissa,
+ * saturating. Exact: scaling by powers of two is exact in float32 for every
+ * format above, so rintf on the scaled value is the only rounding.
+ */
+FR_HD float fr_round_minifloat(float x, int mbits, int emin, float max)
+{
+    float a = fabsf(x);
+    float r;
+    if (a == 0.0f)
+        return x;
+    if (!(a < max)) {
+        r = max;
+    } else {
+        int e = fr_floor_log2f(a);
+        if (e < emin)
+            e = emin;
+        r = rintf(a * fr_pow2f(mbits - e)) * fr_pow2f(e - mbits);
+        if (r > max)
+            r = max;
+    }
+    return copysignf(r, x);
+}
+
+FR_HD float fr_round_fmt(float x, fr_minifloat f)
+{
+    return fr_round_minifloat(x, f.mbits, f.emin, f.max);
+}
+
+/* fp16 rounding of a scale (saturates at 65504 instead of overflowing to
+ * Inf: a decision recorded in docs/formats.md). */
+FR_HD float fr_round_fp16(float x)
+{
+    return fr_round_minifloat(x, 10, -14, 65504.0f);
+}
+
+FR_HD float fr_round_e4m3(float x)
+{
+    return fr_round_minifloat(x, 3, -6, 448.0f);
+}
+
+FR_HD float fr_round_e2m1(float x)
+{
+    return fr_round_minifloat(x, 1, 0, 6.0f);
+}
+
+/*
+ * MX shared scale exponent (OCP MX v1.0 section 6.3): e = floor(log2(amax))
+ * - emax_elem, clamped to [-127, 127]; an all-zero block uses -127. The
+ * scale X = 2^e is an E8M0 value; fr_pow2f(e) is exact for that range.
+ */
+FR_HD int fr_mx_scale_exp(float amax, int emax_elem)
+{
+    if (!(amax > 0.0f))
+        return -127;
+    int e = fr_floor_log2f(amax) - emax_elem;
+    if (e < -127)
+        e = -127;
+    if (e > 127)
+        e = 127;
+    return e;
+}
+
+/* MXINT8 element: k/64 with k in -127..127, ties to even. */
+FR_HD float fr_round_mxint8(float y)
+{
+    float k = rintf(y * 64.0f);
+    if (k > 127.0f)
+        k = 127.0f;
+    if (k < -127.0f)
+        k = -127.0f;
+    return k * 0.015625f;
+}
+
+/* NF4 codebook (QLoRA, Dettmers et al. 2023), ascending; the decimals of
+ * docs/formats.md parsed to float32. */
+#define FR_NF4_CODES                                                             \
+    {-1.0f, -0.6961928f, -0.5250731f, -0.3949175f, -0.2844414f, -0.1847734f,     \
+     -0.0910500f, 0.0f, 0.0795803f, 0.1609302f, 0.2461123f, 0.3379152f,          \
+     0.4407098f, 0.5626170f, 0.7229568f, 1.0f}
+
+/*
+ * Index of the nearest NF4 code to y, ties to the smaller code. Only the two
+ * codes around y can be nearest: float subtraction is monotonic, and codes
+ * further away are further by at least 0.08, far beyond rounding.
+ */
+FR_HD int fr_nf4_nearest(float y)
+{
+    const float codes[16] = FR_NF4_CODES;
+    if (!(y > codes[0]))
+        return 0;
+    if (!(y < codes[15]))
+        return 15;
+    int i = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 1; j < 16; j++)
+        i += (codes[j] <= y);
+    float below = y - codes[i];
+    float above = codes[i + 1] - y;
+    return above < below ? i + 1 : i;
+}
+
+FR_HD float fr_nf4_code(int index)
+{
+    const float codes[16] = FR_NF4_CODES;
+    return codes[index];
+}
+
+#endif
