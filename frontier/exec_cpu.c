@@ -1,0 +1,388 @@
+/*
+ * The CPU executor (frontier/executor.h).
+ *
+ * Items are processed in plan order, in batches: consecutive small tensors
+ * are loaded together (up to FR_CPU_BATCH_BYTES of float32 weights) and all
+ * their (tensor, configuration) jobs run in parallel, one job per thread; a
+ * large tensor forms a batch of its own, and when one float32 copy per
+ * thread would exceed FR_CPU_PARALLEL_BYTES its configurations run one after
+ * the other, each using every thread inside (the quantizer's parallel_for
+ * and the error reduction). Results never depend on the schedule: every sum
+ * is reduced over fixed chunks of FR_CPU_REDUCE_CHUNK elements in chunk
+ * order, whatever the thread count. Outcomes reach the sink from the
+ * calling thread, in plan order.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/call.h"
+#include "core/parallel.h"
+#include "core/synthetic.h"
+#include "frontier/executor.h"
+
+#define FR_CPU_BATCH_BYTES ((size_t)64 << 20)
+#define FR_CPU_PARALLEL_BYTES ((size_t)1 << 30)
+#define FR_CPU_REDUCE_CHUNK 65536
+/* Floats past the end of every output buffer, checked after the call: a
+ * quantizer writing more than rows x cols values is caught. */
+#define FR_CPU_GUARD 16
+#define FR_CPU_GUARD_BITS 0x7fa5a5a5u /* a NaN payload no arithmetic produces */
+/* Outputs are poisoned with this NaN before the call: an element the
+ * quantizer leaves unwritten shows up as non-finite output. */
+#define FR_CPU_POISON_BITS 0x7fc0dead
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- deterministic reductions ---- */
+
+typedef struct sums_job {
+    const float *w, *w_hat;
+    int64_t n;
+    frontier_error_sums *partial; /* one per chunk */
+} sums_job;
+
+static void sums_range(void *arg, int64_t begin, int64_t end)
+{
+    sums_job *job = arg;
+    for (int64_t c = begin; c < end; c++) {
+        int64_t lo = c * FR_CPU_REDUCE_CHUNK;
+        int64_t hi = lo + FR_CPU_REDUCE_CHUNK < job->n ? lo + FR_CPU_REDUCE_CHUNK : job->n;
+        double sq_err = 0, sq_ref = 0, sq_hat = 0, dot = 0, max_abs = 0;
+        for (int64_t i = lo; i < hi; i++) {
+            double x = job->w[i];
+            double y = job->w_hat ? job->w_hat[i] : 0.0;
+            double d = x - y;
+            sq_err += d * d;
+            sq_ref += x * x;
+            sq_hat += y * y;
+            dot += x * y;
+            double a = fabs(d);
+            /* NaN compares false: propagate it explicitly */
+            if (a > max_abs || a != a)
+                max_abs = a;
+        }
+        job->partial[c] = (frontier_error_sums){sq_err, sq_ref, sq_hat, dot, max_abs};
+    }
+}
+
+/* Sums of (w, w_hat) over n elements; w_hat NULL computes sq_ref only (and
+ * max |w|, which is NaN/Inf exactly when w holds a non-finite value). */
+static int error_sums(fr_pool *pool, const float *w, const float *w_hat, int64_t n,
+                      frontier_error_sums *out)
+{
+    int64_t n_chunks = (n + FR_CPU_REDUCE_CHUNK - 1) / FR_CPU_REDUCE_CHUNK;
+    frontier_error_sums one;
+    sums_job job = {w, w_hat, n, n_chunks <= 1 ? &one : malloc(sizeof *job.partial * (size_t)n_chunks)};
+    memset(out, 0, sizeof *out);
+    if (n <= 0)
+        return 0;
+    if (!job.partial)
+        return -1;
+    fr_parallel_for(pool, n_chunks, 1, sums_range, &job);
+    for (int64_t c = 0; c < n_chunks; c++) {
+        out->sq_err += job.partial[c].sq_err;
+        out->sq_ref += job.partial[c].sq_ref;
+        out->sq_hat += job.partial[c].sq_hat;
+        out->dot += job.partial[c].dot;
+        if (job.partial[c].max_abs_err > out->max_abs_err || job.partial[c].max_abs_err != job.partial[c].max_abs_err)
+            out->max_abs_err = job.partial[c].max_abs_err;
+    }
+    if (job.partial != &one)
+        free(job.partial);
+    return 0;
+}
+
+/* ---- batches ---- */
+
+typedef struct loaded {
+    float *w;              /* float32 copy of the tensor, NULL when skipped */
+    fr_status status;      /* why it was skipped */
+    char reason[256];
+} loaded;
+
+typedef struct job {
+    size_t item, config;
+} job;
+
+typedef struct batch {
+    const fr_registry *reg;
+    const fr_sweep_item *items;
+    const fr_executor_options *opt;
+    fr_pool *pool;
+    size_t first, count;      /* items [first, first + count) */
+    loaded *load;             /* per item of the batch */
+    job *jobs;
+    fr_sweep_outcome *outcomes;
+    size_t n_jobs;
+} batch;
+
+static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->error, sizeof o->error, fmt, ap);
+    va_end(ap);
+    o->status = st;
+}
+
+/* Quantizes one (tensor, configuration) and reduces its error. */
+static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool *pool)
+{
+    const fr_sweep_item *it = &b->items[jb->item];
+    const fr_config_ref *ref = it->configs[jb->config];
+    const frontier_quantizer *q = fr_config_quantizer(b->reg, ref);
+    const float *w = b->load[jb->item - b->first].w;
+    int64_t n = it->rows * it->cols;
+    float *w_hat = NULL;
+    frontier_call call;
+    double t0 = now_seconds();
+
+    memset(o, 0, sizeof *o);
+    o->item = jb->item;
+    o->config = jb->config;
+    o->out_sq_err = NAN;
+    o->out_sq_ref = NAN;
+    snprintf(o->device, sizeof o->device, "cpu");
+    fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
+    call.quantizer = q->name;
+
+    size_t bytes = ((size_t)n + FR_CPU_GUARD) * sizeof(float);
+    size_t rounded = (bytes + 63) / 64 * 64;
+    if (posix_memalign((void **)&w_hat, 64, rounded) != 0) {
+        w_hat = NULL;
+        fail_outcome(o, FR_E_NOMEM, "cannot allocate %zu bytes for the output", rounded);
+        goto done;
+    }
+    float poison = fr_bits_to_f32(FR_CPU_POISON_BITS), guard = fr_bits_to_f32(FR_CPU_GUARD_BITS);
+    for (int64_t i = 0; i < n; i++)
+        w_hat[i] = poison;
+    for (int i = 0; i < FR_CPU_GUARD; i++)
+        w_hat[n + i] = guard;
+
+    int rc = q->quantize_cpu(ref->cfg, w, w_hat, it->rows, it->cols, it->calib, &call);
+    if (rc != FRONTIER_OK) {
+        fail_outcome(o, FR_E_PLUGIN, "quantizer '%s' failed (code %d)%s%s", q->name, rc,
+                     call.error[0] ? ": " : "", call.error);
+        goto done;
+    }
+    for (int i = 0; i < FR_CPU_GUARD; i++)
+        if (fr_f32_to_bits(w_hat[n + i]) != FR_CPU_GUARD_BITS) {
+            fail_outcome(o, FR_E_PLUGIN, "quantizer '%s' wrote past the end of its output", q->name);
+            goto done;
+        }
+    if (error_sums(pool, w, w_hat, n, &o->sums) != 0) {
+        fail_outcome(o, FR_E_NOMEM, "cannot allocate the error reduction");
+        goto done;
+    }
+    if (!isfinite(o->sums.sq_hat) || !isfinite(o->sums.max_abs_err)) {
+        int64_t first = 0;
+        while (first < n && isfinite(w_hat[first]))
+            first++;
+        fail_outcome(o, FR_E_PLUGIN,
+                     "quantizer '%s' returned non-finite values (first at element %lld%s)",
+                     q->name, (long long)first,
+                     first < n && fr_f32_to_bits(w_hat[first]) == FR_CPU_POISON_BITS ? ", never written" : "");
+        goto done;
+    }
+done:
+    o->seconds = now_seconds() - t0;
+    free(w_hat);
+    fr_call_release(&call);
+}
+
+/* Loads item k of the batch into float32 and checks it is finite. */
+static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_sums *norm)
+{
+    const fr_sweep_item *it = &b->items[b->first + k];
+    loaded *ld = &b->load[k];
+    int64_t n = it->rows * it->cols;
+    fr_error err = {0};
+    ld->status = FR_OK;
+    ld->w = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!ld->w) {
+        ld->status = FR_E_NOMEM;
+        snprintf(ld->reason, sizeof ld->reason, "cannot allocate %lld bytes for its float32 copy",
+                 (long long)n * 4);
+        return;
+    }
+    fr_status st;
+    if (it->tensor->encoding == FR_ENC_SYNTHETIC)
+        st = fr_synthetic_load(it->src, it->tensor, ld->w, pool, &err);
+    else
+        st = fr_tensor_load_f32(it->src, it->tensor, ld->w, &err);
+    if (st == FR_OK && error_sums(pool, ld->w, NULL, n, norm) != 0) {
+        st = FR_E_NOMEM;
+        snprintf(err.msg, sizeof err.msg, "cannot allocate the norm reduction");
+    }
+    if (st == FR_OK && (!isfinite(norm->sq_ref) || !isfinite(norm->max_abs_err))) {
+        int64_t first = -1, n_nan = 0, n_inf = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (isfinite(ld->w[i]))
+                continue;
+            if (first < 0)
+                first = i;
+            if (isnan(ld->w[i]))
+                n_nan++;
+            else
+                n_inf++;
+        }
+        snprintf(ld->reason, sizeof ld->reason,
+                 "non-finite weights: %lld NaN and %lld Inf (first at element %lld)",
+                 (long long)n_nan, (long long)n_inf, (long long)first);
+        st = FR_E_FORMAT;
+    } else if (st != FR_OK) {
+        /* truncation of a long reader message is acceptable */
+        size_t len = strnlen(err.msg, sizeof ld->reason - 1);
+        memcpy(ld->reason, err.msg, len);
+        ld->reason[len] = '\0';
+    }
+    if (st != FR_OK) {
+        ld->status = st;
+        free(ld->w);
+        ld->w = NULL;
+    }
+}
+
+typedef struct par_ctx {
+    batch *b;
+    frontier_error_sums *norms;
+} par_ctx;
+
+static void load_range(void *arg, int64_t begin, int64_t end)
+{
+    par_ctx *c = arg;
+    for (int64_t k = begin; k < end; k++)
+        load_item(c->b, (size_t)k, c->b->pool, &c->norms[k]);
+}
+
+static void jobs_range(void *arg, int64_t begin, int64_t end)
+{
+    batch *b = arg;
+    for (int64_t j = begin; j < end; j++)
+        run_job(b, &b->jobs[j], &b->outcomes[j], b->pool);
+}
+
+static size_t item_bytes(const fr_sweep_item *it)
+{
+    return (size_t)(it->rows * it->cols) * sizeof(float);
+}
+
+fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
+                      const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err)
+{
+    fr_status st = FR_OK;
+    fr_pool *pool = NULL;
+    batch b = {.reg = reg, .items = items, .opt = opt};
+    frontier_error_sums *norms = NULL;
+    size_t cap_items = 0, cap_jobs = 0;
+
+    st = fr_pool_create(opt->threads, &pool, err);
+    if (st != FR_OK)
+        return st;
+    b.pool = pool;
+    int threads = fr_pool_threads(pool);
+
+    for (size_t first = 0; first < n_items;) {
+        if (sink->cancelled && sink->cancelled(sink->ctx)) {
+            st = FR_E_INTERRUPT;
+            break;
+        }
+        /* the batch: small consecutive items up to the byte budget */
+        size_t count = 1, bytes = item_bytes(&items[first]), n_jobs = items[first].n_configs;
+        while (first + count < n_items && bytes + item_bytes(&items[first + count]) <= FR_CPU_BATCH_BYTES) {
+            bytes += item_bytes(&items[first + count]);
+            n_jobs += items[first + count].n_configs;
+            count++;
+        }
+        if (count > cap_items) {
+            free(b.load);
+            free(norms);
+            b.load = calloc(count, sizeof *b.load);
+            norms = calloc(count, sizeof *norms);
+            cap_items = count;
+        }
+        if (n_jobs > cap_jobs) {
+            free(b.jobs);
+            free(b.outcomes);
+            b.jobs = malloc(sizeof *b.jobs * n_jobs);
+            b.outcomes = malloc(sizeof *b.outcomes * n_jobs);
+            cap_jobs = n_jobs;
+        }
+        if (!b.load || !norms || (n_jobs && (!b.jobs || !b.outcomes))) {
+            st = fr_fail(err, FR_E_NOMEM, "cannot allocate the cpu executor's batch");
+            break;
+        }
+        memset(b.load, 0, sizeof *b.load * count);
+        memset(norms, 0, sizeof *norms * count);
+        b.first = first;
+        b.count = count;
+
+        par_ctx ctx = {&b, norms};
+        fr_parallel_for(pool, (int64_t)count, 1, load_range, &ctx);
+
+        /* norms (or why an item is skipped) before its outcomes */
+        for (size_t k = 0; k < count; k++) {
+            if (b.load[k].w) {
+                if (sink->item_norm)
+                    sink->item_norm(sink->ctx, first + k, norms[k].sq_ref);
+            } else if (sink->item_skipped) {
+                sink->item_skipped(sink->ctx, first + k, b.load[k].status, b.load[k].reason);
+            }
+        }
+        b.n_jobs = 0;
+        for (size_t k = 0; k < count; k++)
+            if (b.load[k].w)
+                for (size_t c = 0; c < items[first + k].n_configs; c++)
+                    b.jobs[b.n_jobs++] = (job){first + k, c};
+        int complete = 1;
+        /* one job per thread, unless a float32 output per thread is too much
+         * memory: then jobs in turn, each parallel inside */
+        if (count == 1 && item_bytes(&items[first]) * (size_t)threads > FR_CPU_PARALLEL_BYTES) {
+            for (size_t j = 0; j < b.n_jobs; j++) {
+                if (sink->cancelled && sink->cancelled(sink->ctx)) {
+                    complete = 0;
+                    break;
+                }
+                run_job(&b, &b.jobs[j], &b.outcomes[j], pool);
+                sink->outcome(sink->ctx, &b.outcomes[j]);
+            }
+        } else {
+            fr_parallel_for(pool, (int64_t)b.n_jobs, 1, jobs_range, &b);
+            for (size_t j = 0; j < b.n_jobs; j++)
+                sink->outcome(sink->ctx, &b.outcomes[j]);
+        }
+        for (size_t k = 0; k < count; k++) {
+            const fr_sweep_item *it = &items[first + k];
+            free(b.load[k].w);
+            b.load[k].w = NULL;
+            if (it->tensor->encoding != FR_ENC_SYNTHETIC)
+                fr_tensor_release(it->src, it->tensor);
+            if (complete && sink->item_done)
+                sink->item_done(sink->ctx, first + k, it->tensor->nbytes);
+        }
+        if (!complete) {
+            st = FR_E_INTERRUPT;
+            break;
+        }
+        first += count;
+    }
+    free(b.load);
+    free(norms);
+    free(b.jobs);
+    free(b.outcomes);
+    fr_pool_destroy(pool);
+    if (st == FR_E_INTERRUPT)
+        fr_fail(err, FR_E_INTERRUPT, "interrupted");
+    return st;
+}
