@@ -2,15 +2,17 @@
  * The CPU executor (frontier/executor.h).
  *
  * Items are processed in plan order, in batches: consecutive small tensors
- * are loaded together (up to FR_CPU_BATCH_BYTES of float32 weights) and all
- * their (tensor, configuration) jobs run in parallel, one job per thread; a
+ * are loaded together (up to FR_CPU_BATCH_BYTES of float32 weights, and
+ * FR_CPU_JOBS_PER_THREAD jobs per thread) and all their (tensor,
+ * configuration) jobs run in parallel, one job per thread; a
  * large tensor forms a batch of its own, and when one float32 copy per
  * thread would exceed FR_CPU_PARALLEL_BYTES its configurations run one after
  * the other, each using every thread inside (the quantizer's parallel_for
  * and the error reduction). Results never depend on the schedule: every sum
  * is reduced over fixed chunks of FR_CPU_REDUCE_CHUNK elements in chunk
- * order, whatever the thread count. Outcomes reach the sink from the
- * calling thread, in plan order.
+ * order, whatever the thread count. Each outcome reaches the sink as soon
+ * as its job is done (from the worker that ran it, one call at a time under
+ * a lock), so the engine commits rows while other jobs still run.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -19,14 +21,20 @@
 #include <string.h>
 #include <time.h>
 
+#include <pthread.h>
+
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/synthetic.h"
 #include "frontier/executor.h"
 
+/* Defaults; FRONTIER_CPU_BATCH_BYTES and FRONTIER_CPU_PARALLEL_BYTES
+ * override them (tests use tiny values to exercise every schedule). */
 #define FR_CPU_BATCH_BYTES ((size_t)64 << 20)
 #define FR_CPU_PARALLEL_BYTES ((size_t)1 << 30)
 #define FR_CPU_REDUCE_CHUNK 65536
+/* A batch stops growing once it holds this many jobs per thread. */
+#define FR_CPU_JOBS_PER_THREAD 8
 /* Floats past the end of every output buffer, checked after the call: a
  * quantizer writing more than rows x cols values is caught. */
 #define FR_CPU_GUARD 16
@@ -123,6 +131,10 @@ typedef struct batch {
     job *jobs;
     fr_sweep_outcome *outcomes;
     size_t n_jobs;
+    const fr_sweep_sink *sink;
+    pthread_mutex_t sink_lock; /* the sink sees one call at a time */
+    size_t *remaining;         /* per item of the batch: jobs not reported yet */
+    int stopped;               /* cancelled: no new job starts */
 } batch;
 
 static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...)
@@ -266,11 +278,50 @@ static void load_range(void *arg, int64_t begin, int64_t end)
         load_item(c->b, (size_t)k, c->b->pool, &c->norms[k]);
 }
 
+/* Reports a finished job (and its item, when it was the item's last one)
+ * as soon as it is done, so the engine can commit rows while the others
+ * run. Returns nonzero when the run is cancelled. */
+static int report_job(batch *b, size_t j)
+{
+    const fr_sweep_sink *sink = b->sink;
+    pthread_mutex_lock(&b->sink_lock);
+    sink->outcome(sink->ctx, &b->outcomes[j]);
+    size_t k = b->jobs[j].item - b->first;
+    if (--b->remaining[k] == 0 && sink->item_done)
+        sink->item_done(sink->ctx, b->jobs[j].item, b->items[b->jobs[j].item].tensor->nbytes);
+    if (sink->cancelled && sink->cancelled(sink->ctx))
+        b->stopped = 1;
+    int stopped = b->stopped;
+    pthread_mutex_unlock(&b->sink_lock);
+    return stopped;
+}
+
+static int is_stopped(batch *b)
+{
+    pthread_mutex_lock(&b->sink_lock);
+    int stopped = b->stopped;
+    pthread_mutex_unlock(&b->sink_lock);
+    return stopped;
+}
+
 static void jobs_range(void *arg, int64_t begin, int64_t end)
 {
     batch *b = arg;
-    for (int64_t j = begin; j < end; j++)
+    for (int64_t j = begin; j < end; j++) {
+        if (is_stopped(b))
+            return;
         run_job(b, &b->jobs[j], &b->outcomes[j], b->pool);
+        if (report_job(b, (size_t)j))
+            return;
+    }
+}
+
+static size_t env_bytes(const char *name, size_t fallback)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+    return v && end != v && *end == '\0' ? (size_t)n : fallback;
 }
 
 static size_t item_bytes(const fr_sweep_item *it)
@@ -283,24 +334,31 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
 {
     fr_status st = FR_OK;
     fr_pool *pool = NULL;
-    batch b = {.reg = reg, .items = items, .opt = opt};
+    batch b = {.reg = reg, .items = items, .opt = opt, .sink = sink};
     frontier_error_sums *norms = NULL;
     size_t cap_items = 0, cap_jobs = 0;
 
     st = fr_pool_create(opt->threads, &pool, err);
     if (st != FR_OK)
         return st;
+    pthread_mutex_init(&b.sink_lock, NULL);
     b.pool = pool;
     int threads = fr_pool_threads(pool);
+    size_t batch_bytes = env_bytes("FRONTIER_CPU_BATCH_BYTES", FR_CPU_BATCH_BYTES);
+    size_t parallel_bytes = env_bytes("FRONTIER_CPU_PARALLEL_BYTES", FR_CPU_PARALLEL_BYTES);
 
     for (size_t first = 0; first < n_items;) {
         if (sink->cancelled && sink->cancelled(sink->ctx)) {
             st = FR_E_INTERRUPT;
             break;
         }
-        /* the batch: small consecutive items up to the byte budget */
+        /* the batch: consecutive items up to the byte budget, and only as
+         * many as it takes to keep every thread busy (a batch is loaded
+         * before its first job runs: small batches report sooner) */
         size_t count = 1, bytes = item_bytes(&items[first]), n_jobs = items[first].n_configs;
-        while (first + count < n_items && bytes + item_bytes(&items[first + count]) <= FR_CPU_BATCH_BYTES) {
+        size_t enough_jobs = (size_t)threads * FR_CPU_JOBS_PER_THREAD;
+        while (first + count < n_items && n_jobs < enough_jobs &&
+               bytes + item_bytes(&items[first + count]) <= batch_bytes) {
             bytes += item_bytes(&items[first + count]);
             n_jobs += items[first + count].n_configs;
             count++;
@@ -308,8 +366,10 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
         if (count > cap_items) {
             free(b.load);
             free(norms);
+            free(b.remaining);
             b.load = calloc(count, sizeof *b.load);
             norms = calloc(count, sizeof *norms);
+            b.remaining = calloc(count, sizeof *b.remaining);
             cap_items = count;
         }
         if (n_jobs > cap_jobs) {
@@ -319,7 +379,7 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
             b.outcomes = malloc(sizeof *b.outcomes * n_jobs);
             cap_jobs = n_jobs;
         }
-        if (!b.load || !norms || (n_jobs && (!b.jobs || !b.outcomes))) {
+        if (!b.load || !norms || !b.remaining || (n_jobs && (!b.jobs || !b.outcomes))) {
             st = fr_fail(err, FR_E_NOMEM, "cannot allocate the cpu executor's batch");
             break;
         }
@@ -332,35 +392,30 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
         fr_parallel_for(pool, (int64_t)count, 1, load_range, &ctx);
 
         /* norms (or why an item is skipped) before its outcomes */
+        b.n_jobs = 0;
         for (size_t k = 0; k < count; k++) {
+            b.remaining[k] = 0;
             if (b.load[k].w) {
                 if (sink->item_norm)
                     sink->item_norm(sink->ctx, first + k, norms[k].sq_ref);
+                for (size_t c = 0; c < items[first + k].n_configs; c++)
+                    b.jobs[b.n_jobs++] = (job){first + k, c};
+                b.remaining[k] = items[first + k].n_configs;
             } else if (sink->item_skipped) {
                 sink->item_skipped(sink->ctx, first + k, b.load[k].status, b.load[k].reason);
             }
+            if (b.remaining[k] == 0 && sink->item_done)
+                sink->item_done(sink->ctx, first + k, items[first + k].tensor->nbytes);
         }
-        b.n_jobs = 0;
-        for (size_t k = 0; k < count; k++)
-            if (b.load[k].w)
-                for (size_t c = 0; c < items[first + k].n_configs; c++)
-                    b.jobs[b.n_jobs++] = (job){first + k, c};
-        int complete = 1;
         /* one job per thread, unless a float32 output per thread is too much
          * memory: then jobs in turn, each parallel inside */
-        if (count == 1 && item_bytes(&items[first]) * (size_t)threads > FR_CPU_PARALLEL_BYTES) {
-            for (size_t j = 0; j < b.n_jobs; j++) {
-                if (sink->cancelled && sink->cancelled(sink->ctx)) {
-                    complete = 0;
-                    break;
-                }
+        if (count == 1 && item_bytes(&items[first]) * (size_t)threads > parallel_bytes) {
+            for (size_t j = 0; j < b.n_jobs && !b.stopped; j++) {
                 run_job(&b, &b.jobs[j], &b.outcomes[j], pool);
-                sink->outcome(sink->ctx, &b.outcomes[j]);
+                report_job(&b, j);
             }
         } else {
             fr_parallel_for(pool, (int64_t)b.n_jobs, 1, jobs_range, &b);
-            for (size_t j = 0; j < b.n_jobs; j++)
-                sink->outcome(sink->ctx, &b.outcomes[j]);
         }
         for (size_t k = 0; k < count; k++) {
             const fr_sweep_item *it = &items[first + k];
@@ -368,10 +423,8 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
             b.load[k].w = NULL;
             if (it->tensor->encoding != FR_ENC_SYNTHETIC)
                 fr_tensor_release(it->src, it->tensor);
-            if (complete && sink->item_done)
-                sink->item_done(sink->ctx, first + k, it->tensor->nbytes);
         }
-        if (!complete) {
+        if (b.stopped) {
             st = FR_E_INTERRUPT;
             break;
         }
@@ -379,8 +432,10 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
     }
     free(b.load);
     free(norms);
+    free(b.remaining);
     free(b.jobs);
     free(b.outcomes);
+    pthread_mutex_destroy(&b.sink_lock);
     fr_pool_destroy(pool);
     if (st == FR_E_INTERRUPT)
         fr_fail(err, FR_E_INTERRUPT, "interrupted");

@@ -35,7 +35,8 @@
 #endif
 
 /* Default seconds between commits; adaptively at least 10x the time the
- * last commit took, so rewriting a large file never costs more than ~10%. */
+ * last commit took, so rewriting a large file never costs more than ~10%
+ * (an interval set with FRONTIER_COMMIT_INTERVAL is used as it is). */
 #define FR_COMMIT_INTERVAL 2.0
 #define FR_COMMIT_COST_FACTOR 10.0
 /* Warnings per configuration before further failures go to /skipped only. */
@@ -69,6 +70,7 @@ struct fr_sweep {
 
     /* commits */
     double interval, last_commit;
+    int fixed_interval;
     int committed;
     fr_status write_status;
     fr_error write_err;
@@ -590,10 +592,11 @@ static fr_status commit(fr_sweep *sw, fr_error *err)
         sw->committed = 1;
         sw->stats.n_commits++;
         double base = sw->opt.commit_interval;
-        if (FR_COMMIT_COST_FACTOR * (t1 - t0) > base)
+        if (!sw->fixed_interval && FR_COMMIT_COST_FACTOR * (t1 - t0) > base)
             base = FR_COMMIT_COST_FACTOR * (t1 - t0);
         sw->interval = base;
         sw->last_commit = t1;
+        fr_debug("committed %zu rows to '%s' in %.3f s", sw->ds.n_results, sw->opt.output, t1 - t0);
     }
     return st;
 }
@@ -801,11 +804,15 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     if (sw->n_sources == 0)
         return fr_fail(err, FR_E_USAGE, "no model to sweep");
 
+    /* an interval asked for (option or environment) is kept as it is;
+     * the default adapts to the cost of a commit */
+    sw->fixed_interval = sw->opt.commit_interval > 0;
     if (sw->opt.commit_interval <= 0) {
         const char *env = getenv("FRONTIER_COMMIT_INTERVAL");
         char *end = NULL;
         double v = env ? strtod(env, &end) : 0;
-        sw->opt.commit_interval = env && end != env && v > 0 ? v : FR_COMMIT_INTERVAL;
+        sw->fixed_interval = env && end != env && v > 0;
+        sw->opt.commit_interval = sw->fixed_interval ? v : FR_COMMIT_INTERVAL;
     }
     /* resume: the output must be a frontier dataset of this schema made
      * from the same sources; nothing is written before all checks pass */
@@ -841,7 +848,8 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
 
     int threads = sw->opt.threads > 0 ? sw->opt.threads : fr_cpu_count();
     if (sw->device < 0)
-        snprintf(sw->stats.device, sizeof sw->stats.device, "cpu (%d threads)", threads);
+        snprintf(sw->stats.device, sizeof sw->stats.device, "cpu (%d thread%s)", threads,
+                 threads == 1 ? "" : "s");
     else
         snprintf(sw->stats.device, sizeof sw->stats.device, "cuda:%d", sw->device);
     if ((st = set_root(sw, resuming, sw->stats.device, err)) != FR_OK)
@@ -850,8 +858,8 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     if (resuming)
         fr_info("resuming '%s': %zu rows present, %zu tensors with work left", sw->opt.output,
                 sw->stats.n_rows_resumed, sw->n_items);
-    fr_info("%zu tensors x %zu configurations on %s (%zu tensors skipped%s)", sw->stats.n_selected,
-            sw->n_configs, sw->stats.device, sw->stats.n_skipped,
+    fr_info("measuring %zu tensors x %zu configurations on %s; %zu tensors skipped%s",
+            sw->stats.n_selected, sw->n_configs, sw->stats.device, sw->stats.n_skipped,
             sw->stats.n_excluded ? ", others excluded by --include/--exclude" : "");
 
     /* the first commit creates the output before any work, so an

@@ -38,7 +38,9 @@ typedef struct fr_sweep_options {
     int quiet;                   /* no progress bar, no informational messages */
     const char *command_line;    /* recorded in the dataset */
     volatile sig_atomic_t *stop; /* becomes nonzero to stop early (SIGINT), or NULL */
-    double commit_interval;      /* seconds between commits; <= 0: $FRONTIER_COMMIT_INTERVAL or 2 */
+    double commit_interval;      /* seconds between commits, used as given; <= 0:
+                                  * $FRONTIER_COMMIT_INTERVAL, else 2 s stretched to
+                                  * 10x the time a commit takes */
 } fr_sweep_options;
 
 typedef struct fr_sweep_stats {
