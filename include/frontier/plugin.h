@@ -174,6 +174,13 @@ typedef struct frontier_quantizer {
 /* The entry point a plugin exports. Returns NULL on failure (after logging why). */
 typedef const frontier_quantizer *(*frontier_plugin_entry_fn)(const frontier_host_api *host);
 
+/* Declared here so the compiler checks a plugin's definition against
+ * frontier_plugin_entry_fn. The host never calls it by name: it looks the
+ * symbol up in each shared object (docs/plugins.md). A plugin defines it as
+ *   FRONTIER_PLUGIN_EXPORT const frontier_quantizer *
+ *   frontier_plugin_entry(const frontier_host_api *host) { ... } */
+FRONTIER_PLUGIN_EXPORT const frontier_quantizer *frontier_plugin_entry(const frontier_host_api *host);
+
 #ifdef __cplusplus
 }
 #endif
