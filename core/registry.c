@@ -13,11 +13,14 @@
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "call.h"
+#include "parallel.h"
 #include "log.h"
 #include "quantizers/builtin.h"
 
@@ -416,6 +419,45 @@ fr_status fr_quantizer_size_bits(const fr_registry *reg, const fr_config_ref *re
     return FR_OK;
 }
 
+/* Elements per chunk of the output checks: large enough that a chunk costs
+ * far more than handing it to a thread. */
+#define FR_SCAN_GRAIN (INT64_C(1) << 16)
+
+typedef struct fr_output_scan {
+    float *w_hat;
+    _Atomic int64_t first_bad; /* smallest index of a non-finite element, n if none */
+} fr_output_scan;
+
+static void fill_nan(void *arg, int64_t begin, int64_t end)
+{
+    fr_output_scan *scan = arg;
+    for (int64_t i = begin; i < end; i++)
+        scan->w_hat[i] = NAN;
+}
+
+/* The exponent field all ones is Inf or NaN; written on the bits so the loop
+ * vectorises, and the smallest such index wins whatever the chunk order. */
+static void find_non_finite(void *arg, int64_t begin, int64_t end)
+{
+    fr_output_scan *scan = arg;
+    uint32_t any = 0;
+    for (int64_t i = begin; i < end; i++) {
+        uint32_t u;
+        memcpy(&u, &scan->w_hat[i], sizeof u);
+        any |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    if (!any)
+        return;
+    for (int64_t i = begin; i < end; i++) {
+        if (!isfinite(scan->w_hat[i])) {
+            int64_t seen = atomic_load(&scan->first_bad);
+            while (i < seen && !atomic_compare_exchange_weak(&scan->first_bad, &seen, i))
+                ;
+            return;
+        }
+    }
+}
+
 fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref *ref,
                                     const float *w, float *w_hat, int64_t rows, int64_t cols,
                                     const frontier_calib *calib, const char *tensor,
@@ -437,20 +479,19 @@ fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref 
     int64_t n = rows * cols;
     /* NaN in every element first: an element the quantizer never writes is
      * then caught by the same finiteness check as a NaN it computed */
-    for (int64_t i = 0; i < n; i++)
-        w_hat[i] = NAN;
+    fr_output_scan scan = {.w_hat = w_hat, .first_bad = n};
+    fr_parallel_for(call->pool, n, FR_SCAN_GRAIN, fill_nan, &scan);
     prepare_call(reg, ref, tensor, call);
     int rc = q->quantize_cpu(ref->cfg, w, w_hat, rows, cols, calib, call);
     if (rc != FRONTIER_OK)
         return call_failed(reg, ref, tensor, rows, cols, "quantize_cpu", rc, call, err);
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(w_hat[i])) {
-            call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
-            return fr_fail(err, FR_E_PLUGIN,
-                           "%s: quantize_cpu output is %s at row %lld, col %lld (%s)", what,
-                           isnan(w_hat[i]) ? "nan" : "inf", (long long)(i / cols),
-                           (long long)(i % cols), from);
-        }
+    fr_parallel_for(call->pool, n, FR_SCAN_GRAIN, find_non_finite, &scan);
+    int64_t bad = atomic_load(&scan.first_bad);
+    if (bad < n) {
+        call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantize_cpu output is %s at row %lld, col %lld (%s)",
+                       what, isnan(w_hat[bad]) ? "nan" : "inf", (long long)(bad / cols),
+                       (long long)(bad % cols), from);
     }
     return FR_OK;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/call.h"
+#include "core/parallel.h"
 #include "core/registry.h"
 
 static int failures;
@@ -375,8 +376,12 @@ static int rt_quantize_cpu(const frontier_config *cfg, const float *w, float *w_
     }
     for (int64_t i = 0; i < n - (c == RT_UNWRITTEN); i++)
         w_hat[i] = w[i];
-    if (c == RT_NAN)
-        w_hat[5] = NAN;
+    if (c == RT_NAN) {
+        /* two bad elements in different chunks of the host's scan: the
+         * first one is reported, whatever order the threads finish in */
+        w_hat[n > 200000 ? 150001 : 5] = NAN;
+        w_hat[n - 1] = NAN;
+    }
     if (c == RT_INF)
         w_hat[n - 1] = -INFINITY;
     return FRONTIER_OK;
@@ -516,6 +521,41 @@ static void test_runtime_checks(void)
                                         w_hat, ROWS, COLS, &calib, "w", &call, &err) == FR_OK);
         fr_call_release(&call);
     }
+
+    /* the output checks run in chunks on a pool: same verdicts */
+    fr_pool *pool = NULL;
+    CHECK(fr_pool_create(2, &pool, &err) == FR_OK);
+    int64_t big_rows = 3, big_cols = 100003;
+    float *big_w = calloc((size_t)(big_rows * big_cols), sizeof *big_w);
+    float *big_hat = calloc((size_t)(big_rows * big_cols), sizeof *big_hat);
+    CHECK(big_w && big_hat);
+    struct {
+        const char *config;
+        fr_status status;
+        const char *message;
+    } big[] = {
+        {"rt-ok", FR_OK, ""},
+        {"rt-nan", FR_E_PLUGIN,
+         "config 'rt-nan' on tensor 'big': quantize_cpu output is nan at row 1, col 49998 "
+         "(quantizer 'rt' from '/p/librt.so')"},
+        {"rt-unwritten", FR_E_PLUGIN,
+         "config 'rt-unwritten' on tensor 'big': quantize_cpu output is nan at row 2, col 100002 "
+         "(quantizer 'rt' from '/p/librt.so')"},
+    };
+    for (size_t i = 0; big_w && big_hat && i < sizeof big / sizeof big[0]; i++) {
+        frontier_call call;
+        fr_call_init(&call, pool, 1, "big", big[i].config);
+        fr_error_clear(&err);
+        fr_status st = fr_quantizer_quantize_cpu(&reg, fr_registry_find_config(&reg, big[i].config),
+                                                 big_w, big_hat, big_rows, big_cols, NULL, "big",
+                                                 &call, &err);
+        CHECK(st == big[i].status);
+        CHECK_MSG(&err, big[i].message);
+        fr_call_release(&call);
+    }
+    free(big_w);
+    free(big_hat);
+    fr_pool_destroy(pool);
     fr_registry_free(&reg);
 }
 
