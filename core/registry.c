@@ -238,8 +238,11 @@ fr_status fr_registry_init(fr_registry *reg, fr_error *err)
         st = fr_registry_add(reg, q, FR_ORIGIN_BUILTIN, NULL, err);
         if (st != FR_OK) {
             /* a broken built-in is a bug in this program, not in the input */
-            if (st == FR_E_PLUGIN)
-                err->code = st = FR_E_FAIL;
+            if (st == FR_E_PLUGIN) {
+                st = FR_E_FAIL;
+                if (err)
+                    err->code = st;
+            }
             goto fail;
         }
     }
