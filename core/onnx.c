@@ -158,7 +158,8 @@ struct tensor_fields {
     int64_t data_location;
     const uint8_t *location;
     uint64_t location_len;
-    uint64_t ext_offset, ext_length;
+    const uint8_t *ext_offset_text, *ext_length_text; /* decimal strings, parsed once named */
+    uint64_t ext_offset_len, ext_length_len;
     int has_ext_length, has_external;
     uint64_t pos; /* where the TensorProto starts, for messages */
 };
@@ -245,18 +246,13 @@ static fr_status read_external_entry(struct onnx_ctx *c, const fr_pb_field *oute
     if (bytes_eq(key, key_len, "location")) {
         tf->location = value;
         tf->location_len = value_len;
-    } else if (bytes_eq(key, key_len, "offset") || bytes_eq(key, key_len, "length")) {
-        uint64_t v;
-        if (!value || !parse_decimal(value, value_len, &v))
-            return fr_fail(c->err, FR_E_FORMAT,
-                           "cannot read '%s': tensor at byte %llu: external_data %.*s is not a whole number",
-                           c->path, (unsigned long long)tf->pos, (int)key_len, (const char *)key);
-        if (key[0] == 'o') {
-            tf->ext_offset = v;
-        } else {
-            tf->ext_length = v;
-            tf->has_ext_length = 1;
-        }
+    } else if (bytes_eq(key, key_len, "offset")) {
+        tf->ext_offset_text = value;
+        tf->ext_offset_len = value ? value_len : 0;
+    } else if (bytes_eq(key, key_len, "length")) {
+        tf->ext_length_text = value;
+        tf->ext_length_len = value ? value_len : 0;
+        tf->has_ext_length = 1;
     }
     return FR_OK;
 }
@@ -388,14 +384,22 @@ static fr_status attach_external(struct onnx_ctx *c, const struct tensor_fields 
         fr_error_prefix(c->err, "external data of tensor '%s' in '%s': ", name, c->path);
         goto done;
     }
-    uint64_t size = c->src->files[file].size;
-    uint64_t length = tf->has_ext_length ? tf->ext_length
-                      : need_known        ? need
-                      : (tf->ext_offset <= size ? size - tf->ext_offset : 0);
-    if (tf->ext_offset > size || length > size - tf->ext_offset) {
+    uint64_t size = c->src->files[file].size, offset = 0, length = 0;
+    if ((tf->ext_offset_text && !parse_decimal(tf->ext_offset_text, tf->ext_offset_len, &offset)) ||
+        (tf->has_ext_length && !parse_decimal(tf->ext_length_text, tf->ext_length_len, &length))) {
+        st = fr_fail(c->err, FR_E_FORMAT,
+                     "cannot read '%s': tensor '%s': external_data %s is not a whole number", c->path, name,
+                     tf->has_ext_length && !parse_decimal(tf->ext_length_text, tf->ext_length_len, &length)
+                         ? "length"
+                         : "offset");
+        goto done;
+    }
+    if (!tf->has_ext_length)
+        length = need_known ? need : (offset <= size ? size - offset : 0);
+    if (offset > size || length > size - offset) {
         st = fr_fail(c->err, FR_E_FORMAT,
                      "cannot read '%s': tensor '%s': external data [%llu, +%llu) past the end of '%s' (%llu bytes)",
-                     c->path, name, (unsigned long long)tf->ext_offset, (unsigned long long)length, path,
+                     c->path, name, (unsigned long long)offset, (unsigned long long)length, path,
                      (unsigned long long)size);
         goto done;
     }
@@ -408,7 +412,7 @@ static fr_status attach_external(struct onnx_ctx *c, const struct tensor_fields 
     }
     fr_tensor *t = &c->src->tensors[ti];
     t->file = (int)file;
-    t->offset = tf->ext_offset;
+    t->offset = offset;
     t->nbytes = length;
     t->encoding = FR_ENC_RAW;
 done:

@@ -142,7 +142,10 @@ static fr_status read_entry(fr_source *src, size_t file, const cJSON *entry, uin
         return fr_fail(err, FR_E_FORMAT,
                        "cannot read '%s': tensor '%s': \"data_offsets\" is not two non-negative integers",
                        path, name);
-    if (begin > end || (uint64_t)end > data_size)
+    if (begin > end)
+        return fr_fail(err, FR_E_FORMAT, "cannot read '%s': tensor '%s': data_offsets [%lld, %lld] end before they begin",
+                       path, name, (long long)begin, (long long)end);
+    if ((uint64_t)end > data_size)
         return fr_fail(err, FR_E_FORMAT,
                        "cannot read '%s': tensor '%s': data_offsets [%lld, %lld] outside the %llu-byte data section",
                        path, name, (long long)begin, (long long)end, (unsigned long long)data_size);
