@@ -664,6 +664,8 @@ fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *ds
     if (t->offset > f->size || t->nbytes > f->size - t->offset)
         return fr_fail(err, FR_E_FORMAT, "cannot load '%s' from '%s': data past the end of the file",
                        t->name, file);
+    if (t->numel == 0)
+        return FR_OK; /* dst may be NULL then; memcpy(NULL, p, 0) is undefined */
     const uint8_t *p = f->base + t->offset;
     if (t->encoding == FR_ENC_RAW) {
         uint64_t need;

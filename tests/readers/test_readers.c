@@ -9,6 +9,10 @@
  *
  * test_readers --dump FILE TENSOR prints a tensor's float32 bits, one hex
  * word per line (for the ml_dtypes cross-check).
+ *
+ * test_readers --load-all FILE [--keep] loads every readable tensor into one
+ * reused buffer, releasing each tensor's pages after it (unless --keep), and
+ * prints the peak resident set size: the streaming figure of docs/readers.md.
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "core/dtype.h"
 #include "core/source.h"
@@ -200,8 +205,50 @@ static int dump(const char *file, const char *name)
     return rc;
 }
 
+static int load_all(const char *file, int keep)
+{
+    fr_source *src;
+    fr_error err;
+    if (fr_source_open(file, &src, &err) != FR_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    int64_t largest = 1, loaded = 0;
+    for (size_t i = 0; i < src->n_tensors; i++)
+        if (src->tensors[i].numel > largest)
+            largest = src->tensors[i].numel;
+    float *buf = malloc((size_t)largest * sizeof *buf);
+    int rc = buf ? 0 : 1;
+    for (size_t i = 0; buf && i < src->n_tensors; i++) {
+        const fr_tensor *t = &src->tensors[i];
+        if (t->skip_reason)
+            continue;
+        if (fr_tensor_load_f32(src, t, buf, &err) != FR_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        loaded += t->numel;
+        if (!keep)
+            fr_tensor_release(src, t);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < src->n_files; i++)
+        bytes += src->files[i].size;
+    printf("loaded %" PRId64 " elements from %" PRIu64 " bytes; largest tensor %" PRId64
+           " elements; peak RSS %ld KiB (%s)\n",
+           loaded, bytes, largest, ru.ru_maxrss, keep ? "pages kept" : "pages released");
+    free(buf);
+    fr_source_close(src);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if ((argc == 3 || argc == 4) && !strcmp(argv[1], "--load-all"))
+        return load_all(argv[2], argc == 4 && !strcmp(argv[3], "--keep"));
     if (argc == 4 && !strcmp(argv[1], "--dump"))
         return dump(argv[2], argv[3]);
     if (argc != 2) {
