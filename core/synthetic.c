@@ -156,19 +156,26 @@ static int append(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
     }
 }
 
-void fr_synthetic_close(fr_source *src)
+static void impl_free(void *p)
 {
-    if (!src)
-        return;
-    for (size_t i = 0; i < src->n_tensors; i++)
-        free(src->tensors[i].name);
-    free(src->tensors);
-    synthetic_impl *impl = src->impl;
+    synthetic_impl *impl = p;
     if (impl)
         free(impl->dist);
     free(impl);
-    free(src->path);
-    free(src);
+}
+
+/* fr_source's hook: fr_tensor_load_f32 on a synthetic tensor (serial; the
+ * CPU executor calls fr_synthetic_load with its thread pool instead). */
+static fr_status generate_f32(const fr_source *src, const fr_tensor *t, float *dst, fr_error *err)
+{
+    return fr_synthetic_load(src, t, dst, NULL, err);
+}
+
+void fr_synthetic_close(fr_source *src)
+{
+    /* fr_source_close frees what fr_synthetic_open allocated: the path, the
+     * tensors and their names, and impl through the impl_free hook */
+    fr_source_close(src);
 }
 
 fr_status fr_synthetic_open(const char *spec, uint64_t seed, fr_source **out, fr_error *err)
@@ -208,8 +215,11 @@ fr_status fr_synthetic_open(const char *spec, uint64_t seed, fr_source **out, fr
 
     src = calloc(1, sizeof *src);
     synthetic_impl *impl = calloc(1, sizeof *impl);
-    if (src)
+    if (src) {
         src->impl = impl;
+        src->impl_free = impl_free;
+        src->generate_f32 = generate_f32;
+    }
     if (!src || !impl || !(src->tensors = calloc(n_tensors, sizeof *src->tensors)) ||
         !(impl->dist = calloc(n_tensors, sizeof *impl->dist))) {
         if (!src)

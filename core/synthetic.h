@@ -189,9 +189,11 @@ const char *fr_synthetic_dist_name(int dist);
  * Parses `DIST:D0xD1[x...][:DTYPE][*COUNT],...` (DIST gaussian, laplace,
  * student-t3, outliers; DTYPE f32 (default), bf16, f16; COUNT repeats the
  * entry) into a source of FR_SOURCE_SYNTHETIC tensors named
- * synthetic.<k>.<dist>. A bad spec is FR_E_USAGE naming the entry.
+ * synthetic.<k>.<dist>; fr_tensor_load_f32 generates them (through the
+ * source's generate_f32 hook). A bad spec is FR_E_USAGE naming the entry.
  */
 fr_status fr_synthetic_open(const char *spec, uint64_t seed, fr_source **out, fr_error *err);
+/* The same as fr_source_close (the source carries its own hooks). */
 void fr_synthetic_close(fr_source *src);
 
 /* What an executor needs to generate tensor t of a synthetic source. */

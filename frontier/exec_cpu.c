@@ -39,9 +39,6 @@
  * quantizer writing more than rows x cols values is caught. */
 #define FR_CPU_GUARD 16
 #define FR_CPU_GUARD_BITS 0x7fa5a5a5u /* a NaN payload no arithmetic produces */
-/* Outputs are poisoned with this NaN before the call: an element the
- * quantizer leaves unwritten shows up as non-finite output. */
-#define FR_CPU_POISON_BITS 0x7fc0dead
 
 static double now_seconds(void)
 {
@@ -141,10 +138,15 @@ static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...)
 {
+    /* a long message (plugin paths) is cut to the outcome's buffer */
+    char msg[FR_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(o->error, sizeof o->error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    size_t len = strnlen(msg, sizeof o->error - 1);
+    memcpy(o->error, msg, len);
+    o->error[len] = '\0';
     o->status = st;
 }
 
@@ -176,35 +178,29 @@ static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool 
         fail_outcome(o, FR_E_NOMEM, "cannot allocate %zu bytes for the output", rounded);
         goto done;
     }
-    float poison = fr_bits_to_f32(FR_CPU_POISON_BITS), guard = fr_bits_to_f32(FR_CPU_GUARD_BITS);
-    for (int64_t i = 0; i < n; i++)
-        w_hat[i] = poison;
+    float guard = fr_bits_to_f32(FR_CPU_GUARD_BITS);
     for (int i = 0; i < FR_CPU_GUARD; i++)
         w_hat[n + i] = guard;
 
-    int rc = q->quantize_cpu(ref->cfg, w, w_hat, it->rows, it->cols, it->calib, &call);
-    if (rc != FRONTIER_OK) {
-        fail_outcome(o, FR_E_PLUGIN, "quantizer '%s' failed (code %d)%s%s", q->name, rc,
-                     call.error[0] ? ": " : "", call.error);
+    /* the registry's checked call: poisons the output, calls the quantizer,
+     * rejects an error code or any non-finite (or unwritten) element */
+    fr_error qerr = {0};
+    fr_status st = fr_quantizer_quantize_cpu(b->reg, ref, w, w_hat, it->rows, it->cols, it->calib,
+                                             it->tensor->name, &call, &qerr);
+    if (st != FR_OK) {
+        fail_outcome(o, st, "%s", qerr.msg);
         goto done;
     }
     for (int i = 0; i < FR_CPU_GUARD; i++)
         if (fr_f32_to_bits(w_hat[n + i]) != FR_CPU_GUARD_BITS) {
-            fail_outcome(o, FR_E_PLUGIN, "quantizer '%s' wrote past the end of its output", q->name);
+            fail_outcome(o, FR_E_PLUGIN,
+                         "config '%s' on tensor '%s': quantize_cpu wrote past the end of its "
+                         "output (quantizer '%s')",
+                         ref->cfg->name, it->tensor->name, q->name);
             goto done;
         }
     if (error_sums(pool, w, w_hat, n, &o->sums) != 0) {
         fail_outcome(o, FR_E_NOMEM, "cannot allocate the error reduction");
-        goto done;
-    }
-    if (!isfinite(o->sums.sq_hat) || !isfinite(o->sums.max_abs_err)) {
-        int64_t first = 0;
-        while (first < n && isfinite(w_hat[first]))
-            first++;
-        fail_outcome(o, FR_E_PLUGIN,
-                     "quantizer '%s' returned non-finite values (first at element %lld%s)",
-                     q->name, (long long)first,
-                     first < n && fr_f32_to_bits(w_hat[first]) == FR_CPU_POISON_BITS ? ", never written" : "");
         goto done;
     }
 done:

@@ -636,8 +636,9 @@ static void record_failure(fr_sweep *sw, size_t item, const char *config, size_t
     sw->stats.n_failed++;
     size_t *count = &sw->warnings[config_index];
     if (*count < FR_WARNINGS_PER_CONFIG) {
+        /* the reason names the configuration and the tensor already */
         fr_progress_clear(sw->progress);
-        fr_warn("'%s' failed on '%s' in '%s': %s", config, it->tensor->name, it->src->path, reason);
+        fr_warn("'%s': %s", it->src->path, reason);
     } else if (*count == FR_WARNINGS_PER_CONFIG) {
         fr_progress_clear(sw->progress);
         fr_warn("further failures of '%s' are recorded in /skipped only", config);
@@ -660,28 +661,22 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
         return;
     const fr_sweep_item *it = &sw->items[o->item];
     const fr_config_ref *ref = it->configs[o->config];
-    const frontier_quantizer *q = fr_config_quantizer(sw->reg, ref);
     size_t j = selected_index(sw, ref);
     if (o->status != FR_OK) {
         record_failure(sw, o->item, ref->cfg->name, j, o->error);
         return;
     }
-    /* the size comes from the quantizer's size_bits, checked like its output */
+    /* the size comes from the quantizer's size_bits, through the registry's
+     * checked call (an error code or a size outside [1, 2^63) is a failure) */
     uint64_t total_bits = 0;
     frontier_call call;
+    fr_error serr = {0};
     fr_call_init(&call, NULL, sw->opt.seed, it->tensor->name, ref->cfg->name);
-    call.quantizer = q->name;
-    int rc = q->size_bits(ref->cfg, it->rows, it->cols, &total_bits, &call);
-    char reason[512];
-    if (rc != FRONTIER_OK)
-        snprintf(reason, sizeof reason, "quantizer '%s' size_bits failed (code %d)%s%.300s", q->name,
-                 rc, call.error[0] ? ": " : "", call.error);
-    else if (total_bits == 0 || total_bits >= ((uint64_t)1 << 63))
-        snprintf(reason, sizeof reason, "quantizer '%s' reported an impossible size of %" PRIu64 " bits",
-                 q->name, total_bits);
+    fr_status st = fr_quantizer_size_bits(sw->reg, ref, it->rows, it->cols, it->tensor->name,
+                                          &call, &total_bits, &serr);
     fr_call_release(&call);
-    if (rc != FRONTIER_OK || total_bits == 0 || total_bits >= ((uint64_t)1 << 63)) {
-        record_failure(sw, o->item, ref->cfg->name, j, reason);
+    if (st != FR_OK) {
+        record_failure(sw, o->item, ref->cfg->name, j, serr.msg);
         return;
     }
     const frontier_error_sums *s = &o->sums;

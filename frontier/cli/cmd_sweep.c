@@ -288,12 +288,8 @@ done:
         sigaction(SIGTERM, &old_term, NULL);
     }
     fr_sweep_destroy(sw);
-    for (size_t i = 0; i < n_sources; i++) {
-        if (sources[i]->kind == FR_SOURCE_SYNTHETIC)
-            fr_synthetic_close(sources[i]);
-        else
-            fr_source_close(sources[i]);
-    }
+    for (size_t i = 0; i < n_sources; i++)
+        fr_source_close(sources[i]);
     if (have_reg)
         fr_registry_free(&reg);
     free(sources);

@@ -217,6 +217,9 @@ static void test_dtypes_and_threads(void)
     CHECK_OK(fr_synthetic_load(src, &src->tensors[2], a, NULL, &err), err);
     CHECK_OK(fr_synthetic_load(src, &src->tensors[2], b, pool, &err), err);
     CHECK(memcmp(a, b, sizeof *a * (size_t)n) == 0);
+    /* and the readers' entry point generates the same through the hook */
+    CHECK_OK(fr_tensor_load_f32(src, &src->tensors[2], b, &err), err);
+    CHECK(memcmp(a, b, sizeof *a * (size_t)n) == 0);
     fr_pool_destroy(pool);
     free(a);
     free(b);
