@@ -46,3 +46,11 @@ finish() {
   if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed" >&2; exit 1; fi
   echo "all checks passed"; exit 0
 }
+
+# The shell tests sweep with the built-in quantizers.
+need_builtins() {
+  if ! "$FRONTIER" quantizers 2>/dev/null | grep -q 'int4-g32-sym'; then
+    echo "SKIP: the built-in quantizers are not registered in this build (quantizers/builtin.c)"
+    exit 77
+  fi
+}

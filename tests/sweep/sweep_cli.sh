@@ -4,6 +4,7 @@
 # the run completes.
 source "$(dirname "$0")/lib.sh"
 need_python
+need_builtins
 PY="python3 $HERE"
 
 $PY/make_model.py nan nan.safetensors

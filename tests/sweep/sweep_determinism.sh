@@ -4,6 +4,7 @@
 # every row is bitwise equal (timing columns aside).
 source "$(dirname "$0")/lib.sh"
 need_python
+need_builtins
 # 512x512 tensors span several 65536-element reduction chunks; the 1-D and
 # odd shapes cover short groups
 SPEC=gaussian:512x512,student-t3:300x257,outliers:129x513

@@ -3,6 +3,7 @@
 # against numpy recomputing two configurations from docs/formats.md.
 source "$(dirname "$0")/lib.sh"
 need_python
+need_builtins
 expect_rc 0 "sweep of stories260K" -- "$FRONTIER" sweep "$DATA/stories260K" -o run.h5 \
   --quantizers int4-g32-sym,int8-tensor-sym --json --quiet
 cp out.txt summary.json

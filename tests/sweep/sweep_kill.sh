@@ -6,6 +6,7 @@
 # columns aside), also with another thread count.
 source "$(dirname "$0")/lib.sh"
 need_python
+need_builtins
 SPEC=gaussian:512x512*8,outliers:256x512*8,student-t3:128x512*8
 Q=(--quantizers 'int4*,int8-g32-sym,fp8*,nvfp4,mx*,nf4*')
 export FRONTIER_COMMIT_INTERVAL=0.05   # commit often, so kills land around commits too

@@ -4,6 +4,7 @@
 # refused; existing outputs are never overwritten.
 source "$(dirname "$0")/lib.sh"
 need_python
+need_builtins
 M="$DATA/stories260K"
 Q=(--quantizers 'int4*,nvfp4,mxfp4,fp8-e4m3-tensor' --quiet)
 expect_rc 0 "full run" -- "$FRONTIER" sweep "$M" -o full.h5 "${Q[@]}"
