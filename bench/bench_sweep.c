@@ -43,7 +43,7 @@ typedef struct bench_result {
     size_t tensors, configs, rows;
     double seconds;
     uint64_t bytes;
-    char error[256];
+    char error[FR_ERROR_MSG_MAX];
 } bench_result;
 
 static double now_seconds(void)

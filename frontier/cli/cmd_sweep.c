@@ -225,6 +225,9 @@ int cmd_sweep(int argc, char **argv)
     }
     if (opt.quiet)
         fr_log_set_level(FRONTIER_LOG_WARN);
+    /* `frontier -q sweep` silences the progress bar too */
+    if (fr_log_level() < FRONTIER_LOG_INFO)
+        opt.quiet = 1;
 
     /* everything that can be checked before touching a model or the output */
     if ((rc = fr_registry_init(&reg, &err)) != FR_OK)
