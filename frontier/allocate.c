@@ -96,7 +96,12 @@ static size_t lower_hull(const mk_opt *opt, const size_t *idx, size_t n, size_t 
     return h;
 }
 
-/* Branch-and-bound state over the free items. */
+/* The exact search over the items left undecided by reduced-cost fixing:
+ * dynamic programming item by item over partial solutions (bits, error),
+ * keeping only undominated ones (fewer bits or less error than every
+ * other) and dropping any whose LP bound on the best completion cannot beat
+ * the incumbent. Dominance removes the symmetric combinations a
+ * depth-first search would enumerate. */
 typedef struct mk_search {
     mk_item *items;
     size_t n_free;
@@ -108,34 +113,25 @@ typedef struct mk_search {
     uint64_t capacity;      /* for the free items */
     double base_cost;       /* cost of the fixed items */
     double best;            /* incumbent cost (all items) */
-    size_t *path;           /* option (index into opt) per rank on the current path */
-    size_t *best_path;
+    size_t *best_path;      /* option (index into opt) per rank of a better solution */
     int found;
     uint64_t nodes, max_nodes;
     int aborted;
 } mk_search;
 
-/* LP bound of the free items of rank >= depth with the given capacity:
- * +inf when even their lightest options do not fit. */
-static double lp_bound(const mk_search *s, size_t depth, uint64_t cap)
+typedef struct mk_state {
+    uint64_t w;
+    double e;
+    uint32_t parent;        /* index in the previous stage */
+    uint32_t opt;           /* option of this stage's item (index into opt) */
+} mk_state;
+
+static int cmp_state(const void *a, const void *b)
 {
-    if (s->suffix_w[depth] > cap)
-        return INFINITY;
-    uint64_t used = s->suffix_w[depth];
-    double cost = s->suffix_e[depth];
-    for (size_t i = 0; i < s->n_incs; i++) {
-        const mk_inc *inc = &s->incs[i];
-        if (s->items[inc->item].rank < depth)
-            continue;
-        if (inc->dw <= cap - used) {
-            used += inc->dw;
-            cost += inc->de;
-        } else {
-            cost += inc->de * ((double)(cap - used) / (double)inc->dw);
-            break;
-        }
-    }
-    return cost;
+    const mk_state *x = a, *y = b;
+    if (x->w != y->w)
+        return x->w < y->w ? -1 : 1;
+    return x->e < y->e ? -1 : x->e > y->e;
 }
 
 static int prunes(double bound, double best)
@@ -143,36 +139,117 @@ static int prunes(double bound, double best)
     return bound >= best - REL_TOL * best;
 }
 
-static void search(mk_search *s, size_t depth, uint64_t used, double cost)
+/* LP of the free items of rank >= r as a function of capacity: the
+ * cumulative (bits, error change) of their hull increments in slope order;
+ * the LP at capacity c interpolates where the cumulative bits reach c. */
+static size_t suffix_greedy(const mk_search *s, size_t r, uint64_t *cw, double *ce)
 {
-    if (s->aborted)
-        return;
-    if (++s->nodes > s->max_nodes) {
-        s->aborted = 1;
-        return;
+    size_t k = 0;
+    cw[0] = 0;
+    ce[0] = 0;
+    for (size_t i = 0; i < s->n_incs; i++)
+        if (s->items[s->incs[i].item].rank >= r) {
+            cw[k + 1] = cw[k] + s->incs[i].dw;
+            ce[k + 1] = ce[k] + s->incs[i].de;
+            k++;
+        }
+    return k;
+}
+
+static double lp_at(const uint64_t *cw, const double *ce, size_t K, uint64_t c)
+{
+    if (c >= cw[K])
+        return ce[K];
+    size_t lo = 0, hi = K; /* cw[lo] <= c < cw[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cw[mid] <= c)
+            lo = mid;
+        else
+            hi = mid;
     }
-    if (depth == s->n_free) {
-        double total = s->base_cost + cost;
+    return ce[lo] + (ce[hi] - ce[lo]) * ((double)(c - cw[lo]) / (double)(cw[hi] - cw[lo]));
+}
+
+/* Returns 0 when out of memory. */
+static int dp_search(mk_search *s)
+{
+    int ok = 0;
+    size_t n = s->n_free;
+    mk_state **stage = calloc(n + 1, sizeof *stage);
+    size_t *count = calloc(n + 1, sizeof *count);
+    uint64_t *cw = malloc((s->n_incs + 1) * sizeof *cw);
+    double *ce = malloc((s->n_incs + 1) * sizeof *ce);
+    if (!stage || !count || !cw || !ce)
+        goto done;
+    stage[0] = malloc(sizeof **stage);
+    if (!stage[0])
+        goto done;
+    stage[0][0] = (mk_state){0, 0.0, 0, 0};
+    count[0] = 1;
+    size_t r = 0;
+    for (; r < n; r++) {
+        const mk_item *it = &s->items[s->free_items[r]];
+        size_t K = suffix_greedy(s, r + 1, cw, ce);
+        uint64_t base_w = s->suffix_w[r + 1];
+        double base_e = s->suffix_e[r + 1];
+        size_t cap = count[r] * it->n_keep;
+        if (s->nodes + cap > s->max_nodes) {
+            s->aborted = 1;
+            break;
+        }
+        mk_state *cand = malloc((cap ? cap : 1) * sizeof *cand);
+        if (!cand)
+            goto done;
+        size_t m = 0;
+        for (size_t j = 0; j < count[r]; j++) {
+            const mk_state *st = &stage[r][j];
+            for (size_t k = 0; k < it->n_keep; k++) {
+                const mk_opt *o = &it->opt[it->order[k]];
+                if (o->w > s->capacity - st->w || base_w > s->capacity - st->w - o->w)
+                    continue;
+                uint64_t w = st->w + o->w;
+                double e = st->e + o->e;
+                double bound = s->base_cost + e + base_e + lp_at(cw, ce, K, s->capacity - w - base_w);
+                if (prunes(bound, s->best))
+                    continue;
+                cand[m++] = (mk_state){w, e, (uint32_t)j, (uint32_t)it->order[k]};
+            }
+        }
+        s->nodes += m;
+        qsort(cand, m, sizeof *cand, cmp_state);
+        size_t kept = 0;
+        for (size_t j = 0; j < m; j++)
+            if (kept == 0 || cand[j].e < cand[kept - 1].e)
+                cand[kept++] = cand[j];
+        stage[r + 1] = cand;
+        count[r + 1] = kept;
+        if (kept == 0)
+            break; /* nothing can beat the incumbent */
+    }
+    if (r == n && count[n] > 0) {
+        /* states are by increasing bits and decreasing error: the last is best */
+        size_t j = count[n] - 1;
+        double total = s->base_cost + stage[n][j].e;
         if (total < s->best) {
             s->best = total;
-            memcpy(s->best_path, s->path, s->n_free * sizeof *s->path);
             s->found = 1;
+            for (size_t q = n; q-- > 0;) {
+                s->best_path[q] = stage[q + 1][j].opt;
+                j = stage[q + 1][j].parent;
+            }
         }
-        return;
     }
-    double bound = s->base_cost + cost + lp_bound(s, depth, s->capacity - used);
-    if (prunes(bound, s->best))
-        return;
-    const mk_item *it = &s->items[s->free_items[depth]];
-    for (size_t k = 0; k < it->n_keep; k++) {
-        const mk_opt *o = &it->opt[it->order[k]];
-        if (o->w > s->capacity - used || s->suffix_w[depth + 1] > s->capacity - used - o->w)
-            continue;
-        s->path[depth] = it->order[k];
-        search(s, depth + 1, used + o->w, cost + o->e);
-        if (s->aborted)
-            return;
-    }
+    ok = 1;
+done:
+    if (stage)
+        for (size_t q = 0; q <= n; q++)
+            free(stage[q]);
+    free(stage);
+    free(count);
+    free(cw);
+    free(ce);
+    return ok;
 }
 
 static int cmp_size(const void *a, const void *b)
@@ -382,9 +459,8 @@ fr_status fr_mckp_solve(const fr_mckp_item *in, size_t n_items, uint64_t capacit
             s.free_items = malloc((n_free + 1) * sizeof *s.free_items);
             s.suffix_w = calloc(n_free + 1, sizeof *s.suffix_w);
             s.suffix_e = calloc(n_free + 1, sizeof *s.suffix_e);
-            s.path = malloc((n_free + 1) * sizeof *s.path);
             s.best_path = malloc((n_free + 1) * sizeof *s.best_path);
-            if (!s.free_items || !s.suffix_w || !s.suffix_e || !s.path || !s.best_path)
+            if (!s.free_items || !s.suffix_w || !s.suffix_e || !s.best_path)
                 goto nomem;
             n_free = 0;
             for (size_t i = 0; i < n_items; i++)
@@ -424,7 +500,8 @@ fr_status fr_mckp_solve(const fr_mckp_item *in, size_t n_items, uint64_t capacit
                 s.suffix_w[r] = s.suffix_w[r + 1] + it->opt[it->khull[0]].w;
                 s.suffix_e[r] = s.suffix_e[r + 1] + it->opt[it->khull[0]].e;
             }
-            search(&s, 0, 0, 0.0);
+            if (!dp_search(&s))
+                goto nomem;
             stats->nodes = s.nodes;
             stats->optimal = !s.aborted;
             if (s.found) {
@@ -468,7 +545,6 @@ done:
     free(s.free_items);
     free(s.suffix_w);
     free(s.suffix_e);
-    free(s.path);
     free(s.best_path);
     free(s.incs);
     return st;

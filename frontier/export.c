@@ -166,7 +166,7 @@ fr_status fr_figure_build(const fr_pareto *p, const fr_export_options *opt, fr_f
                 f.y[f.n] = fr_point_metric(&p->points[i], opt->y);
                 f.n++;
             }
-        fig->series[ns++] = (fr_plot_series){"Pareto frontier (uniform)", f.n, f.x, f.y, NULL,
+        fig->series[ns++] = (fr_plot_series){"Pareto frontier", f.n, f.x, f.y, NULL,
                                              NULL, -1, FR_COLOR_GREY, FR_LINE_DASHED};
         if (opt->mixed && opt->mixed->n_points) {
             const fr_mixed_curve *mc = opt->mixed;
@@ -192,7 +192,7 @@ fr_status fr_figure_build(const fr_pareto *p, const fr_export_options *opt, fr_f
                             "points %llu: they compare different tensor sets",
                             (unsigned long long)mc->numel,
                             (unsigned long long)p->groups[0].common_numel);
-                fig->series[ns++] = (fr_plot_series){"Mixed precision (optimal)", m.n, m.x, m.y,
+                fig->series[ns++] = (fr_plot_series){"Mixed precision", m.n, m.x, m.y,
                                                      NULL, NULL, -1, FR_COLOR_BLACK,
                                                      FR_LINE_STEPS};
             }
@@ -226,7 +226,7 @@ fr_status fr_figure_build(const fr_pareto *p, const fr_export_options *opt, fr_f
                                                  (int)(g % FR_MARK_COUNT),
                                                  (int)(g % FR_PALETTE_SIZE), FR_LINE_NONE};
         }
-        fig->series[ns++] = (fr_plot_series){"Pareto frontier of each class", 0, NULL, NULL,
+        fig->series[ns++] = (fr_plot_series){"Pareto frontier (per class)", 0, NULL, NULL,
                                              NULL, NULL, -1, FR_COLOR_GREY, FR_LINE_SOLID};
     }
     fig->plot = (fr_plot){opt->title, "Bits per weight", fr_metric_label(opt->y), opt->log_y,
@@ -496,10 +496,20 @@ static void write_tex(FILE *f, const fr_plot *p, const char *dataset_path)
             p->height_in > 0 ? p->height_in : 2.55);
     fputs("  scale only axis=false,\n  font=\\footnotesize,\n"
           "  tick label style={font=\\footnotesize},\n  label style={font=\\footnotesize},\n"
-          "  legend style={font=\\footnotesize, cells={anchor=west}, fill opacity=0.88,\n"
-          "                text opacity=1, draw=black!40},\n  legend pos=north east,\n"
+          "  legend style={font=\\footnotesize, cells={anchor=west}, draw=black!40},\n"
           "  grid=major, major grid style={black!12},\n",
           f);
+    size_t n_legend = 0;
+    for (size_t s = 0; s < p->n_series; s++)
+        n_legend += p->series[s].label != NULL;
+    /* few entries fit in the empty upper right of a frontier; many go above */
+    if (n_legend > 5) {
+        fputs("  legend columns=3, legend style={at={(0.5,1.03)}, anchor=south,\n"
+              "    /tikz/every even column/.append style={column sep=0.6em}},\n", f);
+        if (p->title) /* lift the title over the legend's rows */
+            fprintf(f, "  title style={yshift=%dpt},\n", (int)((n_legend + 2) / 3) * 11 + 4);
+    } else
+        fputs("  legend pos=north east,\n", f);
     if (p->log_y)
         fputs("  ymode=log,\n", f);
     fputs("  xlabel={", f);

@@ -6,7 +6,6 @@
 #include "frontier/plot.h"
 
 #include <errno.h>
-#include <float.h>
 #include <stdint.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +18,8 @@
 #include <cairo.h>
 #endif
 
-/* Okabe & Ito (2008) colour-blind-safe palette, yellow and black left out. */
+/* Okabe & Ito (2008) colour-blind-safe palette, yellow left out (it vanishes
+ * on white); black comes last, after every colour. */
 static const int palette[FR_PALETTE_SIZE][3] = {
     {0, 114, 178},   /* blue */
     {213, 94, 0},    /* vermillion */
@@ -27,6 +27,7 @@ static const int palette[FR_PALETTE_SIZE][3] = {
     {204, 121, 167}, /* reddish purple */
     {230, 159, 0},   /* orange */
     {86, 180, 233},  /* sky blue */
+    {0, 0, 0},       /* black */
 };
 
 void fr_plot_color_rgb(int color, int rgb[3])
@@ -247,7 +248,7 @@ static void line_style(cairo_t *cr, const fr_plot_series *s)
     set_color(cr, s->color);
     cairo_set_line_width(cr, s->line == FR_LINE_STEPS ? 1.2 : 1.0);
     cairo_set_dash(cr, dash, s->line == FR_LINE_DASHED ? 2 : 0, 0);
-    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    cairo_set_line_join(cr, s->line == FR_LINE_STEPS ? CAIRO_LINE_JOIN_MITER : CAIRO_LINE_JOIN_ROUND);
 }
 
 static void draw_line(cairo_t *cr, const frame *f, const fr_plot_series *s)
@@ -364,15 +365,105 @@ static int inside(const rect *a, const rect *outer)
     return a->x0 >= outer->x0 && a->x1 <= outer->x1 && a->y0 >= outer->y0 && a->y1 <= outer->y1;
 }
 
+/* Marker boxes and points sampled along lines, in page coordinates: what a
+ * legend or a label must not cover. */
+typedef struct obstacles {
+    rect *boxes;
+    size_t n, cap;
+} obstacles;
+
+static int obstacle_add(obstacles *o, rect r)
+{
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 256;
+        rect *nb = realloc(o->boxes, cap * sizeof *nb);
+        if (!nb)
+            return 0;
+        o->boxes = nb;
+        o->cap = cap;
+    }
+    o->boxes[o->n++] = r;
+    return 1;
+}
+
+static int sample_segment(obstacles *o, double xa, double ya, double xb, double yb)
+{
+    double len = hypot(xb - xa, yb - ya);
+    int n = (int)ceil(len / 2.0);
+    for (int k = 0; k <= n; k++) {
+        double t = n ? (double)k / n : 0, x = xa + t * (xb - xa), y = ya + t * (yb - ya);
+        if (!obstacle_add(o, (rect){x - 0.5, y - 0.5, x + 0.5, y + 0.5}))
+            return 0;
+    }
+    return 1;
+}
+
+static int collect_obstacles(const fr_plot *p, const frame *f, double marker_r, obstacles *o)
+{
+    o->n = 0;
+    for (size_t s = 0; s < p->n_series; s++) {
+        const fr_plot_series *se = &p->series[s];
+        int have_prev = 0;
+        double px = 0, py = 0;
+        for (size_t i = 0; i < se->n; i++) {
+            if (!usable(f, se->x[i], se->y[i]))
+                continue;
+            double x = map_x(f, se->x[i]), y = map_y(f, se->y[i]);
+            if (se->marker >= 0 &&
+                !obstacle_add(o, (rect){x - marker_r, y - marker_r, x + marker_r, y + marker_r}))
+                return 0;
+            if (se->line != FR_LINE_NONE && have_prev) {
+                if (se->line == FR_LINE_STEPS) {
+                    if (!sample_segment(o, px, py, x, py) || !sample_segment(o, x, py, x, y))
+                        return 0;
+                } else if (!sample_segment(o, px, py, x, y)) {
+                    return 0;
+                }
+            }
+            px = x;
+            py = y;
+            have_prev = 1;
+        }
+    }
+    return 1;
+}
+
+static size_t hits(const obstacles *o, const rect *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < o->n; i++)
+        n += overlaps(r, &o->boxes[i]);
+    return n;
+}
+
+static void draw_legend_entry(cairo_t *cr, const fr_plot_series *se, double x, double y,
+                              double sample, double marker_r, double fs)
+{
+    if (se->line != FR_LINE_NONE) {
+        line_style(cr, se);
+        cairo_move_to(cr, x, y);
+        cairo_line_to(cr, x + sample, y);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, NULL, 0, 0);
+    }
+    if (se->marker >= 0)
+        draw_marker(cr, se->marker, se->color, x + 0.5 * sample, y, marker_r, 1);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    font(cr, fs, 0);
+    text_at(cr, se->label, x + sample + 0.4 * fs, y, 0, 0.5, fs);
+}
+
 static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
 {
     const double fs = p->font_pt > 0 ? p->font_pt : 8.0;
-    const double marker_r = 0.3 * fs;
+    const double marker_r = 0.3 * fs, gap = 0.4 * fs;
+    fr_status st = FR_OK;
+    obstacles obs = {NULL, 0, 0};
     frame f;
     memset(&f, 0, sizeof f);
     f.log_y = p->log_y;
 
-    /* data range */
+    /* data range and ticks */
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     for (size_t s = 0; s < p->n_series; s++)
         for (size_t i = 0; i < p->series[s].n; i++) {
@@ -403,13 +494,66 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
         ytw = fmax(ytw, tick_label_width(cr, &yl[i], fs));
     }
 
-    /* layout */
-    const double gap = 0.4 * fs;
+    /* layout without a legend band */
     double title_h = p->title ? 1.5 * fs : 0;
     f.x0 = gap + 1.1 * fs + gap + ytw + gap;
     f.x1 = W - fmax(0.5 * fs, nxt ? 0.5 * tick_label_width(cr, &xl[nxt - 1], fs) + 2 : 0);
     f.y0 = (p->title ? title_h + gap : 0.6 * fs + gap);
     f.y1 = H - (gap + 1.0 * fs + gap + 1.0 * fs + gap);
+
+    /* legend: one column inside the plot where it hides nothing, else rows
+     * of entries in a band above the plot */
+    const double sample = 1.8 * fs, row = 1.2 * fs, pad = 0.35 * fs, inset = 0.4 * fs;
+    size_t n_entries = 0;
+    double text_w = 0;
+    font(cr, fs, 0);
+    for (size_t s = 0; s < p->n_series; s++)
+        if (p->series[s].label) {
+            n_entries++;
+            text_w = fmax(text_w, text_width(cr, p->series[s].label));
+        }
+    int legend_inside = 0;
+    rect L = {0, 0, 0, 0};
+    size_t band_rows = 0;
+    if (n_entries) {
+        if (!collect_obstacles(p, &f, marker_r, &obs)) {
+            st = FR_E_NOMEM;
+            goto done;
+        }
+        double lw = 2 * pad + sample + 0.4 * fs + text_w, lh = 2 * pad + n_entries * row - 0.2 * fs;
+        rect corners[4] = {
+            {f.x1 - inset - lw, f.y0 + inset, f.x1 - inset, f.y0 + inset + lh},  /* upper right */
+            {f.x0 + inset, f.y1 - inset - lh, f.x0 + inset + lw, f.y1 - inset},  /* lower left */
+            {f.x1 - inset - lw, f.y1 - inset - lh, f.x1 - inset, f.y1 - inset},  /* lower right */
+            {f.x0 + inset, f.y0 + inset, f.x0 + inset + lw, f.y0 + inset + lh},  /* upper left */
+        };
+        if (lw < 0.6 * (f.x1 - f.x0) && lh < 0.6 * (f.y1 - f.y0))
+            for (size_t c = 0; c < 4 && !legend_inside; c++)
+                if (hits(&obs, &corners[c]) == 0) {
+                    L = corners[c];
+                    legend_inside = 1;
+                }
+        if (!legend_inside) {
+            /* flow the entries into rows across the plot width */
+            double x = 0, avail = f.x1 - f.x0;
+            band_rows = 1;
+            for (size_t s = 0; s < p->n_series; s++) {
+                if (!p->series[s].label)
+                    continue;
+                double w = sample + 0.4 * fs + text_width(cr, p->series[s].label) + fs;
+                if (x > 0 && x + w - fs > avail) {
+                    band_rows++;
+                    x = 0;
+                }
+                x += w;
+            }
+            f.y0 += band_rows * row + 0.2 * fs;
+        }
+    }
+    if (!collect_obstacles(p, &f, marker_r, &obs)) {
+        st = FR_E_NOMEM;
+        goto done;
+    }
 
     /* background and grid */
     cairo_set_source_rgb(cr, 1, 1, 1);
@@ -451,27 +595,12 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
     }
     cairo_restore(cr);
 
-    /* point labels, placed where they collide with nothing placed before */
-    size_t n_boxes = 0, cap_boxes = 0;
-    rect *boxes = NULL;
-    rect area = {f.x0 + 1, f.y0 + 1, f.x1 - 1, f.y1 - 1};
-    for (size_t s = 0; s < p->n_series; s++) {
-        const fr_plot_series *se = &p->series[s];
-        for (size_t i = 0; i < se->n; i++)
-            if (se->marker >= 0 && usable(&f, se->x[i], se->y[i])) {
-                if (n_boxes == cap_boxes) {
-                    cap_boxes = cap_boxes ? 2 * cap_boxes : 64;
-                    rect *nb = realloc(boxes, cap_boxes * sizeof *nb);
-                    if (!nb) {
-                        free(boxes);
-                        return FR_E_NOMEM;
-                    }
-                    boxes = nb;
-                }
-                double x = map_x(&f, se->x[i]), y = map_y(&f, se->y[i]);
-                boxes[n_boxes++] = (rect){x - marker_r, y - marker_r, x + marker_r, y + marker_r};
-            }
+    /* point labels, where they cover no marker, line, legend or earlier label */
+    if (legend_inside && !obstacle_add(&obs, L)) {
+        st = FR_E_NOMEM;
+        goto done;
     }
+    rect area = {f.x0 + 1, f.y0 + 1, f.x1 - 1, f.y1 - 1};
     font(cr, fs, 0);
     for (size_t s = 0; s < p->n_series; s++) {
         const fr_plot_series *se = &p->series[s];
@@ -490,25 +619,15 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
             for (size_t k = 0; k < sizeof cand / sizeof cand[0]; k++) {
                 rect r = {cand[k][0] - 0.5, cand[k][1] - h - 0.5, cand[k][0] + w + 0.5,
                           cand[k][1] + 0.25 * fs};
-                int ok = inside(&r, &area);
-                for (size_t b = 0; b < n_boxes && ok; b++)
-                    if (overlaps(&r, &boxes[b]))
-                        ok = 0;
-                if (!ok)
+                if (!inside(&r, &area) || hits(&obs, &r))
                     continue;
                 set_color(cr, FR_COLOR_BLACK);
                 cairo_move_to(cr, cand[k][0], cand[k][1]);
                 cairo_show_text(cr, txt);
-                if (n_boxes == cap_boxes) {
-                    cap_boxes *= 2;
-                    rect *nb = realloc(boxes, cap_boxes * sizeof *nb);
-                    if (!nb) {
-                        free(boxes);
-                        return FR_E_NOMEM;
-                    }
-                    boxes = nb;
+                if (!obstacle_add(&obs, r)) {
+                    st = FR_E_NOMEM;
+                    goto done;
                 }
-                boxes[n_boxes++] = r;
                 break;
             }
         }
@@ -543,6 +662,7 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
                 cairo_line_to(cr, f.x0 + minor, y);
             }
     }
+    cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_stroke(cr);
 
     /* axis labels and title */
@@ -562,82 +682,42 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
         font(cr, fs, 0);
     }
 
-    /* legend: the corner that hides the fewest points and labels */
-    size_t n_entries = 0;
-    double text_w = 0;
-    for (size_t s = 0; s < p->n_series; s++)
-        if (p->series[s].label) {
-            n_entries++;
-            text_w = fmax(text_w, text_width(cr, p->series[s].label));
-        }
-    if (n_entries) {
-        const double pad = 0.35 * fs, sample = 1.8 * fs, row = 1.2 * fs;
-        int cols = n_entries > 6 ? 2 : 1;
-        size_t rows = (n_entries + (size_t)cols - 1) / (size_t)cols;
-        double col_w = sample + 0.4 * fs + text_w;
-        double lw = 2 * pad + cols * col_w + (cols - 1) * fs, lh = 2 * pad + rows * row - 0.2 * fs;
-        const double inset = 0.4 * fs;
-        rect corners[4] = {
-            {f.x1 - inset - lw, f.y0 + inset, f.x1 - inset, f.y0 + inset + lh},  /* upper right */
-            {f.x0 + inset, f.y1 - inset - lh, f.x0 + inset + lw, f.y1 - inset},  /* lower left */
-            {f.x1 - inset - lw, f.y1 - inset - lh, f.x1 - inset, f.y1 - inset},  /* lower right */
-            {f.x0 + inset, f.y0 + inset, f.x0 + inset + lw, f.y0 + inset + lh},  /* upper left */
-        };
-        size_t best = 0, best_hits = SIZE_MAX;
-        for (size_t c = 0; c < 4; c++) {
-            size_t hits = 0;
-            for (size_t b = 0; b < n_boxes; b++)
-                hits += overlaps(&corners[c], &boxes[b]);
-            /* line vertices count too */
-            for (size_t s = 0; s < p->n_series; s++)
-                if (p->series[s].line != FR_LINE_NONE)
-                    for (size_t i = 0; i < p->series[s].n; i++) {
-                        if (!usable(&f, p->series[s].x[i], p->series[s].y[i]))
-                            continue;
-                        double x = map_x(&f, p->series[s].x[i]), y = map_y(&f, p->series[s].y[i]);
-                        rect pt = {x, y, x + 0.01, y + 0.01};
-                        hits += overlaps(&corners[c], &pt);
-                    }
-            if (hits < best_hits) {
-                best_hits = hits;
-                best = c;
-            }
-        }
-        rect L = corners[best];
+    /* legend */
+    if (n_entries && legend_inside) {
         cairo_rectangle(cr, L.x0, L.y0, L.x1 - L.x0, L.y1 - L.y0);
-        cairo_set_source_rgba(cr, 1, 1, 1, 0.88);
+        cairo_set_source_rgb(cr, 1, 1, 1);
         cairo_fill_preserve(cr);
         cairo_set_source_rgb(cr, 0.6, 0.6, 0.6);
         cairo_set_line_width(cr, 0.4);
         cairo_stroke(cr);
         size_t e = 0;
+        for (size_t s = 0; s < p->n_series; s++)
+            if (p->series[s].label)
+                draw_legend_entry(cr, &p->series[s], L.x0 + pad,
+                                  L.y0 + pad + (double)e++ * row + 0.5 * fs, sample, marker_r, fs);
+    } else if (n_entries) {
+        double x = 0, avail = f.x1 - f.x0;
+        size_t r = 0;
+        double top = f.y0 - band_rows * row - 0.2 * fs;
         for (size_t s = 0; s < p->n_series; s++) {
-            const fr_plot_series *se = &p->series[s];
-            if (!se->label)
+            if (!p->series[s].label)
                 continue;
-            size_t col = e / rows, r = e % rows;
-            double x = L.x0 + pad + col * (col_w + fs), y = L.y0 + pad + r * row + 0.5 * fs;
-            if (se->line != FR_LINE_NONE) {
-                line_style(cr, se);
-                cairo_move_to(cr, x, y);
-                if (se->line == FR_LINE_STEPS) {
-                    cairo_line_to(cr, x + 0.5 * sample, y);
-                    cairo_line_to(cr, x + 0.5 * sample, y + 0.001);
-                }
-                cairo_line_to(cr, x + sample, y);
-                cairo_stroke(cr);
-                cairo_set_dash(cr, NULL, 0, 0);
-            }
-            if (se->marker >= 0)
-                draw_marker(cr, se->marker, se->color, x + 0.5 * sample, y, marker_r, 1);
-            cairo_set_source_rgb(cr, 0, 0, 0);
             font(cr, fs, 0);
-            text_at(cr, se->label, x + sample + 0.4 * fs, y, 0, 0.5, fs);
-            e++;
+            double w = sample + 0.4 * fs + text_width(cr, p->series[s].label) + fs;
+            if (x > 0 && x + w - fs > avail) {
+                r++;
+                x = 0;
+            }
+            draw_legend_entry(cr, &p->series[s], f.x0 + x, top + (double)r * row + 0.5 * fs,
+                              sample, marker_r, fs);
+            x += w;
         }
     }
-    free(boxes);
-    return cairo_status(cr) == CAIRO_STATUS_SUCCESS ? FR_OK : FR_E_OUTPUT;
+    if (cairo_status(cr) != CAIRO_STATUS_SUCCESS)
+        st = FR_E_OUTPUT;
+done:
+    free(obs.boxes);
+    return st;
 }
 
 fr_status fr_plot_render(const fr_plot *p, fr_plot_format format, const char *path,

@@ -71,7 +71,7 @@ fr_status fr_plot_render(const fr_plot *plot, fr_plot_format format, const char 
                          fr_error *err);
 
 /* Series colours (Okabe & Ito 2008, "Color universal design", without the
- * yellow that vanishes on white), as 0-255 RGB, shared with the pgfplots and
+ * yellow that vanishes on white; black last), as 0-255 RGB, shared with the pgfplots and
  * gnuplot writers so every format looks alike. */
 void fr_plot_color_rgb(int color, int rgb[3]);
 
