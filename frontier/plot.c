@@ -251,10 +251,27 @@ static void line_style(cairo_t *cr, const fr_plot_series *s)
     cairo_set_line_join(cr, s->line == FR_LINE_STEPS ? CAIRO_LINE_JOIN_MITER : CAIRO_LINE_JOIN_ROUND);
 }
 
+/* A staircase whose steps are narrower than its line only draws noise:
+ * then it is drawn as the line through its points (the steps are under a
+ * point's width apart, so the two differ by less than the stroke). */
+static int steps_visible(const frame *f, const fr_plot_series *s)
+{
+    double prev = NAN, widest = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (!usable(f, s->x[i], s->y[i]))
+            continue;
+        double x = map_x(f, s->x[i]);
+        if (!isnan(prev))
+            widest = fmax(widest, x - prev);
+        prev = x;
+    }
+    return widest >= 1.5;
+}
+
 static void draw_line(cairo_t *cr, const frame *f, const fr_plot_series *s)
 {
-    int started = 0;
-    double px = 0, py = 0;
+    int started = 0, steps = s->line == FR_LINE_STEPS && steps_visible(f, s);
+    double py = 0;
     cairo_new_path(cr);
     for (size_t i = 0; i < s->n; i++) {
         if (!usable(f, s->x[i], s->y[i]))
@@ -263,16 +280,14 @@ static void draw_line(cairo_t *cr, const frame *f, const fr_plot_series *s)
         if (!started) {
             cairo_move_to(cr, x, y);
             started = 1;
-        } else if (s->line == FR_LINE_STEPS) {
+        } else if (steps) {
             cairo_line_to(cr, x, py);
             cairo_line_to(cr, x, y);
         } else {
             cairo_line_to(cr, x, y);
         }
-        px = x;
         py = y;
     }
-    (void)px;
     line_style(cr, s);
     cairo_stroke(cr);
     cairo_set_dash(cr, NULL, 0, 0);
