@@ -304,10 +304,11 @@ int cmd_allocate(int argc, char **argv)
                 goto finish;
             }
             if (unmapped)
-                fr_warn("%zu of %zu tensors got configurations without a llama.cpp type: '%s' "
-                        "lists the others only (restrict --configs to int8-g32-sym, "
-                        "int4-g32-sym/asym, int5-g32-sym/asym, mxfp4 for a complete file)",
-                        unmapped, a.n_choices, tp);
+                fr_warn("%zu of %zu tensors got a configuration without a llama.cpp type, so "
+                        "'%s' lists only the other %zu (for a complete file restrict --configs "
+                        "to int8-g32-sym, int4-g32-sym, int4-g32-asym, int5-g32-sym, "
+                        "int5-g32-asym, mxfp4)",
+                        unmapped, a.n_choices, tp, a.n_choices - unmapped);
             if (out_path)
                 fr_info("wrote '%s' and '%s'", out_path, tp);
             else
