@@ -8,8 +8,9 @@
  * lower convex hull of each item's (weight, cost) options, its multiplier
  * lambda gives a Lagrangian lower bound and reduced costs, options whose
  * reduced cost is at least the gap to the incumbent cannot be in a better
- * solution and are removed, and a depth-first branch and bound over what is
- * left, bounded by the LP of the undecided items, proves optimality.
+ * solution and are removed, and dynamic programming over what is left
+ * (undominated partial solutions, each dropped when the LP bound of the
+ * undecided items shows it cannot beat the incumbent) proves optimality.
  */
 #include "frontier/allocate.h"
 
@@ -43,7 +44,7 @@ typedef struct mk_item {
     size_t *order;       /* indices into opt by increasing reduced cost */
     size_t n_khull;      /* hull of the kept options (indices into opt) */
     size_t *khull;
-    size_t rank;         /* position among the free items in branching order */
+    size_t rank;         /* position among the free items in the search order */
 } mk_item;
 
 typedef struct mk_inc {
@@ -1028,7 +1029,7 @@ fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_proble
     cJSON_AddItemToObject(root, "norm_sum", json_number(a->norm_sum));
     cJSON_AddItemToObject(root, "lower_bound", json_number(a->lower_bound_value));
     cJSON_AddBoolToObject(root, "optimal", a->stats.optimal);
-    cJSON_AddNumberToObject(root, "search_nodes", (double)a->stats.nodes);
+    cJSON_AddNumberToObject(root, "search_states", (double)a->stats.nodes);
     cJSON_AddNumberToObject(root, "n_tensors", (double)a->n_choices);
     for (size_t i = 0; i < a->n_choices; i++) {
         const fr_alloc_choice *ch = &a->choices[i];

@@ -9,8 +9,9 @@
  * sum w <= capacity = floor(budget * sum numel). The solver is exact:
  * Lagrangian relaxation on the convex hulls gives a lower bound and a
  * near-optimal solution, reduced-cost fixing removes every option that
- * cannot be in a better solution, and a depth-first branch and bound with
- * the LP (hull) bound at every node finishes the search.
+ * cannot be in a better solution, and dynamic programming over undominated
+ * (bits, error) partial solutions, pruned by the LP (hull) bound of the
+ * tensors still to decide, finishes the search.
  */
 #ifndef FR_ALLOCATE_H
 #define FR_ALLOCATE_H
@@ -36,17 +37,18 @@ typedef struct fr_mckp_stats {
     double cost;          /* cost of the returned solution */
     uint64_t weight;      /* its weight */
     double lambda;        /* the LP multiplier: error saved per bit at the margin */
-    uint64_t nodes;       /* branch-and-bound nodes visited */
+    uint64_t nodes;       /* search states created */
     size_t n_free;        /* items still undecided after reduced-cost fixing */
-    int optimal;          /* 1: proven optimal (to a relative 1e-12); 0: node limit hit */
+    int optimal;          /* 1: proven optimal (to a relative 1e-12); 0: state limit hit */
 } fr_mckp_stats;
 
-/* Default node limit of the branch and bound (fr_mckp_solve's max_nodes = 0). */
-#define FR_MCKP_DEFAULT_MAX_NODES 20000000ull
+/* Default limit on search states (fr_mckp_solve's max_nodes = 0); a state
+ * takes 24 bytes, so the search stays under about 200 MB. */
+#define FR_MCKP_DEFAULT_MAX_NODES 8000000ull
 
 /* Writes the chosen option of every item into choice[n_items]. Fails with
  * FR_E_USAGE when even the lightest options exceed the capacity. With the
- * node limit reached the best solution found is returned with
+ * state limit reached the best solution found is returned with
  * stats->optimal = 0 and its distance to stats->lower_bound. */
 fr_status fr_mckp_solve(const fr_mckp_item *items, size_t n_items, uint64_t capacity,
                         uint64_t max_nodes, size_t *choice, fr_mckp_stats *stats, fr_error *err);

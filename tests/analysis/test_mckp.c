@@ -162,7 +162,7 @@ int main(void)
         CHECK(st.weight == lo);
     }
 
-    /* a node limit of 1 stops the search: still a feasible solution, flagged */
+    /* a state limit of 1 stops the search: still a feasible solution, flagged */
     {
         int stopped = 0;
         for (uint64_t seed = 1; seed <= 50 && !stopped; seed++) {
@@ -184,7 +184,7 @@ int main(void)
     /* no items: nothing to do */
     CHECK(fr_mckp_solve(NULL, 0, 0, 0, choice, &st, &err) == FR_OK && st.cost == 0);
 
-    printf("test_mckp: %d brute-force and 300 DP instances (%llu search nodes in all)\n", n_small,
+    printf("test_mckp: %d brute-force and 300 DP instances (%llu search states in all)\n", n_small,
            (unsigned long long)total_nodes);
     return fx_done("test_mckp");
 }
