@@ -259,22 +259,21 @@ static int cmp_size(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static const mk_item *sort_items_ctx;
-
-static int cmp_free(const void *a, const void *b)
+/* qsort_r (glibc, _GNU_SOURCE) keeps these comparisons reentrant. */
+static int cmp_free(const void *a, const void *b, void *ctx)
 {
+    const mk_item *items = ctx;
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    size_t nx = sort_items_ctx[x].n_keep, ny = sort_items_ctx[y].n_keep;
+    size_t nx = items[x].n_keep, ny = items[y].n_keep;
     if (nx != ny)
         return nx > ny ? -1 : 1;
     return x < y ? -1 : x > y;
 }
 
-static const mk_opt *sort_opts_ctx;
-
-static int cmp_reduced(const void *a, const void *b)
+static int cmp_reduced(const void *a, const void *b, void *ctx)
 {
-    const mk_opt *x = &sort_opts_ctx[*(const size_t *)a], *y = &sort_opts_ctx[*(const size_t *)b];
+    const mk_opt *opt = ctx;
+    const mk_opt *x = &opt[*(const size_t *)a], *y = &opt[*(const size_t *)b];
     if (x->r != y->r)
         return x->r < y->r ? -1 : 1;
     return x->w < y->w ? -1 : x->w > y->w;
@@ -435,8 +434,7 @@ fr_status fr_mckp_solve(const fr_mckp_item *in, size_t n_items, uint64_t capacit
             mk_item *it = &items[i];
             for (size_t j = 0; j < it->n; j++)
                 it->order[j] = j;
-            sort_opts_ctx = it->opt;
-            qsort(it->order, it->n, sizeof *it->order, cmp_reduced);
+            qsort_r(it->order, it->n, sizeof *it->order, cmp_reduced, it->opt);
             it->n_keep = 0;
             while (it->n_keep < it->n && it->opt[it->order[it->n_keep]].r < gap + slack)
                 it->n_keep++;
@@ -467,8 +465,7 @@ fr_status fr_mckp_solve(const fr_mckp_item *in, size_t n_items, uint64_t capacit
             for (size_t i = 0; i < n_items; i++)
                 if (items[i].n_keep > 1)
                     s.free_items[n_free++] = i;
-            sort_items_ctx = items;
-            qsort(s.free_items, n_free, sizeof *s.free_items, cmp_free);
+            qsort_r(s.free_items, n_free, sizeof *s.free_items, cmp_free, items);
             /* kept hulls (kept options in weight order) and their increments */
             s.n_incs = 0;
             for (size_t r = 0; r < n_free; r++) {

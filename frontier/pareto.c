@@ -264,11 +264,12 @@ static double point_key(const fr_point *p, fr_metric metric)
     return metric == FR_METRIC_OUT_REL_ERR ? p->out_rel_err : p->rel_err;
 }
 
-static fr_metric sort_metric; /* qsort has no context argument; sorting is single-threaded */
-
-static int cmp_points(const void *a, const void *b)
+/* qsort_r (glibc, _GNU_SOURCE): the metric travels as the context, so
+ * sorting stays reentrant. */
+static int cmp_points(const void *a, const void *b, void *ctx)
 {
     const fr_point *x = a, *y = b;
+    fr_metric sort_metric = *(const fr_metric *)ctx;
     if (x->bits_per_weight != y->bits_per_weight)
         return x->bits_per_weight < y->bits_per_weight ? -1 : 1;
     double kx = point_key(x, sort_metric), ky = point_key(y, sort_metric);
@@ -285,8 +286,7 @@ void fr_pareto_mark(fr_point *points, size_t n, fr_metric metric)
     /* After sorting by (bits, key), a point is dominated exactly when an
      * earlier point has a strictly smaller key, or an equal key at strictly
      * fewer bits. */
-    sort_metric = metric;
-    qsort(points, n, sizeof *points, cmp_points);
+    qsort_r(points, n, sizeof *points, cmp_points, &metric);
     double best = INFINITY, best_bits = NAN;
     int have = 0;
     for (size_t i = 0; i < n; i++) {
