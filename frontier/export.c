@@ -667,8 +667,8 @@ static fr_status write_gnuplot(const fr_plot *p, const char *path, const char *d
     }
     fprintf(g, "# Frontier figure written by frontier %s from '%s'.\n", FRONTIER_VERSION,
             dataset_path ? dataset_path : "");
-    fputs("# gnuplot -e 'term=\"pngcairo size 1020,765 font \\\",24\\\"\"; outfile=\"x.png\"' "
-          "THIS.gp\n",
+    fputs("# Draws a PDF for a paper column (3.4 x 2.55 in, 8 pt text); choose another\n"
+          "# terminal and file with: gnuplot -e \"term='svg size 340,255'; outfile='f.svg'\" THIS.gp\n",
           g);
     fputs("if (!exists(\"term\")) term = \"pdfcairo size 3.4in,2.55in font ',8'\"\n", g);
     fputs("if (!exists(\"outfile\")) outfile = ", g);
@@ -699,6 +699,15 @@ static fr_status write_gnuplot(const fr_plot *p, const char *path, const char *d
     }
     if (p->log_y)
         fputs("set logscale y\nset format y \"10^{%L}\"\n", g);
+    for (size_t s = 0; s < p->n_series; s++) {
+        const fr_plot_series *se = &p->series[s];
+        for (size_t i = 0; se->point_labels && i < se->n; i++)
+            if (se->point_labels[i] && finite_point(p, se, i)) {
+                fputs("set label ", g);
+                gp_quote(g, se->point_labels[i]);
+                fprintf(g, " at %.10g,%.10g offset character 0.8,0 noenhanced\n", se->x[i], se->y[i]);
+            }
+    }
     fputs("datafile = ", g);
     gp_quote(g, dat);
     fputs("\nplot \\\n", g);

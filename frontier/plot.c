@@ -627,10 +627,11 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
                 continue;
             double x = map_x(&f, se->x[i]), y = map_y(&f, se->y[i]);
             double w = text_width(cr, txt), h = 0.75 * fs, d = marker_r + 1.5;
-            /* right, upper right, lower right, left, above, below */
-            const double cand[][2] = {{x + d, y + h / 2}, {x + d, y - d / 2},
+            /* right, upper right, lower right, left, upper left, lower left, above, below */
+            const double cand[][2] = {{x + d, y + h / 2},     {x + d, y - d / 2},
                                       {x + d, y + d / 2 + h}, {x - d - w, y + h / 2},
-                                      {x - w / 2, y - d}, {x - w / 2, y + d + h}};
+                                      {x - d - w, y - d / 2}, {x - d - w, y + d / 2 + h},
+                                      {x - w / 2, y - d},     {x - w / 2, y + d + h}};
             for (size_t k = 0; k < sizeof cand / sizeof cand[0]; k++) {
                 rect r = {cand[k][0] - 0.5, cand[k][1] - h - 0.5, cand[k][0] + w + 0.5,
                           cand[k][1] + 0.25 * fs};
