@@ -671,15 +671,21 @@ static fr_status write_gnuplot(const fr_plot *p, const char *path, const char *d
           "# terminal and file with: gnuplot -e \"term='svg size 340,255'; outfile='f.svg'\" THIS.gp\n",
           g);
     fputs("if (!exists(\"term\")) term = \"pdfcairo size 3.4in,2.55in font ',8'\"\n", g);
-    fputs("if (!exists(\"outfile\")) outfile = ", g);
+    /* files beside the script wherever gnuplot runs from: ARG0 is the script */
+    const char *dat_base = strrchr(dat, '/') ? strrchr(dat, '/') + 1 : dat;
+    const char *stem_base = strrchr(stem, '/') ? strrchr(stem, '/') + 1 : stem;
+    fputs("here = \"\"\ni = strlen(ARG0)\nwhile (i > 0 && ARG0[i:i] ne \"/\") { i = i - 1 }\n"
+          "if (i > 0) here = ARG0[1:i]\n",
+          g);
+    fputs("if (!exists(\"outfile\")) outfile = here.", g);
     {
-        char *pdf = malloc(strlen(stem) + 5);
+        char *pdf = malloc(strlen(stem_base) + 5);
         if (!pdf) {
             free(blocks);
             st = fr_fail(err, FR_E_NOMEM, "out of memory");
             goto done;
         }
-        sprintf(pdf, "%s.pdf", stem);
+        sprintf(pdf, "%s.pdf", stem_base);
         gp_quote(g, pdf);
         free(pdf);
     }
@@ -708,8 +714,8 @@ static fr_status write_gnuplot(const fr_plot *p, const char *path, const char *d
                 fprintf(g, " at %.10g,%.10g offset character 0.8,0 noenhanced\n", se->x[i], se->y[i]);
             }
     }
-    fputs("datafile = ", g);
-    gp_quote(g, dat);
+    fputs("datafile = here.", g);
+    gp_quote(g, dat_base);
     fputs("\nplot \\\n", g);
     /* lines first, then markers */
     int first = 1;
