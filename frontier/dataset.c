@@ -590,3 +590,22 @@ done:
         fr_dataset_free(ds);
     return st;
 }
+
+int ds_has_derived(const char *path)
+{
+    H5E_auto2_t old_func = NULL;
+    void *old_data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int found = 0;
+    hid_t fapl = ds_fapl();
+    hid_t file = fapl >= 0 ? H5Fopen(path, H5F_ACC_RDONLY, fapl) : H5I_INVALID_HID;
+    if (file >= 0) {
+        found = H5Lexists(file, "frontier", H5P_DEFAULT) > 0;
+        H5Fclose(file);
+    }
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    return found;
+}

@@ -147,4 +147,7 @@ const char *ds_strerror(int errnum, char *buf, size_t len);
  * that is ignored where the filesystem lacks it (NFS). */
 hid_t ds_fapl(void);
 
+/* Nonzero when path has derived tables under /frontier (pareto, allocate). */
+int ds_has_derived(const char *path);
+
 #endif

@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/synthetic.h"
+#include "frontier/dataset_schema.h"
 #include "frontier/executor.h"
 #include "frontier/sweep.h"
 
@@ -828,6 +829,11 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
         if ((st = fr_dataset_read(sw->opt.output, &sw->ds, err)) != FR_OK)
             return st;
         resuming = 1;
+        /* commits rewrite the file from the rows alone: tables derived from
+         * the old rows would no longer match them */
+        if (ds_has_derived(sw->opt.output))
+            fr_warn("'%s': the derived tables under /frontier (pareto, allocate) are dropped "
+                    "by --resume; run those commands again", sw->opt.output);
     } else if (sw->opt.resume) {
         sw->output_exists = 0;
         fr_info("'%s' does not exist yet: starting a new run", sw->opt.output);
