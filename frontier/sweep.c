@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -186,6 +187,12 @@ fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, f
         goto fail;
     /* the output: refused early, before any work, when it exists and
      * --resume was not given; left untouched either way */
+    struct stat sb;
+    if (stat(opt->output, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        st = fr_fail(err, FR_E_OUTPUT, "'%s' is a folder; -o names the dataset file to write",
+                     opt->output);
+        goto fail;
+    }
     sw->output_exists = access(opt->output, F_OK) == 0;
     if (sw->output_exists && !opt->resume) {
         st = fr_fail(err, FR_E_OUTPUT,
@@ -271,6 +278,13 @@ static fr_status plan_sources(fr_sweep *sw, int resuming, fr_error *err)
     for (size_t i = 0; i < sw->n_sources; i++) {
         const fr_source *src = sw->sources[i];
         char sha[65];
+        uint64_t bytes = 0;
+        for (size_t f = 0; f < src->n_files; f++)
+            bytes += src->files[f].size;
+        /* hashing reads the whole checkpoint once (about 1 s per GB) */
+        if (bytes > ((uint64_t)1 << 30))
+            fr_info("computing the sha256 of '%s' (%.1f GB) to identify it in the dataset",
+                    src->path, (double)bytes / 1e9);
         fr_ds_source row = {.source_id = (uint32_t)i, .path = src->path,
                             .kind = (char *)(uintptr_t)source_kind_name(src->kind),
                             .sha256 = sha, .n_tensors = (uint32_t)src->n_tensors};
@@ -862,6 +876,9 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     fr_info("measuring %zu tensors x %zu configurations on %s; %zu tensors skipped%s",
             sw->stats.n_selected, sw->n_configs, sw->stats.device, sw->stats.n_skipped,
             sw->stats.n_excluded ? ", others excluded by --include/--exclude" : "");
+
+    if (sw->stats.n_selected == 0)
+        fr_warn("no tensor is selected for measurement (see /skipped in '%s')", sw->opt.output);
 
     /* the first commit creates the output before any work, so an
      * unwritable path fails now, not after hours */

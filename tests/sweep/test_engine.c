@@ -12,6 +12,7 @@
 
 #include "core/call.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/synthetic.h"
 #include "frontier/sweep.h"
 #include "test_util.h"
@@ -341,6 +342,16 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
+    char d[32];
+    fr_format_duration(3725, d, sizeof d);
+    CHECK_STR(d, "1:02:05");
+    fr_format_duration(65.4, d, sizeof d);
+    CHECK_STR(d, "1:05");
+    fr_format_duration(4, d, sizeof d);
+    CHECK_STR(d, "4s");
+    fr_format_duration(NAN, d, sizeof d);
+    CHECK_STR(d, "?");
+    CHECK(fr_progress_start("tensors", 10, 100, 1) == NULL); /* quiet: no progress at all */
     test_bits();
     test_select();
     test_failures_recorded();
