@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -82,8 +83,13 @@ void fr_metrics_from_sums(const frontier_error_sums *s, fr_metrics *m)
     else if (!(s->sq_ref > 0.0))
         m->cosine = 0.0;
     else {
-        /* two square roots instead of sqrt(sq_ref * sq_hat): the product can overflow */
-        double c = s->dot / (sqrt(s->sq_ref) * sqrt(s->sq_hat));
+        /* sqrt(sq_ref * sq_hat) as plugin.h writes it (exactly 1 for an exact
+         * reconstruction); two square roots only where the product overflows
+         * or underflows */
+        double prod = s->sq_ref * s->sq_hat;
+        double denom = isfinite(prod) && prod > DBL_MIN ? sqrt(prod)
+                                                        : sqrt(s->sq_ref) * sqrt(s->sq_hat);
+        double c = s->dot / denom;
         m->cosine = c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
     }
 }

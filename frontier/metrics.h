@@ -45,7 +45,8 @@ fr_status fr_error_sums_accumulate(const float *w, const float *w_hat, int64_t n
  *  rel_err = sqrt(sq_err / sq_ref); 0 when both are 0 (all-zero W and Q(W));
  *            +inf when W is all zero but Q(W) is not.
  *  sqnr_db = -20 log10(rel_err): +inf when rel_err is 0, -inf when it is +inf.
- *  cosine  = dot / (sqrt(sq_ref) sqrt(sq_hat)), clamped to [-1, 1]; when
+ *  cosine  = dot / sqrt(sq_ref * sq_hat) (two square roots where the
+ *            product would overflow or underflow), clamped to [-1, 1]; when
  *            Q(W) is all zero: 1 if W is too, else 0; when only W is all
  *            zero: 0.
  */
