@@ -127,8 +127,15 @@ static void cpu_model(char *out, size_t size)
     fclose(f);
 }
 
+/* 1-minute load average: on a shared machine, context for the figures */
+static double load_1min(void)
+{
+    double load[1];
+    return getloadavg(load, 1) == 1 ? load[0] : -1.0;
+}
+
 static int write_json(const char *path, const result *res, size_t n_res, int64_t rows,
-                      int64_t cols, int threads, int repeat)
+                      int64_t cols, int threads, int repeat, double load_start, double load_end)
 {
     char model[256], date[32], host[256] = "unknown";
     time_t t = time(NULL);
@@ -147,6 +154,8 @@ static int write_json(const char *path, const result *res, size_t n_res, int64_t
     cJSON_AddStringToObject(root, "input_dtype", "BF16");
     cJSON_AddNumberToObject(root, "threads", threads);
     cJSON_AddNumberToObject(root, "repeat", repeat);
+    cJSON_AddNumberToObject(root, "load_1min_start", load_start);
+    cJSON_AddNumberToObject(root, "load_1min_end", load_end);
     cJSON_AddItemToObject(root, "results", results);
     for (size_t i = 0; i < n_res; i++) {
         cJSON *r = cJSON_CreateObject();
@@ -221,9 +230,10 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < n; i++)
         w[i] = fr_bf16_to_f32(bf16[i]);
 
-    double bytes = 2.0 * (double)n;
-    printf("bench_quantizers: %lld x %lld bf16 (%.1f MB), 1 and %d threads, best of %d\n", rows,
-           cols, bytes / 1e6, threads, repeat);
+    double bytes = 2.0 * (double)n, load_start = load_1min();
+    printf("bench_quantizers: %lld x %lld bf16 (%.1f MB), 1 and %d threads, best of %d, "
+           "load %.2f\n",
+           rows, cols, bytes / 1e6, threads, repeat, load_start);
     printf("%-20s %10s %10s %10s %10s %8s\n", "config", "ms(1)", "GB/s(1)", "ms(N)", "GB/s(N)",
            "speedup");
     for (size_t e = 0; e < fr_n_builtin_entries; e++) {
@@ -242,7 +252,9 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
-    if (json && !write_json(json, res, n_res, rows, cols, threads, repeat))
+    double load_end = load_1min();
+    printf("load average at the end: %.2f\n", load_end);
+    if (json && !write_json(json, res, n_res, rows, cols, threads, repeat, load_start, load_end))
         goto done;
     status = 0;
 done:
