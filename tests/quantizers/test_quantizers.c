@@ -254,6 +254,23 @@ static void check_every_config(int print_table)
                 QT_CHECK(r1 == r4 && r1 <= limit, "%s %lldx%lld: rel_err %.6g > bound %.6g",
                          cfg->name, (long long)rows, (long long)cols, r1, limit);
                 worst = r1 > worst ? r1 : worst;
+                /* every scale of every format is a product or quotient of the data
+                 * by constants, rounded in a floating type: multiplying the input by
+                 * a power of two (with all scales staying normal) multiplies the
+                 * output by exactly the same power */
+                for (int k = -3; k <= 5; k += 8) {
+                    float *scaled = zero; /* borrowed; cleared again below */
+                    float p = ldexpf(1.0f, k);
+                    for (int64_t i = 0; i < n; i++)
+                        scaled[i] = w[i] * p;
+                    run_config(cfg->name, scaled, b, rows, cols, pool4);
+                    int exact = 1;
+                    for (int64_t i = 0; i < n; i++)
+                        exact &= qt_same(b[i], a[i] * p);
+                    QT_CHECK(exact, "%s %lldx%lld: input x 2^%d does not scale the output by 2^%d",
+                             cfg->name, (long long)rows, (long long)cols, k, k);
+                    memset(zero, 0, (size_t)n * sizeof *zero);
+                }
                 /* all zero in, all zero out */
                 memset(b, 0xff, (size_t)n * sizeof *b);
                 run_config(cfg->name, zero, b, rows, cols, pool4);
