@@ -78,7 +78,8 @@ int fr_q_check_shape(const frontier_quantizer *q, const frontier_config *cfg, in
         return fr_q_fail(call, FRONTIER_ERR_INVALID, "%s: configuration '%s' is not one of mine",
                          q->name, cfg && cfg->name ? cfg->name : "(null)");
     if (rows < 1 || cols < 1)
-        return fr_q_fail(call, FRONTIER_ERR_INVALID, "empty tensor (%lld x %lld)", (long long)rows, (long long)cols);
+        return fr_q_fail(call, FRONTIER_ERR_INVALID, "empty tensor (%lld x %lld)",
+                         (long long)rows, (long long)cols);
     if (rows > INT64_MAX / cols)
         return fr_q_fail(call, FRONTIER_ERR_INVALID, "%lld x %lld elements overflow 64 bits",
                          (long long)rows, (long long)cols);

@@ -57,9 +57,12 @@ static void fp8_tile(fp8_job *job, int64_t r0, int64_t r1, int64_t c0, int64_t c
         }
     }
     float s = bad ? 0.0f : fr_fp8_scale(amax, job->p->elem.max);
-    for (int64_t r = r0; r < r1; r++)
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = job->w + r * job->cols;
+        float *x_hat = job->w_hat + r * job->cols;
         for (int64_t c = c0; c < c1; c++)
-            job->w_hat[r * job->cols + c] = fr_fp8_dequant(job->w[r * job->cols + c], s, job->p->elem);
+            x_hat[c] = fr_fp8_dequant(x[c], s, job->p->elem);
+    }
 }
 
 static void fp8_rows_range(void *arg, int64_t begin, int64_t end)

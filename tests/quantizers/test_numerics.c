@@ -14,13 +14,6 @@
 #include "qtest.h"
 #include "quantizers/numerics.h"
 
-typedef struct fmt_case {
-    const char *name;
-    fr_minifloat f;
-    int exp_bits;  /* for the independent enumeration */
-    int has_top_binade_special; /* E4M3FN: the all-ones code is NaN, so the top binade stops one short */
-} fmt_case;
-
 /*
  * Non-negative finite values of a sign-magnitude format with exp_bits
  * exponent bits and mbits mantissa bits, in code order (so index parity is
