@@ -9,8 +9,8 @@
  * thread would exceed FR_CPU_PARALLEL_BYTES its configurations run one after
  * the other, each using every thread inside (the quantizer's parallel_for
  * and the error reduction). Results never depend on the schedule: every sum
- * is reduced over fixed chunks of FR_CPU_REDUCE_CHUNK elements in chunk
- * order, whatever the thread count. Each outcome reaches the sink as soon
+ * is fr_error_sums_accumulate's (frontier/metrics.h), reduced over fixed
+ * chunks in chunk order, whatever the thread count. Each outcome reaches the sink as soon
  * as its job is done (from the worker that ran it, one call at a time under
  * a lock), so the engine commits rows while other jobs still run.
  */
@@ -27,12 +27,12 @@
 #include "core/parallel.h"
 #include "core/synthetic.h"
 #include "frontier/executor.h"
+#include "frontier/metrics.h"
 
 /* Defaults; FRONTIER_CPU_BATCH_BYTES and FRONTIER_CPU_PARALLEL_BYTES
  * override them (tests use tiny values to exercise every schedule). */
 #define FR_CPU_BATCH_BYTES ((size_t)64 << 20)
 #define FR_CPU_PARALLEL_BYTES ((size_t)1 << 30)
-#define FR_CPU_REDUCE_CHUNK 65536
 /* A batch stops growing once it holds this many jobs per thread. */
 #define FR_CPU_JOBS_PER_THREAD 8
 /* Floats past the end of every output buffer, checked after the call: a
@@ -45,65 +45,6 @@ static double now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* ---- deterministic reductions ---- */
-
-typedef struct sums_job {
-    const float *w, *w_hat;
-    int64_t n;
-    frontier_error_sums *partial; /* one per chunk */
-} sums_job;
-
-static void sums_range(void *arg, int64_t begin, int64_t end)
-{
-    sums_job *job = arg;
-    for (int64_t c = begin; c < end; c++) {
-        int64_t lo = c * FR_CPU_REDUCE_CHUNK;
-        int64_t hi = lo + FR_CPU_REDUCE_CHUNK < job->n ? lo + FR_CPU_REDUCE_CHUNK : job->n;
-        double sq_err = 0, sq_ref = 0, sq_hat = 0, dot = 0, max_abs = 0;
-        for (int64_t i = lo; i < hi; i++) {
-            double x = job->w[i];
-            double y = job->w_hat ? job->w_hat[i] : 0.0;
-            double d = x - y;
-            sq_err += d * d;
-            sq_ref += x * x;
-            sq_hat += y * y;
-            dot += x * y;
-            double a = fabs(d);
-            /* NaN compares false: propagate it explicitly */
-            if (a > max_abs || a != a)
-                max_abs = a;
-        }
-        job->partial[c] = (frontier_error_sums){sq_err, sq_ref, sq_hat, dot, max_abs};
-    }
-}
-
-/* Sums of (w, w_hat) over n elements; w_hat NULL computes sq_ref only (and
- * max |w|, which is NaN/Inf exactly when w holds a non-finite value). */
-static int error_sums(fr_pool *pool, const float *w, const float *w_hat, int64_t n,
-                      frontier_error_sums *out)
-{
-    int64_t n_chunks = (n + FR_CPU_REDUCE_CHUNK - 1) / FR_CPU_REDUCE_CHUNK;
-    frontier_error_sums one;
-    sums_job job = {w, w_hat, n, n_chunks <= 1 ? &one : malloc(sizeof *job.partial * (size_t)n_chunks)};
-    memset(out, 0, sizeof *out);
-    if (n <= 0)
-        return 0;
-    if (!job.partial)
-        return -1;
-    fr_parallel_for(pool, n_chunks, 1, sums_range, &job);
-    for (int64_t c = 0; c < n_chunks; c++) {
-        out->sq_err += job.partial[c].sq_err;
-        out->sq_ref += job.partial[c].sq_ref;
-        out->sq_hat += job.partial[c].sq_hat;
-        out->dot += job.partial[c].dot;
-        if (job.partial[c].max_abs_err > out->max_abs_err || job.partial[c].max_abs_err != job.partial[c].max_abs_err)
-            out->max_abs_err = job.partial[c].max_abs_err;
-    }
-    if (job.partial != &one)
-        free(job.partial);
-    return 0;
 }
 
 /* ---- batches ---- */
@@ -199,8 +140,10 @@ static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool 
                          ref->cfg->name, it->tensor->name, q->name);
             goto done;
         }
-    if (error_sums(pool, w, w_hat, n, &o->sums) != 0) {
-        fail_outcome(o, FR_E_NOMEM, "cannot allocate the error reduction");
+    fr_error_sums_init(&o->sums);
+    fr_error serr = {0};
+    if (fr_error_sums_accumulate(w, w_hat, n, pool, &o->sums, &serr) != FR_OK) {
+        fail_outcome(o, FR_E_NOMEM, "%s", serr.msg);
         goto done;
     }
 done:
@@ -229,11 +172,14 @@ static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_su
         st = fr_synthetic_load(it->src, it->tensor, ld->w, pool, &err);
     else
         st = fr_tensor_load_f32(it->src, it->tensor, ld->w, &err);
-    if (st == FR_OK && error_sums(pool, ld->w, NULL, n, norm) != 0) {
-        st = FR_E_NOMEM;
-        snprintf(err.msg, sizeof err.msg, "cannot allocate the norm reduction");
-    }
-    if (st == FR_OK && (!isfinite(norm->sq_ref) || !isfinite(norm->max_abs_err))) {
+    /* sum w^2 with the metrics' own chunked reduction (w against itself),
+     * so it equals the sq_ref of every configuration bit for bit; it is
+     * NaN or Inf exactly when w holds a NaN or an Inf (a finite float
+     * squared cannot overflow a double) */
+    fr_error_sums_init(norm);
+    if (st == FR_OK)
+        st = fr_error_sums_accumulate(ld->w, ld->w, n, pool, norm, &err);
+    if (st == FR_OK && !isfinite(norm->sq_ref)) {
         int64_t first = -1, n_nan = 0, n_inf = 0;
         for (int64_t i = 0; i < n; i++) {
             if (isfinite(ld->w[i]))

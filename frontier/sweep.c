@@ -27,6 +27,7 @@
 #include "core/synthetic.h"
 #include "frontier/dataset_schema.h"
 #include "frontier/executor.h"
+#include "frontier/metrics.h"
 #include "frontier/sweep.h"
 
 #if defined(FRONTIER_HAVE_CUDA) && defined(__has_include)
@@ -694,28 +695,24 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
         record_failure(sw, o->item, ref->cfg->name, j, serr.msg);
         return;
     }
-    const frontier_error_sums *s = &o->sums;
+    fr_metrics m;
+    fr_metrics_from_sums(&o->sums, &m);
     double numel = (double)(it->rows * it->cols);
     fr_ds_result row = {
         .tensor_id = sw->ds.tensors[sw->item_tensor[o->item]].tensor_id,
         .config_id = sw->item_config_ids[sw->item_first_config[o->item] + o->config],
         .bits_per_weight = (double)total_bits / numel,
         .total_bits = total_bits,
-        .rel_err = rel_err_of(s->sq_err, s->sq_ref),
-        .max_abs_err = s->max_abs_err,
+        .rel_err = m.rel_err,
+        .sqnr_db = m.sqnr_db,
+        .max_abs_err = m.max_abs_err,
+        .cosine = m.cosine,
         .out_rel_err = isnan(o->out_sq_err) || isnan(o->out_sq_ref) ? NAN : rel_err_of(o->out_sq_err, o->out_sq_ref),
-        .sq_err = s->sq_err,
+        .sq_err = o->sums.sq_err,
         .out_sq_err = o->out_sq_err,
         .out_sq_ref = o->out_sq_ref,
         .seconds = o->seconds,
     };
-    row.sqnr_db = row.rel_err > 0 ? -20.0 * log10(row.rel_err) : INFINITY;
-    /* FORMATS.md: an all-zero reconstruction has cosine 1 when the weights
-     * are all zero too, else 0 */
-    if (s->sq_hat == 0 || s->sq_ref == 0)
-        row.cosine = s->sq_hat == 0 && s->sq_ref == 0 ? 1.0 : 0.0;
-    else
-        row.cosine = s->dot / (sqrt(s->sq_ref) * sqrt(s->sq_hat));
     snprintf(row.device, sizeof row.device, "%s", o->device);
     fr_error err = {0};
     if (fr_dataset_add_result(&sw->ds, &row, &err) != FR_OK) {
