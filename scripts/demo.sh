@@ -2,8 +2,10 @@
 # README command (1): installs what is missing and builds (scripts/setup.sh),
 # then runs the main job on the real checkpoint in data/stories260K:
 #   1. frontier inspect data/stories260K
-#   2. frontier sweep data/stories260K --bits 2..8 -o out/demo/run.h5
-# and prints the sweep's summary. Outputs go to out/demo/ (git-ignored);
+#   2. frontier sweep data/stories260K --bits 2..8 -o out/demo/run.h5 (prints the summary)
+#   3. frontier pareto / allocate --budget 3.5 / allocate --sweep-budgets
+#   4. frontier export ... -> out/demo/stories260K-frontier.png and .pdf
+# Outputs go to out/demo/ (git-ignored);
 # the previous demo's dataset is removed first, since frontier never
 # overwrites a dataset.
 set -euo pipefail
@@ -13,7 +15,7 @@ FRONTIER=build/frontier
 MODEL=data/stories260K
 OUT=out/demo
 mkdir -p "$OUT"
-rm -f "$OUT/run.h5" "$OUT/run.h5.tmp"
+rm -f "$OUT/run.h5" "$OUT/run.h5.tmp" "$OUT/recipe.json" "$OUT/recipe.tensor-types.txt"
 
 echo
 echo "== frontier inspect $MODEL"
@@ -24,4 +26,29 @@ echo "== frontier sweep $MODEL --bits 2..8 -o $OUT/run.h5"
 "$FRONTIER" sweep "$MODEL" --bits 2..8 -o "$OUT/run.h5"
 
 echo
-echo "The dataset is $OUT/run.h5 (schema: docs/dataset.md; h5dump -H $OUT/run.h5 shows it)."
+echo "== frontier pareto $OUT/run.h5 --by class --frontier-only"
+"$FRONTIER" pareto "$OUT/run.h5" --by class --frontier-only
+
+echo
+echo "== frontier allocate $OUT/run.h5 --budget 3.5 -o $OUT/recipe.json"
+"$FRONTIER" allocate "$OUT/run.h5" --budget 3.5 -o "$OUT/recipe.json"
+
+echo
+echo "== frontier allocate $OUT/run.h5 --sweep-budgets 2..9:0.02 (the mixed-precision curve)"
+"$FRONTIER" -q allocate "$OUT/run.h5" --sweep-budgets 2..9:0.02 >/dev/null
+
+echo
+echo "== frontier export $OUT/run.h5 --log-y -o $OUT/stories260K-frontier.{png,pdf}"
+if "$FRONTIER" export "$OUT/run.h5" --log-y -o "$OUT/stories260K-frontier.png" &&
+   "$FRONTIER" export "$OUT/run.h5" --log-y -o "$OUT/stories260K-frontier.pdf"; then
+  figures="$OUT/stories260K-frontier.png and $OUT/stories260K-frontier.pdf"
+else
+  echo "(this build has no cairo: writing a pgfplots figure instead)"
+  "$FRONTIER" export "$OUT/run.h5" --log-y --format tex -o "$OUT/stories260K-frontier.tex"
+  figures="$OUT/stories260K-frontier.tex"
+fi
+
+echo
+echo "dataset: $OUT/run.h5 (schema: docs/dataset.md; h5dump -H $OUT/run.h5 shows it)"
+echo "recipe:  $OUT/recipe.json"
+echo "figures: $figures"

@@ -7,18 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* TRANSITIONAL: until frontier/dataset.c (the sweep issue) is merged, this
- * branch has no dataset reader; weak references let the binary link and
- * the commands say so. Remove these two lines once it is on main. */
-#pragma weak fr_dataset_read
-#pragma weak fr_dataset_free
-
 fr_status cli_read_dataset(const char *path, fr_dataset *ds, fr_result_index *ix, fr_error *err)
 {
     memset(ds, 0, sizeof *ds);
     memset(ix, 0, sizeof *ix);
-    if (!fr_dataset_read || !fr_dataset_free)
-        return fr_fail(err, FR_E_FAIL, "cannot read '%s': this build has no dataset reader yet", path);
     fr_status st = fr_dataset_read(path, ds, err);
     if (st != FR_OK)
         return st;
@@ -34,8 +26,7 @@ fr_status cli_read_dataset(const char *path, fr_dataset *ds, fr_result_index *ix
 
 void cli_free_dataset(fr_dataset *ds)
 {
-    if (fr_dataset_free)
-        fr_dataset_free(ds);
+    fr_dataset_free(ds);
 }
 
 char *cli_command_line(int argc, char **argv)

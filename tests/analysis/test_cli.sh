@@ -27,17 +27,7 @@ expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lack
 
 "$bin" -q sweep "$data/stories260K" --bits 2..8 -o "$tmp/run.h5" >"$tmp/out" 2>"$tmp/err"
 rc=$?
-if grep -q "not implemented" "$tmp/err"; then
-  echo "SKIP: 'frontier sweep' is not in this build yet"
-  exit 77
-fi
 [ "$rc" = 0 ] || { cat "$tmp/err"; fail "sweep exited $rc"; }
-"$bin" pareto "$tmp/run.h5" --no-store >"$tmp/out" 2>"$tmp/err"
-if grep -q "no dataset reader" "$tmp/err"; then
-  echo "SKIP: this build has no dataset reader yet"
-  exit 77
-fi
-
 # pareto: table, json, stored groups
 expect 0 "$bin" pareto "$tmp/run.h5" --json --no-store
 cp "$tmp/out" "$tmp/pareto.json"
