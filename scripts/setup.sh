@@ -2,6 +2,8 @@
 # Installs what frontier needs on Debian 12 / Ubuntu (skipping what is already
 # installed), then configures and builds it in build/.
 #   scripts/setup.sh            install + build (CUDA path when nvcc is present)
+#   scripts/setup.sh --test-tools   also the tools some tests use (LaTeX with
+#                               pgfplots, gnuplot) so those tests run rather than skip
 #   FRONTIER_SKIP_INSTALL=1 scripts/setup.sh   build only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +12,9 @@ APT_PACKAGES=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libcjson-d
   libopenblas-dev liblapacke-dev libcairo2-dev libssl-dev libopenmpi-dev openmpi-bin
   clang)
 PIP_PACKAGES=(numpy ml_dtypes h5py)
+if [ "${1:-}" = --test-tools ]; then
+  APT_PACKAGES+=(texlive-latex-base texlive-pictures gnuplot-nox)
+fi
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

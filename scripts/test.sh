@@ -5,7 +5,7 @@
 # themselves as skipped on machines without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --test-tools
 jobs=$(nproc 2>/dev/null || echo 2)
 
 echo "== tests (build/) =="
