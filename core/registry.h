@@ -1,11 +1,17 @@
 /*
  * The quantizer registry: built-ins and plugins, all through the
  * frontier_quantizer descriptor of include/frontier/plugin.h.
+ *
+ * Registration validates a descriptor before anything of it is trusted
+ * (docs/plugins.md lists every check and its message). Once registered, the
+ * engine calls a quantizer only through fr_quantizer_size_bits() and
+ * fr_quantizer_quantize_cpu(), which check what the quantizer hands back.
  */
 #ifndef FR_REGISTRY_H
 #define FR_REGISTRY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 #include "frontier/plugin.h"
@@ -28,16 +34,26 @@ typedef struct fr_registry {
     size_t n_configs;
 } fr_registry;
 
+/* Origin of every built-in quantizer. */
+#define FR_ORIGIN_BUILTIN "builtin"
+
 /* Registers the built-in quantizers. */
 fr_status fr_registry_init(fr_registry *reg, fr_error *err);
+/* A registry without the built-ins (loading a built-in family as a plugin). */
+void fr_registry_init_empty(fr_registry *reg);
+/* Unregisters everything and dlclose()s the plugins. */
 void fr_registry_free(fr_registry *reg);
 
 /* Validates a descriptor (ABI version, struct size, required functions,
- * known flags, unique quantizer and config names) and adds it. */
+ * known flags, unique quantizer and config names) and adds it. origin is
+ * copied. On success the registry owns dl (closed by fr_registry_free); on
+ * failure nothing is kept and dl stays the caller's. */
 fr_status fr_registry_add(fr_registry *reg, const frontier_quantizer *q, const char *origin,
                           void *dl, fr_error *err);
 
-/* dlopen()s a plugin and registers its descriptor; on failure nothing is kept. */
+/* dlopen()s a plugin and registers its descriptor; on failure nothing is
+ * kept and the object is dlclose()d (FR_E_PLUGIN). Loading an object that is
+ * already registered (same file) is a no-op. */
 fr_status fr_registry_load_plugin(fr_registry *reg, const char *path, fr_error *err);
 
 /* Loads the explicit --plugin paths (a failure is an error: FR_E_PLUGIN),
@@ -47,12 +63,66 @@ fr_status fr_registry_load_plugin(fr_registry *reg, const char *path, fr_error *
 fr_status fr_registry_discover(fr_registry *reg, const char *const *explicit_paths,
                                size_t n_explicit, fr_error *err);
 
+/* fr_registry_discover with the environment made explicit: plugin_path is
+ * the value of FRONTIER_PLUGIN_PATH (NULL when unset), installed_dir the
+ * installed plugin folder (NULL: none). */
+fr_status fr_registry_discover_from(fr_registry *reg, const char *const *explicit_paths,
+                                    size_t n_explicit, const char *plugin_path,
+                                    const char *installed_dir, fr_error *err);
+
+/* The installed plugin folder compiled in (FRONTIER_PLUGIN_DIR). */
+const char *fr_registry_plugin_dir(void);
+
 const fr_config_ref *fr_registry_find_config(const fr_registry *reg, const char *name);
+const fr_qentry *fr_registry_find_quantizer(const fr_registry *reg, const char *name);
 
 static inline const frontier_quantizer *fr_config_quantizer(const fr_registry *reg,
                                                             const fr_config_ref *ref)
 {
     return reg->entries[ref->quantizer].q;
 }
+
+static inline const char *fr_config_origin(const fr_registry *reg, const fr_config_ref *ref)
+{
+    return reg->entries[ref->quantizer].origin;
+}
+
+/* Name of one FRONTIER_Q_* bit ("needs-hessian", "needs-act-stats", "cuda",
+ * "deterministic"); NULL for an unknown bit. */
+const char *fr_quantizer_flag_name(uint64_t bit);
+
+/* Writes the flag names ("needs-hessian,cuda,deterministic"; "" for none)
+ * into buf; returns buf. */
+char *fr_quantizer_flag_names(uint64_t flags, char *buf, size_t size);
+
+/* Short name of a plugin return code (enum frontier_status): "invalid argument". */
+const char *fr_plugin_status_name(int code);
+
+/*
+ * Checked calls: the only way the engine calls a quantizer. Each fills in
+ * call->quantizer when unset, calls the function and checks the result; a
+ * failure is reported in err naming the configuration, the tensor and where
+ * the quantizer came from, and the caller goes on with the other
+ * configurations. tensor may be NULL ("a rows x cols tensor" in messages).
+ *
+ * fr_quantizer_size_bits: the function must return FRONTIER_OK and a size
+ * with 0 < total_bits < 2^63.
+ *
+ * fr_quantizer_quantize_cpu: the function must return FRONTIER_OK and write
+ * a finite value into every element of w_hat (w_hat is filled with NaN
+ * before the call, so an element it never wrote is caught too). A quantizer
+ * flagged FRONTIER_Q_NEEDS_HESSIAN / NEEDS_ACT_STATS is not called without
+ * those statistics (FR_E_USAGE).
+ *
+ * Status: FR_E_PLUGIN when the quantizer failed or misbehaved (FR_E_NOMEM
+ * when it returned FRONTIER_ERR_NOMEM).
+ */
+fr_status fr_quantizer_size_bits(const fr_registry *reg, const fr_config_ref *ref, int64_t rows,
+                                 int64_t cols, const char *tensor, frontier_call *call,
+                                 uint64_t *total_bits, fr_error *err);
+fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref *ref,
+                                    const float *w, float *w_hat, int64_t rows, int64_t cols,
+                                    const frontier_calib *calib, const char *tensor,
+                                    frontier_call *call, fr_error *err);
 
 #endif

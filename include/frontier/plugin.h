@@ -13,6 +13,12 @@
  * only when the plugin's struct_size covers it, and refuses a plugin whose
  * abi_version it does not know, naming both versions.
  *
+ * Threading: the entry point runs once, before anything else. After that the
+ * host may call size_bits / quantize_* from several threads at once, each
+ * call with its own frontier_call, so these functions keep no mutable static
+ * state. docs/plugins.md is the full contract (memory ownership, what the
+ * host checks, discovery, exit codes).
+ *
  * Nothing here includes CUDA headers: device pointers and streams are void *.
  */
 #ifndef FRONTIER_PLUGIN_H
@@ -113,7 +119,9 @@ typedef struct frontier_host_api {
     uint32_t struct_size; /* sizeof(frontier_host_api) as the host built it */
     /* v1: message to the host's log (printf format). */
     void (*log)(frontier_call *call, int level, const char *fmt, ...);
-    /* v1: records why the current call fails; return an error code after it. */
+    /* v1: records why the current call fails; return an error code after it.
+     * Call it from the thread that received the call (not from a
+     * parallel_for body); the host quotes the message in its report. */
     void (*set_error)(frontier_call *call, const char *fmt, ...);
     /* v1: 64-byte aligned scratch memory, freed by the host when the call
      * returns; NULL when out of memory. Thread-safe. */
@@ -173,6 +181,13 @@ typedef struct frontier_quantizer {
 
 /* The entry point a plugin exports. Returns NULL on failure (after logging why). */
 typedef const frontier_quantizer *(*frontier_plugin_entry_fn)(const frontier_host_api *host);
+
+/* Declared here so the compiler checks a plugin's definition against
+ * frontier_plugin_entry_fn. The host never calls it by name: it looks the
+ * symbol up in each shared object (docs/plugins.md). A plugin defines it as
+ *   FRONTIER_PLUGIN_EXPORT const frontier_quantizer *
+ *   frontier_plugin_entry(const frontier_host_api *host) { ... } */
+FRONTIER_PLUGIN_EXPORT const frontier_quantizer *frontier_plugin_entry(const frontier_host_api *host);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,500 @@
+/*
+ * The quantizer registry: validation of descriptors, lookup, and the checked
+ * calls through which the engine reaches a quantizer. Loading shared objects
+ * and discovery live in plugin_loader.c.
+ *
+ * A descriptor is validated completely before the registry keeps anything of
+ * it (HDF5's H5PL checks, SQLite's versioned struct): every message names
+ * where the descriptor came from ("plugin '/p/libx.so'" or "built-in
+ * quantizer 'int'") and, for duplicates, where the first one came from.
+ */
+#include "registry.h"
+
+#include <cjson/cJSON.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "parallel.h"
+#include "log.h"
+#include "quantizers/builtin.h"
+
+/* The v1 descriptor ends with sweep_cuda; a plugin built against a later
+ * header may be larger, never smaller. */
+#define FR_QUANTIZER_V1_SIZE \
+    (offsetof(frontier_quantizer, sweep_cuda) + sizeof(((frontier_quantizer *)0)->sweep_cuda))
+
+/* Bounds on what a descriptor may hold. They also bound how far the host
+ * reads a string that a broken plugin forgot to terminate. */
+#define FR_MAX_QUANTIZER_NAME 63
+#define FR_MAX_CONFIG_NAME 127
+#define FR_MAX_TEXT 4095          /* description, version */
+#define FR_MAX_PARAMS_JSON 65535
+#define FR_MAX_CONFIGS 65536
+
+/* Quantizer (family) names: a letter, then letters, digits, '_' or '-'. */
+static int valid_quantizer_name(const char *s)
+{
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+        return 0;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '-';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/* Configuration names appear in comma-separated lists and globs on the
+ * command line (--quantizers) and as HDF5 strings: letters, digits and
+ * "_-.+" only ("int4-g128-asym", "rht+nvfp4"), starting with a letter or
+ * digit. */
+static int valid_config_name(const char *s)
+{
+    char c0 = s[0];
+    if (!((c0 >= 'a' && c0 <= 'z') || (c0 >= 'A' && c0 <= 'Z') || (c0 >= '0' && c0 <= '9')))
+        return 0;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '-' || c == '.' || c == '+';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/* "plugin '/p/libx.so'" or "built-in quantizer 'int'" (name may be NULL). */
+static void describe_origin(char *buf, size_t size, const char *origin, const char *name)
+{
+    if (origin && strcmp(origin, FR_ORIGIN_BUILTIN) != 0)
+        snprintf(buf, size, "plugin '%s'", origin);
+    else if (name)
+        snprintf(buf, size, "built-in quantizer '%.*s'", FR_MAX_QUANTIZER_NAME, name);
+    else
+        snprintf(buf, size, "built-in quantizer");
+}
+
+/* "builtin" or "'/p/libx.so'", for "already registered by ... (from X)". */
+static void describe_from(char *buf, size_t size, const char *origin)
+{
+    if (!strcmp(origin, FR_ORIGIN_BUILTIN))
+        snprintf(buf, size, "builtin");
+    else
+        snprintf(buf, size, "'%s'", origin);
+}
+
+static fr_status validate_config(const fr_registry *reg, const frontier_quantizer *q, size_t i,
+                                 const char *who, fr_error *err)
+{
+    const frontier_config *c = &q->configs[i];
+    if (!c->name || !c->name[0])
+        return fr_fail(err, FR_E_PLUGIN, "%s: configuration %zu has no name", who, i);
+    size_t len = strnlen(c->name, FR_MAX_CONFIG_NAME + 1);
+    if (len > FR_MAX_CONFIG_NAME)
+        return fr_fail(err, FR_E_PLUGIN, "%s: configuration %zu has a name longer than %d bytes",
+                       who, i, FR_MAX_CONFIG_NAME);
+    if (!valid_config_name(c->name))
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: invalid configuration name '%s' (letters, digits and '_-.+' only, "
+                       "starting with a letter or digit)",
+                       who, c->name);
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(q->configs[j].name, c->name))
+            return fr_fail(err, FR_E_PLUGIN, "%s: configuration '%s' is listed twice", who,
+                           c->name);
+    const fr_config_ref *dup = fr_registry_find_config(reg, c->name);
+    if (dup) {
+        char from[FR_ERROR_MSG_MAX / 2];
+        describe_from(from, sizeof from, reg->entries[dup->quantizer].origin);
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: configuration '%s' is already registered by quantizer '%s' (from %s)",
+                       who, c->name, reg->entries[dup->quantizer].q->name, from);
+    }
+    /* isnan first: a NaN compares false with everything */
+    if (isnan(c->nominal_bits) || !(c->nominal_bits > 0.0 && c->nominal_bits <= 64.0))
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: configuration '%s' has nominal_bits %g, outside (0, 64]", who, c->name,
+                       c->nominal_bits);
+    if (!c->params_json)
+        return fr_fail(err, FR_E_PLUGIN, "%s: configuration '%s' has no params_json", who,
+                       c->name);
+    if (strnlen(c->params_json, FR_MAX_PARAMS_JSON + 1) > FR_MAX_PARAMS_JSON)
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: configuration '%s' has params_json longer than %d bytes", who, c->name,
+                       FR_MAX_PARAMS_JSON);
+    cJSON *params = cJSON_ParseWithOpts(c->params_json, NULL, 1);
+    int is_object = params && cJSON_IsObject(params);
+    cJSON_Delete(params);
+    if (!is_object)
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: configuration '%s' has params_json that is not a JSON object: '%.60s'",
+                       who, c->name, c->params_json);
+    return FR_OK;
+}
+
+static fr_status validate(const fr_registry *reg, const frontier_quantizer *q, const char *origin,
+                          fr_error *err)
+{
+    char who[FR_ERROR_MSG_MAX / 2];
+    describe_origin(who, sizeof who, origin, NULL);
+    if (!q)
+        return fr_fail(err, FR_E_PLUGIN, "%s returned no descriptor", who);
+    /* The version and size come first and are the only fields read before
+     * they are known to be meaningful (plugin.h: versioning). */
+    if (q->abi_version != FRONTIER_PLUGIN_ABI_VERSION)
+        return fr_fail(err, FR_E_PLUGIN, "%s has ABI version %u, this frontier supports %u", who,
+                       (unsigned)q->abi_version, (unsigned)FRONTIER_PLUGIN_ABI_VERSION);
+    if (q->struct_size < FR_QUANTIZER_V1_SIZE)
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s has a descriptor of %u bytes, ABI version %u needs at least %zu", who,
+                       (unsigned)q->struct_size, (unsigned)FRONTIER_PLUGIN_ABI_VERSION,
+                       (size_t)FR_QUANTIZER_V1_SIZE);
+    if (!q->name)
+        return fr_fail(err, FR_E_PLUGIN, "%s has no quantizer name", who);
+    if (strnlen(q->name, FR_MAX_QUANTIZER_NAME + 1) > FR_MAX_QUANTIZER_NAME)
+        return fr_fail(err, FR_E_PLUGIN, "%s has a quantizer name longer than %d bytes", who,
+                       FR_MAX_QUANTIZER_NAME);
+    if (!valid_quantizer_name(q->name))
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s has an invalid quantizer name '%s' (a letter, then letters, digits, "
+                       "'_' or '-')",
+                       who, q->name);
+    describe_origin(who, sizeof who, origin, q->name);
+    const fr_qentry *dup = fr_registry_find_quantizer(reg, q->name);
+    if (dup) {
+        char from[FR_ERROR_MSG_MAX / 2];
+        describe_from(from, sizeof from, dup->origin);
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantizer '%s' is already registered (from %s)",
+                       who, q->name, from);
+    }
+    if (!q->description)
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantizer '%s' has no description", who, q->name);
+    if (strnlen(q->description, FR_MAX_TEXT + 1) > FR_MAX_TEXT)
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantizer '%s' has a description longer than %d bytes",
+                       who, q->name, FR_MAX_TEXT);
+    if (!q->version)
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantizer '%s' has no version", who, q->name);
+    if (strnlen(q->version, FR_MAX_TEXT + 1) > FR_MAX_TEXT)
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantizer '%s' has a version longer than %d bytes",
+                       who, q->name, FR_MAX_TEXT);
+    if (q->flags & ~(uint64_t)FRONTIER_Q_KNOWN_FLAGS)
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: quantizer '%s' sets unknown flag bits 0x%llx (ABI version %u knows "
+                       "0x%llx)",
+                       who, q->name, (unsigned long long)(q->flags & ~(uint64_t)FRONTIER_Q_KNOWN_FLAGS),
+                       (unsigned)FRONTIER_PLUGIN_ABI_VERSION,
+                       (unsigned long long)FRONTIER_Q_KNOWN_FLAGS);
+    int has_cuda_fn = q->quantize_cuda != NULL || q->sweep_cuda != NULL;
+    if ((q->flags & FRONTIER_Q_HAS_CUDA) && !has_cuda_fn)
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: quantizer '%s' sets FRONTIER_Q_HAS_CUDA but has neither quantize_cuda "
+                       "nor sweep_cuda",
+                       who, q->name);
+    if (!(q->flags & FRONTIER_Q_HAS_CUDA) && has_cuda_fn)
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: quantizer '%s' has a CUDA function but does not set "
+                       "FRONTIER_Q_HAS_CUDA",
+                       who, q->name);
+    if (!q->size_bits)
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantizer '%s' has no size_bits function", who,
+                       q->name);
+    if (!q->quantize_cpu)
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantizer '%s' has no quantize_cpu function", who,
+                       q->name);
+    if (q->n_configs == 0 || !q->configs)
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantizer '%s' offers no configurations", who,
+                       q->name);
+    if (q->n_configs > FR_MAX_CONFIGS)
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: quantizer '%s' claims %zu configurations, more than %d", who, q->name,
+                       q->n_configs, FR_MAX_CONFIGS);
+    for (size_t i = 0; i < q->n_configs; i++) {
+        fr_status st = validate_config(reg, q, i, who, err);
+        if (st != FR_OK)
+            return st;
+    }
+    return FR_OK;
+}
+
+void fr_registry_init_empty(fr_registry *reg)
+{
+    memset(reg, 0, sizeof *reg);
+}
+
+fr_status fr_registry_init(fr_registry *reg, fr_error *err)
+{
+    fr_registry_init_empty(reg);
+    fr_status st = FR_OK;
+    for (size_t i = 0; i < fr_n_builtin_entries; i++) {
+        const frontier_quantizer *q = fr_builtin_entries[i](fr_host_api());
+        st = fr_registry_add(reg, q, FR_ORIGIN_BUILTIN, NULL, err);
+        if (st != FR_OK) {
+            /* a broken built-in is a bug in this program, not in the input */
+            if (st == FR_E_PLUGIN) {
+                st = FR_E_FAIL;
+                if (err)
+                    err->code = st;
+            }
+            goto fail;
+        }
+    }
+    return FR_OK;
+fail:
+    fr_registry_free(reg);
+    return st;
+}
+
+void fr_registry_free(fr_registry *reg)
+{
+    if (!reg)
+        return;
+    for (size_t i = 0; i < reg->n_entries; i++) {
+        free(reg->entries[i].origin);
+        if (reg->entries[i].dl)
+            dlclose(reg->entries[i].dl);
+    }
+    free(reg->entries);
+    free(reg->configs);
+    memset(reg, 0, sizeof *reg);
+}
+
+fr_status fr_registry_add(fr_registry *reg, const frontier_quantizer *q, const char *origin,
+                          void *dl, fr_error *err)
+{
+    fr_status st = validate(reg, q, origin, err);
+    if (st != FR_OK)
+        return st;
+
+    char *origin_copy = strdup(origin ? origin : FR_ORIGIN_BUILTIN);
+    fr_qentry *entries = realloc(reg->entries, (reg->n_entries + 1) * sizeof *entries);
+    if (entries)
+        reg->entries = entries;
+    fr_config_ref *configs =
+        realloc(reg->configs, (reg->n_configs + q->n_configs) * sizeof *configs);
+    if (configs)
+        reg->configs = configs;
+    if (!origin_copy || !entries || !configs) {
+        /* the grown arrays are kept (they hold nothing new), the entry is not */
+        free(origin_copy);
+        return fr_fail(err, FR_E_NOMEM, "out of memory registering quantizer '%s'", q->name);
+    }
+
+    size_t index = reg->n_entries++;
+    reg->entries[index] = (fr_qentry){.q = q, .origin = origin_copy, .dl = dl};
+    for (size_t i = 0; i < q->n_configs; i++)
+        reg->configs[reg->n_configs++] = (fr_config_ref){.quantizer = index, .cfg = &q->configs[i]};
+    fr_debug("registered quantizer '%s' (%zu configurations) from %s", q->name, q->n_configs,
+             reg->entries[index].origin);
+    return FR_OK;
+}
+
+const fr_config_ref *fr_registry_find_config(const fr_registry *reg, const char *name)
+{
+    for (size_t i = 0; name && i < reg->n_configs; i++)
+        if (!strcmp(reg->configs[i].cfg->name, name))
+            return &reg->configs[i];
+    return NULL;
+}
+
+const fr_qentry *fr_registry_find_quantizer(const fr_registry *reg, const char *name)
+{
+    for (size_t i = 0; name && i < reg->n_entries; i++)
+        if (!strcmp(reg->entries[i].q->name, name))
+            return &reg->entries[i];
+    return NULL;
+}
+
+const char *fr_quantizer_flag_name(uint64_t bit)
+{
+    switch (bit) {
+    case FRONTIER_Q_NEEDS_HESSIAN: return "needs-hessian";
+    case FRONTIER_Q_NEEDS_ACT_STATS: return "needs-act-stats";
+    case FRONTIER_Q_HAS_CUDA: return "cuda";
+    case FRONTIER_Q_DETERMINISTIC: return "deterministic";
+    }
+    return NULL;
+}
+
+char *fr_quantizer_flag_names(uint64_t flags, char *buf, size_t size)
+{
+    size_t used = 0;
+    if (size)
+        buf[0] = '\0';
+    for (int b = 0; b < 64; b++) {
+        const char *name = fr_quantizer_flag_name(UINT64_C(1) << b);
+        if (!(flags & (UINT64_C(1) << b)) || !name)
+            continue;
+        int n = snprintf(buf + used, size > used ? size - used : 0, "%s%s", used ? "," : "", name);
+        if (n < 0 || (size_t)n >= (size > used ? size - used : 0)) {
+            if (size > used)
+                buf[used] = '\0'; /* whole names only */
+            break;
+        }
+        used += (size_t)n;
+    }
+    return buf;
+}
+
+const char *fr_plugin_status_name(int code)
+{
+    switch (code) {
+    case FRONTIER_OK: return "success";
+    case FRONTIER_ERR_INVALID: return "invalid argument";
+    case FRONTIER_ERR_NOMEM: return "out of memory";
+    case FRONTIER_ERR_UNSUPPORTED: return "unsupported";
+    case FRONTIER_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+/* "config 'x' on tensor 'w'" and "(quantizer 'q' from '/p/l.so')" parts of a
+ * runtime failure message. */
+static void call_context(const fr_registry *reg, const fr_config_ref *ref, const char *tensor,
+                         int64_t rows, int64_t cols, char *what, size_t what_size, char *from,
+                         size_t from_size)
+{
+    if (tensor)
+        snprintf(what, what_size, "config '%s' on tensor '%s'", ref->cfg->name, tensor);
+    else
+        snprintf(what, what_size, "config '%s' on a %lld x %lld tensor", ref->cfg->name,
+                 (long long)rows, (long long)cols);
+    const char *origin = fr_config_origin(reg, ref);
+    if (!strcmp(origin, FR_ORIGIN_BUILTIN))
+        snprintf(from, from_size, "built-in quantizer '%s'", fr_config_quantizer(reg, ref)->name);
+    else
+        snprintf(from, from_size, "quantizer '%s' from '%s'", fr_config_quantizer(reg, ref)->name,
+                 origin);
+}
+
+static fr_status call_failed(const fr_registry *reg, const fr_config_ref *ref, const char *tensor,
+                             int64_t rows, int64_t cols, const char *function, int rc,
+                             const frontier_call *call, fr_error *err)
+{
+    char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
+    call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+    fr_status st = rc == FRONTIER_ERR_NOMEM ? FR_E_NOMEM : FR_E_PLUGIN;
+    if (call->failed && call->error[0])
+        return fr_fail(err, st, "%s: %s failed (%s): %s (%s)", what, function,
+                       fr_plugin_status_name(rc), call->error, from);
+    return fr_fail(err, st, "%s: %s failed (%s, code %d) (%s)", what, function,
+                   fr_plugin_status_name(rc), rc, from);
+}
+
+static void prepare_call(const fr_registry *reg, const fr_config_ref *ref, const char *tensor,
+                         frontier_call *call)
+{
+    if (!call->quantizer)
+        call->quantizer = fr_config_quantizer(reg, ref)->name;
+    if (!call->config)
+        call->config = ref->cfg->name;
+    if (!call->tensor)
+        call->tensor = tensor;
+    call->failed = 0;
+    call->error[0] = '\0';
+}
+
+fr_status fr_quantizer_size_bits(const fr_registry *reg, const fr_config_ref *ref, int64_t rows,
+                                 int64_t cols, const char *tensor, frontier_call *call,
+                                 uint64_t *total_bits, fr_error *err)
+{
+    const frontier_quantizer *q = fr_config_quantizer(reg, ref);
+    prepare_call(reg, ref, tensor, call);
+    uint64_t bits = 0;
+    int rc = q->size_bits(ref->cfg, rows, cols, &bits, call);
+    if (rc != FRONTIER_OK)
+        return call_failed(reg, ref, tensor, rows, cols, "size_bits", rc, call, err);
+    /* 2^63: total bits are stored as int64 in the dataset */
+    if (bits == 0 || bits >= (UINT64_C(1) << 63)) {
+        char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
+        call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+        return fr_fail(err, FR_E_PLUGIN, "%s: size_bits returned %llu bits, outside [1, 2^63) (%s)",
+                       what, (unsigned long long)bits, from);
+    }
+    *total_bits = bits;
+    return FR_OK;
+}
+
+/* Elements per chunk of the output checks: large enough that a chunk costs
+ * far more than handing it to a thread. */
+#define FR_SCAN_GRAIN (INT64_C(1) << 16)
+
+typedef struct fr_output_scan {
+    float *w_hat;
+    _Atomic int64_t first_bad; /* smallest index of a non-finite element, n if none */
+} fr_output_scan;
+
+static void fill_nan(void *arg, int64_t begin, int64_t end)
+{
+    fr_output_scan *scan = arg;
+    for (int64_t i = begin; i < end; i++)
+        scan->w_hat[i] = NAN;
+}
+
+/* The exponent field all ones is Inf or NaN; written on the bits so the loop
+ * vectorises, and the smallest such index wins whatever the chunk order. */
+static void find_non_finite(void *arg, int64_t begin, int64_t end)
+{
+    fr_output_scan *scan = arg;
+    uint32_t any = 0;
+    for (int64_t i = begin; i < end; i++) {
+        uint32_t u;
+        memcpy(&u, &scan->w_hat[i], sizeof u);
+        any |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    if (!any)
+        return;
+    for (int64_t i = begin; i < end; i++) {
+        if (!isfinite(scan->w_hat[i])) {
+            int64_t seen = atomic_load(&scan->first_bad);
+            while (i < seen && !atomic_compare_exchange_weak(&scan->first_bad, &seen, i))
+                ;
+            return;
+        }
+    }
+}
+
+fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref *ref,
+                                    const float *w, float *w_hat, int64_t rows, int64_t cols,
+                                    const frontier_calib *calib, const char *tensor,
+                                    frontier_call *call, fr_error *err)
+{
+    const frontier_quantizer *q = fr_config_quantizer(reg, ref);
+    char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
+    if ((q->flags & FRONTIER_Q_NEEDS_HESSIAN) && !(calib && calib->hessian)) {
+        call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+        return fr_fail(err, FR_E_USAGE, "%s: needs a Hessian from calibration statistics (%s)",
+                       what, from);
+    }
+    if ((q->flags & FRONTIER_Q_NEEDS_ACT_STATS) &&
+        !(calib && (calib->act_mean_abs || calib->act_mean_sq))) {
+        call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+        return fr_fail(err, FR_E_USAGE, "%s: needs activation statistics from calibration (%s)",
+                       what, from);
+    }
+    int64_t n = rows * cols;
+    /* NaN in every element first: an element the quantizer never writes is
+     * then caught by the same finiteness check as a NaN it computed */
+    fr_output_scan scan = {.w_hat = w_hat, .first_bad = n};
+    fr_parallel_for(call->pool, n, FR_SCAN_GRAIN, fill_nan, &scan);
+    prepare_call(reg, ref, tensor, call);
+    int rc = q->quantize_cpu(ref->cfg, w, w_hat, rows, cols, calib, call);
+    if (rc != FRONTIER_OK)
+        return call_failed(reg, ref, tensor, rows, cols, "quantize_cpu", rc, call, err);
+    fr_parallel_for(call->pool, n, FR_SCAN_GRAIN, find_non_finite, &scan);
+    int64_t bad = atomic_load(&scan.first_bad);
+    if (bad < n) {
+        call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+        return fr_fail(err, FR_E_PLUGIN, "%s: quantize_cpu output is %s at row %lld, col %lld (%s)",
+                       what, isnan(w_hat[bad]) ? "nan" : "inf", (long long)(bad / cols),
+                       (long long)(bad % cols), from);
+    }
+    return FR_OK;
+}

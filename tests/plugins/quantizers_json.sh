@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `frontier quantizers --json`: parsed and checked field by field.
+#   quantizers_json.sh FRONTIER PLUGIN_DIR TERNARY_DIR
+set -euo pipefail
+frontier=$1
+dir=$2
+ternary_dir=$3
+command -v python3 >/dev/null || { echo "skipped: python3 is not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+FRONTIER_PLUGIN_PATH="$dir:$ternary_dir" "$frontier" quantizers --json >"$tmp/out.json" 2>"$tmp/err"
+FRONTIER_PLUGIN_PATH=none "$frontier" quantizers --json >"$tmp/builtin.json"
+python3 - "$tmp/out.json" "$tmp/builtin.json" "$dir" "$ternary_dir" "$tmp/err" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+builtin = json.load(open(sys.argv[2]))
+plugin_dir, ternary_dir = sys.argv[3], sys.argv[4]
+errors = []
+def check(cond, what):
+    if not cond:
+        errors.append(what)
+
+check(doc["abi_version"] == 1, "abi_version")
+check(isinstance(doc["frontier_version"], str) and doc["frontier_version"], "frontier_version")
+qs = {q["name"]: q for q in doc["quantizers"]}
+check(doc["n_quantizers"] == len(doc["quantizers"]), "n_quantizers")
+check(doc["n_configs"] == sum(len(q["configs"]) for q in doc["quantizers"]), "n_configs")
+check(doc["n_quantizers"] == builtin["n_quantizers"] + 3, "three plugins on top of the built-ins")
+for q in builtin["quantizers"]:
+    check(q["origin"] == "builtin", "built-in %s origin" % q["name"])
+    check(qs.get(q["name"]) == q, "built-in %s listed the same with plugins" % q["name"])
+names = [c["name"] for q in doc["quantizers"] for c in q["configs"]]
+check(len(names) == len(set(names)), "configuration names unique")
+for q in doc["quantizers"]:
+    check(set(q) == {"name", "version", "origin", "description", "flags", "configs"}, "keys of " + q["name"])
+    check(all(f in ("needs-hessian", "needs-act-stats", "cuda", "deterministic") for f in q["flags"]), "flags of " + q["name"])
+    for c in q["configs"]:
+        check(set(c) == {"name", "nominal_bits", "params"}, "keys of " + c["name"])
+        check(0 < c["nominal_bits"] <= 64, "nominal_bits of " + c["name"])
+        check(isinstance(c["params"], dict), "params of " + c["name"])
+
+t = qs.get("ternary", {})
+check(t.get("origin") == ternary_dir + "/libternary.so", "ternary origin")
+check(t.get("version") == "1.0.0", "ternary version")
+check(t.get("flags") == ["deterministic"], "ternary flags")
+check(t.get("description", "").startswith("TWN ternary weights"), "ternary description")
+check([c["name"] for c in t.get("configs", [])] == ["ternary-tensor", "ternary-row", "ternary-g64"], "ternary configs")
+for c in t.get("configs", []):
+    check(c["nominal_bits"] == 1.6, c["name"] + " nominal_bits")
+    check(c["params"]["threshold_ratio"] == 0.7, c["name"] + " threshold_ratio")
+check(t["configs"][2]["params"] == {"group_size": 64, "threshold_ratio": 0.7, "scale_dtype": "fp16", "packing": "5 trits per byte"}, "ternary-g64 params")
+
+g = qs.get("good", {})
+check(g.get("origin") == plugin_dir + "/libgood.so", "good origin")
+check(g.get("configs") == [{"name": "good-f32", "nominal_bits": 32, "params": {"dtype": "f32"}}], "good configs")
+m = qs.get("misbehave", {})
+check(len(m.get("configs", [])) == 9, "misbehave configs")
+for broken in ("bad_abi", "bad_cudaflag", "good_dup", "dupself", "params"):
+    check(broken not in qs, broken + " must not be listed")
+warnings = open(sys.argv[5]).read().splitlines()
+check(len(warnings) == 10 and all(w.endswith("(skipped)") for w in warnings), "10 warnings on stderr")
+
+if errors:
+    sys.exit("frontier quantizers --json: " + "; ".join(errors))
+print("frontier quantizers --json: %d quantizers, %d configurations checked" % (doc["n_quantizers"], doc["n_configs"]))
+PY

@@ -1,0 +1,573 @@
+/*
+ * The registry with descriptors built in this file: every validation rule
+ * with its exact message, lookups, flag names, and the checked calls that
+ * catch a quantizer's misbehaviour at run time.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/call.h"
+#include "core/parallel.h"
+#include "core/registry.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                \
+    do {                                                                           \
+        if (!(cond)) {                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                            \
+        }                                                                          \
+    } while (0)
+
+static void check_msg(int line, const fr_error *err, const char *expected)
+{
+    if (strcmp(err->msg, expected) != 0) {
+        fprintf(stderr, "%s:%d: message\n  got:      %s\n  expected: %s\n", __FILE__, line,
+                err->msg, expected);
+        failures++;
+    }
+}
+#define CHECK_MSG(err, expected) check_msg(__LINE__, (err), (expected))
+
+/* ---- a well-formed quantizer: rounds to multiples of 1/4 ---- */
+
+static int quarter_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
+                             uint64_t *total_bits, frontier_call *call)
+{
+    (void)cfg;
+    (void)call;
+    *total_bits = 8 * (uint64_t)rows * (uint64_t)cols;
+    return FRONTIER_OK;
+}
+
+static int quarter_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat,
+                                int64_t rows, int64_t cols, const frontier_calib *calib,
+                                frontier_call *call)
+{
+    (void)cfg;
+    (void)calib;
+    (void)call;
+    for (int64_t i = 0; i < rows * cols; i++)
+        w_hat[i] = rintf(w[i] * 4.0f) / 4.0f;
+    return FRONTIER_OK;
+}
+
+static int fake_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
+                     int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
+                     frontier_call *call)
+{
+    (void)cfg, (void)w, (void)dtype, (void)w_hat, (void)rows, (void)cols, (void)calib;
+    (void)stream, (void)call;
+    return FRONTIER_ERR_UNSUPPORTED;
+}
+
+static const frontier_config quarter_configs[] = {
+    {"quarter-8", 8, "{\"step\":0.25}", NULL},
+    {"quarter-8b", 8.5, "{\"step\":0.25,\"variant\":\"b\"}", NULL},
+};
+
+static frontier_quantizer quarter(void)
+{
+    return (frontier_quantizer){
+        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
+        .struct_size = sizeof(frontier_quantizer),
+        .name = "quarter",
+        .description = "rounds to multiples of 1/4",
+        .version = "1",
+        .flags = FRONTIER_Q_DETERMINISTIC,
+        .n_configs = 2,
+        .configs = quarter_configs,
+        .size_bits = quarter_size_bits,
+        .quantize_cpu = quarter_quantize_cpu,
+    };
+}
+
+/* Registers q from origin "/p/libq.so" into a registry that already holds the
+ * built-in "quarter"; expects rejection with `expected`, nothing kept. */
+static void expect_rejected(int line, const frontier_quantizer *q, const char *expected)
+{
+    fr_registry reg;
+    fr_registry_init_empty(&reg);
+    fr_error err = {0};
+    frontier_quantizer base = quarter();
+    if (fr_registry_add(&reg, &base, FR_ORIGIN_BUILTIN, NULL, &err) != FR_OK) {
+        fprintf(stderr, "%s:%d: base registration failed: %s\n", __FILE__, line, err.msg);
+        failures++;
+    }
+    fr_status st = fr_registry_add(&reg, q, "/p/libq.so", NULL, &err);
+    if (st != FR_E_PLUGIN) {
+        fprintf(stderr, "%s:%d: expected FR_E_PLUGIN, got %d\n", __FILE__, line, (int)st);
+        failures++;
+    }
+    check_msg(line, &err, expected);
+    if (reg.n_entries != 1 || reg.n_configs != 2) {
+        fprintf(stderr, "%s:%d: a rejected descriptor was kept\n", __FILE__, line);
+        failures++;
+    }
+    fr_registry_free(&reg);
+}
+#define EXPECT_REJECTED(q, expected) expect_rejected(__LINE__, (q), (expected))
+
+static void test_validation(void)
+{
+    frontier_quantizer q;
+    frontier_config cfgs[2];
+    const frontier_config ok_cfg = {"other-4", 4, "{}", NULL};
+
+#define RESET()                                                  \
+    do {                                                         \
+        q = quarter();                                           \
+        q.name = "other";                                        \
+        cfgs[0] = ok_cfg;                                        \
+        cfgs[1] = (frontier_config){"other-5", 5, "{\"a\":[1]}", NULL}; \
+        q.configs = cfgs;                                        \
+        q.n_configs = 2;                                         \
+    } while (0)
+
+    RESET();
+    EXPECT_REJECTED(NULL, "plugin '/p/libq.so' returned no descriptor");
+
+    RESET();
+    q.abi_version = 7;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has ABI version 7, this frontier supports 1");
+    RESET();
+    q.abi_version = 0;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has ABI version 0, this frontier supports 1");
+
+    RESET();
+    q.struct_size = 40;
+    {
+        char expected[256];
+        snprintf(expected, sizeof expected,
+                 "plugin '/p/libq.so' has a descriptor of 40 bytes, ABI version 1 needs at "
+                 "least %zu",
+                 sizeof(frontier_quantizer));
+        EXPECT_REJECTED(&q, expected);
+    }
+
+    RESET();
+    q.name = NULL;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has no quantizer name");
+    RESET();
+    q.name = "two words";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has an invalid quantizer name 'two words' (a "
+                        "letter, then letters, digits, '_' or '-')");
+    RESET();
+    q.name = "4bit";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has an invalid quantizer name '4bit' (a letter, "
+                        "then letters, digits, '_' or '-')");
+    RESET();
+    q.name = "";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has an invalid quantizer name '' (a letter, then "
+                        "letters, digits, '_' or '-')");
+    RESET();
+    q.name = "quarter";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'quarter' is already registered (from "
+                        "builtin)");
+
+    RESET();
+    q.description = NULL;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has no description");
+    RESET();
+    q.version = NULL;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has no version");
+
+    RESET();
+    q.flags |= 1ull << 40;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' sets unknown flag bits "
+                        "0x10000000000 (ABI version 1 knows 0xf)");
+    RESET();
+    q.flags |= FRONTIER_Q_HAS_CUDA;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' sets FRONTIER_Q_HAS_CUDA but has "
+                        "neither quantize_cuda nor sweep_cuda");
+    RESET();
+    q.quantize_cuda = fake_cuda;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has a CUDA function but does not "
+                        "set FRONTIER_Q_HAS_CUDA");
+
+    RESET();
+    q.size_bits = NULL;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has no size_bits function");
+    RESET();
+    q.quantize_cpu = NULL;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has no quantize_cpu function");
+
+    RESET();
+    q.n_configs = 0;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' offers no configurations");
+    RESET();
+    q.configs = NULL;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' offers no configurations");
+
+    RESET();
+    cfgs[1].name = NULL;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 1 has no name");
+    RESET();
+    cfgs[1].name = "";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 1 has no name");
+    RESET();
+    cfgs[1].name = "int4,g128";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': invalid configuration name 'int4,g128' (letters, "
+                        "digits and '_-.+' only, starting with a letter or digit)");
+    RESET();
+    cfgs[1].name = "other-4";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-4' is listed twice");
+    RESET();
+    cfgs[1].name = "quarter-8b";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'quarter-8b' is already registered "
+                        "by quantizer 'quarter' (from builtin)");
+
+    RESET();
+    cfgs[0].nominal_bits = 0;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-4' has nominal_bits 0, "
+                        "outside (0, 64]");
+    RESET();
+    cfgs[0].nominal_bits = 64.5;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-4' has nominal_bits 64.5, "
+                        "outside (0, 64]");
+    RESET();
+    cfgs[0].nominal_bits = NAN;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-4' has nominal_bits nan, "
+                        "outside (0, 64]");
+
+    RESET();
+    cfgs[1].params_json = NULL;
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-5' has no params_json");
+    RESET();
+    cfgs[1].params_json = "[1, 2]";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-5' has params_json that is "
+                        "not a JSON object: '[1, 2]'");
+    RESET();
+    cfgs[1].params_json = "{\"bits\": 4";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-5' has params_json that is "
+                        "not a JSON object: '{\"bits\": 4'");
+    RESET();
+    cfgs[1].params_json = "{} trailing";
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-5' has params_json that is "
+                        "not a JSON object: '{} trailing'");
+
+    /* a built-in is named as such in messages */
+    {
+        fr_registry reg;
+        fr_registry_init_empty(&reg);
+        fr_error err = {0};
+        RESET();
+        q.abi_version = 2;
+        CHECK(fr_registry_add(&reg, &q, FR_ORIGIN_BUILTIN, NULL, &err) == FR_E_PLUGIN);
+        CHECK_MSG(&err, "built-in quantizer has ABI version 2, this frontier supports 1");
+        RESET();
+        cfgs[0].nominal_bits = -1;
+        CHECK(fr_registry_add(&reg, &q, FR_ORIGIN_BUILTIN, NULL, &err) == FR_E_PLUGIN);
+        CHECK_MSG(&err, "built-in quantizer 'other': configuration 'other-4' has nominal_bits -1, "
+                        "outside (0, 64]");
+        CHECK(reg.n_entries == 0 && reg.n_configs == 0);
+        fr_registry_free(&reg);
+    }
+
+    /* a descriptor from a newer header (larger struct) is accepted */
+    RESET();
+    q.struct_size = sizeof(frontier_quantizer) + 16;
+    {
+        fr_registry reg;
+        fr_registry_init_empty(&reg);
+        fr_error err = {0};
+        CHECK(fr_registry_add(&reg, &q, "/p/libq.so", NULL, &err) == FR_OK);
+        fr_registry_free(&reg);
+    }
+#undef RESET
+}
+
+static void test_lookup(void)
+{
+    fr_registry reg;
+    fr_error err = {0};
+    /* the built-in table of this branch may be empty; whatever it holds
+     * must register */
+    CHECK(fr_registry_init(&reg, &err) == FR_OK);
+    size_t builtin_configs = reg.n_configs, builtin_entries = reg.n_entries;
+
+    frontier_quantizer q = quarter();
+    CHECK(fr_registry_add(&reg, &q, "/p/libquarter.so", NULL, &err) == FR_OK);
+    CHECK(reg.n_entries == builtin_entries + 1);
+    CHECK(reg.n_configs == builtin_configs + 2);
+
+    const fr_config_ref *ref = fr_registry_find_config(&reg, "quarter-8b");
+    CHECK(ref && ref->cfg == &quarter_configs[1]);
+    CHECK(ref && fr_config_quantizer(&reg, ref) == &q);
+    CHECK(ref && !strcmp(fr_config_origin(&reg, ref), "/p/libquarter.so"));
+    CHECK(fr_registry_find_config(&reg, "quarter-9") == NULL);
+    CHECK(fr_registry_find_config(&reg, NULL) == NULL);
+    const fr_qentry *e = fr_registry_find_quantizer(&reg, "quarter");
+    CHECK(e && e->q == &q && e->dl == NULL);
+    CHECK(fr_registry_find_quantizer(&reg, "quart") == NULL);
+
+    /* the origin is copied, so the caller's buffer may go away */
+    char origin[32] = "/p/libother.so";
+    frontier_quantizer other = quarter();
+    frontier_config other_cfg = {"other-1", 1, "{}", NULL};
+    other.name = "other";
+    other.configs = &other_cfg;
+    other.n_configs = 1;
+    CHECK(fr_registry_add(&reg, &other, origin, NULL, &err) == FR_OK);
+    memset(origin, 'x', sizeof origin - 1);
+    CHECK(!strcmp(fr_registry_find_quantizer(&reg, "other")->origin, "/p/libother.so"));
+
+    char flags[128];
+    CHECK(!strcmp(fr_quantizer_flag_names(0, flags, sizeof flags), ""));
+    CHECK(!strcmp(fr_quantizer_flag_names(FRONTIER_Q_KNOWN_FLAGS, flags, sizeof flags),
+                  "needs-hessian,needs-act-stats,cuda,deterministic"));
+    CHECK(!strcmp(fr_quantizer_flag_names(FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN,
+                                          flags, sizeof flags),
+                  "needs-hessian,deterministic"));
+    CHECK(!strcmp(fr_quantizer_flag_names(FRONTIER_Q_KNOWN_FLAGS, flags, 20), "needs-hessian"));
+    CHECK(fr_quantizer_flag_name(1ull << 5) == NULL);
+    CHECK(!strcmp(fr_plugin_status_name(FRONTIER_ERR_INVALID), "invalid argument"));
+    CHECK(!strcmp(fr_plugin_status_name(99), "unknown status"));
+
+    fr_registry_free(&reg);
+    CHECK(reg.n_entries == 0 && reg.entries == NULL);
+    fr_registry_free(&reg); /* twice is harmless */
+}
+
+/* ---- run-time checks ---- */
+
+enum runtime_case {
+    RT_OK, RT_NAN, RT_INF, RT_UNWRITTEN, RT_SIZE0, RT_SIZE_HUGE, RT_SIZE_MAX_OK, RT_SIZE_ERR,
+    RT_ERR, RT_ERR_SILENT, RT_NOMEM
+};
+static const enum runtime_case rt_cases[] = {RT_OK,          RT_NAN,      RT_INF,    RT_UNWRITTEN,
+                                             RT_SIZE0,       RT_SIZE_HUGE, RT_SIZE_MAX_OK,
+                                             RT_SIZE_ERR,    RT_ERR,      RT_ERR_SILENT,
+                                             RT_NOMEM};
+
+static int rt_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
+                        uint64_t *total_bits, frontier_call *call)
+{
+    switch (*(const enum runtime_case *)cfg->impl) {
+    case RT_SIZE0: *total_bits = 0; return FRONTIER_OK;
+    case RT_SIZE_HUGE: *total_bits = UINT64_C(1) << 63; return FRONTIER_OK;
+    case RT_SIZE_MAX_OK: *total_bits = (UINT64_C(1) << 63) - 1; return FRONTIER_OK;
+    case RT_SIZE_ERR:
+        fr_host_api()->set_error(call, "cannot size a %lld x %lld tensor", (long long)rows,
+                                 (long long)cols);
+        return FRONTIER_ERR_UNSUPPORTED;
+    default: *total_bits = 32 * (uint64_t)rows * (uint64_t)cols; return FRONTIER_OK;
+    }
+}
+
+static int rt_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat, int64_t rows,
+                           int64_t cols, const frontier_calib *calib, frontier_call *call)
+{
+    (void)calib;
+    int64_t n = rows * cols;
+    enum runtime_case c = *(const enum runtime_case *)cfg->impl;
+    if (c == RT_ERR) {
+        fr_host_api()->set_error(call, "group size 7 does not divide %lld columns", (long long)cols);
+        return FRONTIER_ERR_INVALID;
+    }
+    if (c == RT_ERR_SILENT)
+        return FRONTIER_ERR_INTERNAL;
+    if (c == RT_NOMEM) {
+        fr_host_api()->set_error(call, "no memory for the codebook");
+        return FRONTIER_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < n - (c == RT_UNWRITTEN); i++)
+        w_hat[i] = w[i];
+    if (c == RT_NAN) {
+        /* two bad elements in different chunks of the host's scan: the
+         * first one is reported, whatever order the threads finish in */
+        w_hat[n > 200000 ? 150001 : 5] = NAN;
+        w_hat[n - 1] = NAN;
+    }
+    if (c == RT_INF)
+        w_hat[n - 1] = -INFINITY;
+    return FRONTIER_OK;
+}
+
+static const frontier_config rt_configs[] = {
+    {"rt-ok", 32, "{}", &rt_cases[0]},         {"rt-nan", 32, "{}", &rt_cases[1]},
+    {"rt-inf", 32, "{}", &rt_cases[2]},        {"rt-unwritten", 32, "{}", &rt_cases[3]},
+    {"rt-size0", 32, "{}", &rt_cases[4]},      {"rt-size-huge", 32, "{}", &rt_cases[5]},
+    {"rt-size-max", 32, "{}", &rt_cases[6]},   {"rt-size-err", 32, "{}", &rt_cases[7]},
+    {"rt-err", 32, "{}", &rt_cases[8]},        {"rt-err-silent", 32, "{}", &rt_cases[9]},
+    {"rt-nomem", 32, "{}", &rt_cases[10]},
+};
+
+static const frontier_config hess_configs[] = {{"hess-4", 4, "{}", &rt_cases[0]}};
+static const frontier_config act_configs[] = {{"act-4", 4, "{}", &rt_cases[0]}};
+
+static void test_runtime_checks(void)
+{
+    fr_registry reg;
+    fr_registry_init_empty(&reg);
+    fr_error err = {0};
+    frontier_quantizer rt = {
+        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
+        .struct_size = sizeof(frontier_quantizer),
+        .name = "rt",
+        .description = "misbehaves on purpose",
+        .version = "1",
+        .n_configs = sizeof rt_configs / sizeof rt_configs[0],
+        .configs = rt_configs,
+        .size_bits = rt_size_bits,
+        .quantize_cpu = rt_quantize_cpu,
+    };
+    frontier_quantizer hess = rt, act = rt;
+    hess.name = "hess";
+    hess.flags = FRONTIER_Q_NEEDS_HESSIAN;
+    hess.configs = hess_configs;
+    hess.n_configs = 1;
+    act.name = "act";
+    act.flags = FRONTIER_Q_NEEDS_ACT_STATS;
+    act.configs = act_configs;
+    act.n_configs = 1;
+    CHECK(fr_registry_add(&reg, &rt, "/p/librt.so", NULL, &err) == FR_OK);
+    CHECK(fr_registry_add(&reg, &hess, FR_ORIGIN_BUILTIN, NULL, &err) == FR_OK);
+    CHECK(fr_registry_add(&reg, &act, FR_ORIGIN_BUILTIN, NULL, &err) == FR_OK);
+
+    enum { ROWS = 3, COLS = 4 };
+    float w[ROWS * COLS], w_hat[ROWS * COLS];
+    for (int i = 0; i < ROWS * COLS; i++)
+        w[i] = (float)i - 5.5f;
+
+    struct {
+        const char *config;
+        const char *tensor;
+        fr_status size_status, quantize_status;
+        const char *message;
+    } cases[] = {
+        {"rt-ok", "w", FR_OK, FR_OK, ""},
+        {"rt-size-max", "w", FR_OK, FR_OK, ""},
+        {"rt-nan", "blk.0.w", FR_OK, FR_E_PLUGIN,
+         "config 'rt-nan' on tensor 'blk.0.w': quantize_cpu output is nan at row 1, col 1 "
+         "(quantizer 'rt' from '/p/librt.so')"},
+        {"rt-inf", "w", FR_OK, FR_E_PLUGIN,
+         "config 'rt-inf' on tensor 'w': quantize_cpu output is inf at row 2, col 3 (quantizer "
+         "'rt' from '/p/librt.so')"},
+        {"rt-unwritten", NULL, FR_OK, FR_E_PLUGIN,
+         "config 'rt-unwritten' on a 3 x 4 tensor: quantize_cpu output is nan at row 2, col 3 "
+         "(quantizer 'rt' from '/p/librt.so')"},
+        {"rt-size0", "w", FR_E_PLUGIN, FR_OK,
+         "config 'rt-size0' on tensor 'w': size_bits returned 0 bits, outside [1, 2^63) "
+         "(quantizer 'rt' from '/p/librt.so')"},
+        {"rt-size-huge", "w", FR_E_PLUGIN, FR_OK,
+         "config 'rt-size-huge' on tensor 'w': size_bits returned 9223372036854775808 bits, "
+         "outside [1, 2^63) (quantizer 'rt' from '/p/librt.so')"},
+        {"rt-size-err", "w", FR_E_PLUGIN, FR_OK,
+         "config 'rt-size-err' on tensor 'w': size_bits failed (unsupported): cannot size a 3 x "
+         "4 tensor (quantizer 'rt' from '/p/librt.so')"},
+        {"rt-err", "w", FR_OK, FR_E_PLUGIN,
+         "config 'rt-err' on tensor 'w': quantize_cpu failed (invalid argument): group size 7 "
+         "does not divide 4 columns (quantizer 'rt' from '/p/librt.so')"},
+        {"rt-err-silent", "w", FR_OK, FR_E_PLUGIN,
+         "config 'rt-err-silent' on tensor 'w': quantize_cpu failed (internal error, code 4) "
+         "(quantizer 'rt' from '/p/librt.so')"},
+        {"rt-nomem", "w", FR_OK, FR_E_NOMEM,
+         "config 'rt-nomem' on tensor 'w': quantize_cpu failed (out of memory): no memory for "
+         "the codebook (quantizer 'rt' from '/p/librt.so')"},
+        {"hess-4", "w", FR_OK, FR_E_USAGE,
+         "config 'hess-4' on tensor 'w': needs a Hessian from calibration statistics (built-in "
+         "quantizer 'hess')"},
+        {"act-4", "w", FR_OK, FR_E_USAGE,
+         "config 'act-4' on tensor 'w': needs activation statistics from calibration (built-in "
+         "quantizer 'act')"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const fr_config_ref *ref = fr_registry_find_config(&reg, cases[i].config);
+        CHECK(ref != NULL);
+        if (!ref)
+            continue;
+        frontier_call call;
+        fr_call_init(&call, NULL, 1, cases[i].tensor, cases[i].config);
+        fr_error_clear(&err);
+        uint64_t bits = 0;
+        fr_status st = fr_quantizer_size_bits(&reg, ref, ROWS, COLS, cases[i].tensor, &call,
+                                              &bits, &err);
+        if (st != cases[i].size_status) {
+            fprintf(stderr, "%s: size_bits status %d, expected %d (%s)\n", cases[i].config,
+                    (int)st, (int)cases[i].size_status, err.msg);
+            failures++;
+        }
+        if (st != FR_OK) {
+            CHECK_MSG(&err, cases[i].message);
+            fr_call_release(&call);
+            continue;
+        }
+        st = fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, ROWS, COLS, NULL, cases[i].tensor,
+                                       &call, &err);
+        if (st != cases[i].quantize_status) {
+            fprintf(stderr, "%s: quantize_cpu status %d, expected %d (%s)\n", cases[i].config,
+                    (int)st, (int)cases[i].quantize_status, err.msg);
+            failures++;
+        }
+        CHECK_MSG(&err, cases[i].message);
+        CHECK(call.quantizer != NULL); /* filled in for the plugin's log lines */
+        if (st == FR_OK)
+            CHECK(memcmp(w, w_hat, sizeof w) == 0);
+        fr_call_release(&call);
+    }
+
+    /* with statistics the calibrated ones run */
+    float hessian[COLS * COLS] = {0}, mean_abs[COLS] = {0};
+    frontier_calib calib = {.cols = COLS, .hessian = hessian, .act_mean_abs = mean_abs};
+    const char *calibrated[] = {"hess-4", "act-4"};
+    for (int i = 0; i < 2; i++) {
+        frontier_call call;
+        fr_call_init(&call, NULL, 1, "w", calibrated[i]);
+        CHECK(fr_quantizer_quantize_cpu(&reg, fr_registry_find_config(&reg, calibrated[i]), w,
+                                        w_hat, ROWS, COLS, &calib, "w", &call, &err) == FR_OK);
+        fr_call_release(&call);
+    }
+
+    /* the output checks run in chunks on a pool: same verdicts */
+    fr_pool *pool = NULL;
+    CHECK(fr_pool_create(2, &pool, &err) == FR_OK);
+    int64_t big_rows = 3, big_cols = 100003;
+    float *big_w = calloc((size_t)(big_rows * big_cols), sizeof *big_w);
+    float *big_hat = calloc((size_t)(big_rows * big_cols), sizeof *big_hat);
+    CHECK(big_w && big_hat);
+    struct {
+        const char *config;
+        fr_status status;
+        const char *message;
+    } big[] = {
+        {"rt-ok", FR_OK, ""},
+        {"rt-nan", FR_E_PLUGIN,
+         "config 'rt-nan' on tensor 'big': quantize_cpu output is nan at row 1, col 49998 "
+         "(quantizer 'rt' from '/p/librt.so')"},
+        {"rt-unwritten", FR_E_PLUGIN,
+         "config 'rt-unwritten' on tensor 'big': quantize_cpu output is nan at row 2, col 100002 "
+         "(quantizer 'rt' from '/p/librt.so')"},
+    };
+    for (size_t i = 0; big_w && big_hat && i < sizeof big / sizeof big[0]; i++) {
+        frontier_call call;
+        fr_call_init(&call, pool, 1, "big", big[i].config);
+        fr_error_clear(&err);
+        fr_status st = fr_quantizer_quantize_cpu(&reg, fr_registry_find_config(&reg, big[i].config),
+                                                 big_w, big_hat, big_rows, big_cols, NULL, "big",
+                                                 &call, &err);
+        CHECK(st == big[i].status);
+        CHECK_MSG(&err, big[i].message);
+        fr_call_release(&call);
+    }
+    free(big_w);
+    free(big_hat);
+    fr_pool_destroy(pool);
+    fr_registry_free(&reg);
+}
+
+int main(void)
+{
+    test_validation();
+    test_lookup();
+    test_runtime_checks();
+    if (failures) {
+        fprintf(stderr, "test_registry: %d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("test_registry: all checks passed\n");
+    return 0;
+}
