@@ -158,7 +158,11 @@ fr_status fr_kwork_reserve(fr_kwork *work, const fr_kneeds *needs, int64_t rows,
     const int64_t spr = fr_kceil(cols, FR_K_SEG);
     const size_t segs = (size_t)(rows * spr);
     cudaStream_t s = work->stream;
-    FR_TRY(fr_kbuf_reserve(&work->tstats, 4 * sizeof(float), s, err));
+    if (!work->tstats.p) {
+        /* [3] counts nf4-dq mean fallbacks over the work's lifetime */
+        FR_TRY(fr_kbuf_reserve(&work->tstats, 4 * sizeof(float), s, err));
+        FR_CU(cudaMemsetAsync(work->tstats.p, 0, 4 * sizeof(float), s));
+    }
     FR_TRY(fr_kbuf_reserve(&work->partials,
                            (size_t)FR_K_GRID * (FR_K_MAX_SPECS + 1) * sizeof(fr_kpart), s, err));
     FR_TRY(fr_kbuf_reserve(&work->results, (FR_K_MAX_SPECS + 1) * sizeof(fr_kpart), s, err));
@@ -473,7 +477,7 @@ fr_status fr_kstats_finish(fr_kwork *work, const fr_kneeds *needs, int64_t rows,
     fr_status st = FR_OK;
     cudaStream_t s = work->stream;
     float *tstats = (float *)work->tstats.p;
-    FR_CU(cudaMemsetAsync(tstats, 0, 4 * sizeof(float), s));
+    FR_CU(cudaMemsetAsync(tstats, 0, 3 * sizeof(float), s));
     if (needs->tensor)
         FR_LAUNCH(fr_ktensor_stats<<<1, 1024, 0, s>>>((const float *)work->row_lohi.p, rows, tstats));
     if (needs->nf4dq) {

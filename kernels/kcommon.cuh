@@ -158,7 +158,7 @@ typedef struct fr_kwork {
     fr_kbuf tile_amax;       /* [ceil(rows/128) * ceil(cols/128)] */
     fr_kbuf nf4_scale;       /* [rows * segs_per_row]: a' of nf4-g64-dq */
     fr_kbuf nf4_part;        /* double partial sums of block absmax */
-    fr_kbuf tstats;          /* float [4]: tensor lo, hi, nf4 mean m, fallback flag */
+    fr_kbuf tstats;          /* float [4]: tensor lo, hi, nf4 mean m, nf4 mean fallbacks */
     fr_kbuf partials;        /* fr_kpart [grid][n + 1] */
     fr_kbuf results;         /* fr_kpart [n + 1] */
 } fr_kwork;
