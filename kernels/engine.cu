@@ -505,6 +505,7 @@ cleanup:
 typedef struct fr_kfused_args {
     const void *w;
     int64_t cols, upr, n_units;
+    int64_t index_base;       /* flat index of the chunk's first element in the tensor */
     bool vec;                 /* aligned 16-byte loads (cols % 8 == 0) */
     bool vec_out;             /* ... and aligned 16-byte stores of w_hat */
     const float *tensor_lohi; /* [2], or NULL */
@@ -563,8 +564,7 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
     __shared__ fr_kpart acc[FR_K_MAX_SPECS];
     __shared__ fr_kspec sp[FR_K_MAX_SPECS];
     __shared__ float2 kconst[FR_K_MAX_SPECS];
-    __shared__ double red_sq[FR_K_WARPS];
-    __shared__ double red_bad[FR_K_WARPS];
+    __shared__ fr_kpart red[FR_K_WARPS];
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int n = a.n_specs;
@@ -582,8 +582,10 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
         acc[i].sq_err = acc[i].sq_hat = acc[i].dot = acc[i].max_abs = 0.0;
     }
 
-    double my_sq = 0.0;     /* sum w^2 of what this thread loaded */
-    long long my_bad = 0;   /* non-finite elements it loaded */
+    double my_sq = 0.0;            /* sum w^2 of what this thread loaded */
+    double my_nan = 0.0, my_inf = 0.0; /* non-finite elements it loaded */
+    double my_first = -INFINITY;   /* -(flat index of the first of them) */
+    float unused_max = 0.0f;
     const int64_t n_tiles = a.n_units / FR_K_TILE_UNITS + (a.n_units % FR_K_TILE_UNITS != 0);
     int64_t tile = blockIdx.x;
     uint32_t raw0[fr_kraw_words<DT>::n], raw1[fr_kraw_words<DT>::n];
@@ -607,7 +609,21 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
                 fr_klohi(x[e], lo, hi);
             }
             my_sq += (double)sq;
-            my_bad += bad;
+            if (bad) {
+                /* rare: the tensor will be skipped; say what and where */
+                const int64_t unit = tile * FR_K_TILE_UNITS + u;
+                const int64_t row = fr_kdiv(unit, a.upr);
+                const int64_t col = (unit - row * a.upr) * FR_K_UNIT + lane * FR_K_PER_LANE;
+                for (int e = 0; e < FR_K_PER_LANE; e++) {
+                    if (x[e] - x[e] == 0.0f)
+                        continue;
+                    if (x[e] != x[e])
+                        my_nan += 1.0;
+                    else
+                        my_inf += 1.0;
+                    my_first = fmax(my_first, -(double)(a.index_base + row * a.cols + col + e));
+                }
+            }
             float4 *dst = reinterpret_cast<float4 *>(&xs[u][lane * FR_K_PER_LANE]);
             dst[0] = make_float4(x[0], x[1], x[2], x[3]);
             dst[1] = make_float4(x[4], x[5], x[6], x[7]);
@@ -698,13 +714,16 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
         }
     }
 
-    /* sum w^2 and the non-finite count: warp butterfly, then warps in order */
-    float unused = 0.0f;
-    double zero = 0.0, bad_count = (double)my_bad;
-    fr_kwarp_sum(my_sq, bad_count, zero, unused);
+    /* sum w^2 and the non-finite counts: warp butterfly, then warps in order */
+    fr_kwarp_sum(my_sq, my_nan, my_inf, unused_max);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        my_first = fmax(my_first, __shfl_xor_sync(0xffffffffu, my_first, off));
     if (lane == 0) {
-        red_sq[warp] = my_sq;
-        red_bad[warp] = bad_count;
+        red[warp].sq_err = my_sq;
+        red[warp].sq_hat = my_nan;
+        red[warp].dot = my_inf;
+        red[warp].max_abs = my_first;
     }
     __syncthreads();
     fr_kpart *out = a.partials + (size_t)blockIdx.x * (n + 1);
@@ -720,14 +739,13 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
         out[ci] = t;
     }
     if (threadIdx.x == 0) {
-        fr_kpart t;
-        t.sq_err = red_sq[0];
-        t.sq_hat = red_bad[0];
+        fr_kpart t = red[0];
         for (int k = 1; k < FR_K_WARPS; k++) {
-            t.sq_err += red_sq[k];
-            t.sq_hat += red_bad[k];
+            t.sq_err += red[k].sq_err;
+            t.sq_hat += red[k].sq_hat;
+            t.dot += red[k].dot;
+            t.max_abs = fmax(t.max_abs, red[k].max_abs);
         }
-        t.dot = t.max_abs = 0.0;
         out[n] = t;
     }
 }
@@ -741,7 +759,8 @@ static __global__ void __launch_bounds__(256)
     __shared__ fr_kpart s[256];
     const int c = blockIdx.x;
     fr_kpart t;
-    t.sq_err = t.sq_hat = t.dot = t.max_abs = 0.0;
+    t.sq_err = t.sq_hat = t.dot = 0.0;
+    t.max_abs = -INFINITY; /* the extra column keeps -(first bad index) there */
     for (int b = threadIdx.x; b < n_blocks; b += 256) {
         const fr_kpart &p = partials[(size_t)b * n_cols + c];
         t.sq_err += p.sq_err;
@@ -799,6 +818,7 @@ fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview
             return fr_fail(err, FR_E_NOMEM, "cannot allocate kernel arguments");
         args->w = v->w;
         args->cols = v->cols;
+        args->index_base = v->row0 * v->cols;
         args->upr = upr;
         args->n_units = n_units;
         args->vec = fr_kvec_ok(v) != 0;

@@ -89,7 +89,7 @@ static fr_status fr_kevaluate(const fr_kspec *specs, size_t n, const void *w, in
         if (sq_norm)
             *sq_norm = host[batch].sq_err;
         if (nonfinite)
-            *nonfinite = (int64_t)host[batch].sq_hat;
+            *nonfinite = (int64_t)(host[batch].sq_hat + host[batch].dot);
     }
 cleanup:
     fr_kwork_free(&work);

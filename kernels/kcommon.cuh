@@ -111,7 +111,8 @@ typedef struct fr_kspec {
 } fr_kspec;
 
 /* Per-configuration partial error sums (max kept as double too). The extra
- * slot after the configurations holds {sum w^2, non-finite count, 0, 0}. */
+ * slot after the configurations holds {sum w^2, NaN count, Inf count,
+ * -(flat index of the first non-finite element), or -inf when none}. */
 typedef struct fr_kpart {
     double sq_err, sq_hat, dot, max_abs;
 } fr_kpart;

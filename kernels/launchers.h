@@ -9,14 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* the project's C headers carry no C++ guards of their own */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include "core/error.h"
 #include "core/registry.h"
 #include "frontier/executor.h"
 #include "frontier/plugin.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* Usable CUDA devices. 0 when there is no driver, no device, or any error
  * (cudaGetDeviceCount failing means "no GPU", never a crash). */
@@ -119,6 +120,26 @@ fr_status fr_cuda_error_sums(const void *w, int dtype, const float *w_hat, int64
  */
 fr_status fr_cuda_synthetic(int dist, int dtype, uint64_t seed, uint64_t tensor,
                             uint64_t first, int64_t n, void *dst, void *stream, fr_error *err);
+
+/* ---- device memory, copies and timing for C callers (tests, benchmarks) ---- */
+
+fr_status fr_cuda_select(int device, fr_error *err);
+fr_status fr_cuda_malloc(void **p, size_t bytes, fr_error *err);
+void fr_cuda_free(void *p);
+fr_status fr_cuda_upload(void *dst, const void *src, size_t bytes, fr_error *err);
+fr_status fr_cuda_download(void *dst, const void *src, size_t bytes, fr_error *err);
+/* n_words 32-bit words of dst set to bits (NaN poison before a launch). */
+fr_status fr_cuda_fill32(void *dst, uint32_t bits, size_t n_words, void *stream, fr_error *err);
+fr_status fr_cuda_copy_d2d(void *dst, const void *src, size_t bytes, void *stream, fr_error *err);
+fr_status fr_cuda_sync(void *stream, fr_error *err);
+
+/* CUDA-event timing of the work enqueued on a stream between start and stop. */
+typedef struct fr_cuda_timer fr_cuda_timer;
+fr_status fr_cuda_timer_create(fr_cuda_timer **out, void *stream, fr_error *err);
+fr_status fr_cuda_timer_start(fr_cuda_timer *t, fr_error *err);
+/* Records the stop event, waits for it, and gives the elapsed seconds. */
+fr_status fr_cuda_timer_stop(fr_cuda_timer *t, double *seconds, fr_error *err);
+void fr_cuda_timer_free(fr_cuda_timer *t);
 
 #ifdef __cplusplus
 }
