@@ -56,6 +56,8 @@ typedef struct fr_mapped_file {
     const uint8_t *base; /* mmap of the whole file, read-only */
     uint64_t size;
     int64_t mtime;
+    int borrowed;        /* base is the caller's memory (fr_source_open_memory):
+                            never unmapped nor madvised */
 } fr_mapped_file;
 
 typedef struct fr_source {
@@ -67,12 +69,24 @@ typedef struct fr_source {
     fr_tensor *tensors;
     struct cJSON *metadata;   /* kind-specific: __metadata__, GGUF keys, ONNX producer, config.json */
     void *impl;               /* reader-private state (synthetic generator spec) */
+    /* Hook for generated sources (FR_ENC_SYNTHETIC tensors): fr_tensor_load_f32
+     * calls generate_f32; fr_source_close calls impl_free(impl). NULL for files. */
+    fr_status (*generate_f32)(const struct fr_source *src, const fr_tensor *t, float *dst,
+                              fr_error *err);
+    void (*impl_free)(void *impl);
 } fr_source;
 
 /* Opens a .safetensors file, a folder (model.safetensors or a sharded
  * index), a .gguf or an .onnx file; detects the kind from content, not name. */
 fr_status fr_source_open(const char *path, fr_source **out, fr_error *err);
 void fr_source_close(fr_source *src);
+
+/* Opens a checkpoint held in memory (size bytes at data, which must outlive
+ * the source); name stands for the file in messages and, when the content is
+ * not recognised, its extension picks the reader. External files (ONNX
+ * external data) cannot be reached from memory and fail with FR_E_IO. */
+fr_status fr_source_open_memory(const void *data, size_t size, const char *name, fr_source **out,
+                                fr_error *err);
 
 const char *fr_source_kind_name(fr_source_kind kind);
 

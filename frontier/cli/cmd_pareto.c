@@ -1,9 +1,217 @@
-/* PLACEHOLDER until the issue implementing 'frontier pareto' lands. */
+/*
+ * frontier pareto RUN.h5 [--by config|family|class|tensor] [--metric ...]:
+ * model-level points per configuration, the Pareto-optimal ones, printed
+ * and stored under /frontier (docs/analysis.md).
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "cli_analysis.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "frontier/dataset.h"
+#include "frontier/frontier_store.h"
+#include "frontier/pareto.h"
+
+static void print_help(FILE *out)
+{
+    fprintf(out,
+            "usage: frontier pareto RUN.h5 [--by config|family|class|tensor]\n"
+            "                              [--metric rel_err|out_rel_err|sqnr_db]\n"
+            "                              [--include REGEX] [--exclude REGEX] [--configs REGEX]\n"
+            "                              [--frontier-only] [--json] [--no-store]\n"
+            "\n"
+            "Aggregates every configuration over the selected tensors (bits per weight =\n"
+            "sum of bits / sum of parameters; rel_err = sqrt(sum ||dW||^2 / sum ||W||^2);\n"
+            "out_rel_err likewise from the calibrated terms) and marks the Pareto-optimal\n"
+            "ones: no other configuration has fewer bits and less error. Configurations\n"
+            "are compared on the tensors ALL of them were measured on; the header of each\n"
+            "group says how many that is.\n"
+            "\n"
+            "  --by config     one model-level table (default)\n"
+            "  --by family     a frontier per quantizer family\n"
+            "  --by class      a table per tensor class (attention vs MLP vs experts)\n"
+            "  --by tensor     a table per tensor\n"
+            "  --metric M      rel_err (default), out_rel_err (needs a calibrated sweep),\n"
+            "                  sqnr_db (same frontier as rel_err, in decibels)\n"
+            "  --include/--exclude REGEX   tensors by name (POSIX extended regex)\n"
+            "  --configs REGEX configurations by name\n"
+            "  --frontier-only print the Pareto-optimal rows only\n"
+            "  --json          print the points as JSON\n"
+            "  --no-store      do not write /frontier/pareto_<by>_<metric> into RUN.h5\n"
+            "\n"
+            "exit codes: 0 ok, 2 usage, 3 unreadable file, 4 not a frontier dataset or\n"
+            "no usable result, 5 cannot update RUN.h5 (docs/exit-codes.md)\n");
+}
+
+static cJSON *json_number(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static int print_json(const fr_pareto *p)
+{
+    cJSON *root = cJSON_CreateObject(), *groups = cJSON_CreateArray();
+    if (!root || !groups) {
+        cJSON_Delete(root);
+        cJSON_Delete(groups);
+        return 0;
+    }
+    cJSON_AddStringToObject(root, "by", fr_group_by_name(p->by));
+    cJSON_AddStringToObject(root, "metric", fr_metric_name(p->metric));
+    cJSON_AddItemToObject(root, "groups", groups);
+    for (size_t g = 0; g < p->n_groups; g++) {
+        const fr_pareto_group *grp = &p->groups[g];
+        cJSON *o = cJSON_CreateObject(), *pts = cJSON_CreateArray();
+        if (!o || !pts) {
+            cJSON_Delete(o);
+            cJSON_Delete(pts);
+            cJSON_Delete(root);
+            return 0;
+        }
+        cJSON_AddItemToArray(groups, o);
+        cJSON_AddStringToObject(o, "name", grp->name);
+        cJSON_AddNumberToObject(o, "n_tensors", (double)grp->n_tensors);
+        cJSON_AddNumberToObject(o, "n_common", (double)grp->n_common);
+        cJSON_AddNumberToObject(o, "numel", (double)grp->numel);
+        cJSON_AddNumberToObject(o, "common_numel", (double)grp->common_numel);
+        cJSON_AddNumberToObject(o, "n_configs", (double)grp->n_configs);
+        cJSON_AddNumberToObject(o, "n_partial", (double)grp->n_partial);
+        cJSON_AddItemToObject(o, "points", pts);
+        for (size_t i = grp->first_point; i < grp->first_point + grp->n_points; i++) {
+            const fr_point *pt = &p->points[i];
+            cJSON *q = cJSON_CreateObject();
+            if (!q) {
+                cJSON_Delete(root);
+                return 0;
+            }
+            cJSON_AddItemToArray(pts, q);
+            cJSON_AddStringToObject(q, "config", pt->config_name);
+            cJSON_AddStringToObject(q, "family", pt->family);
+            cJSON_AddItemToObject(q, "bits_per_weight", json_number(pt->bits_per_weight));
+            cJSON_AddNumberToObject(q, "total_bits", (double)pt->total_bits);
+            cJSON_AddNumberToObject(q, "numel", (double)pt->numel);
+            cJSON_AddItemToObject(q, "rel_err", json_number(pt->rel_err));
+            cJSON_AddItemToObject(q, "sqnr_db", json_number(pt->sqnr_db));
+            cJSON_AddItemToObject(q, "out_rel_err", json_number(pt->out_rel_err));
+            cJSON_AddBoolToObject(q, "on_frontier", pt->on_frontier);
+        }
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text)
+        return 0;
+    puts(text);
+    cJSON_free(text);
+    return 1;
+}
 
 int cmd_pareto(int argc, char **argv)
 {
-    (void)argc;
-    return cli_usage_error(argv[0], "not implemented yet");
+    static const struct option longopts[] = {
+        {"by", required_argument, NULL, 'b'},      {"metric", required_argument, NULL, 'm'},
+        {"include", required_argument, NULL, 'i'}, {"exclude", required_argument, NULL, 'x'},
+        {"configs", required_argument, NULL, 'c'}, {"frontier-only", no_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'j'},          {"no-store", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    fr_group_by by = FR_BY_CONFIG;
+    fr_metric metric = FR_METRIC_REL_ERR;
+    fr_selection sel = {NULL, NULL, NULL};
+    int frontier_only = 0, json = 0, store = 1, opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'b': {
+            int b = fr_group_by_from_name(optarg);
+            if (b < 0)
+                return cli_usage_error(argv[0], "unknown --by '%s' (config, family, class, tensor)",
+                                       optarg);
+            by = (fr_group_by)b;
+            break;
+        }
+        case 'm': {
+            int m = fr_metric_from_name(optarg);
+            if (m < 0)
+                return cli_usage_error(argv[0],
+                                       "unknown metric '%s' (rel_err, out_rel_err, sqnr_db)", optarg);
+            metric = (fr_metric)m;
+            break;
+        }
+        case 'i': sel.include = optarg; break;
+        case 'x': sel.exclude = optarg; break;
+        case 'c': sel.configs = optarg; break;
+        case 'f': frontier_only = 1; break;
+        case 'j': json = 1; break;
+        case 'n': store = 0; break;
+        case 'h': print_help(stdout); return FR_OK;
+        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(argv[0], "no dataset given (frontier pareto RUN.h5)");
+    if (optind + 1 < argc)
+        return cli_usage_error(argv[0], "one dataset at a time: unexpected '%s'", argv[optind + 1]);
+    const char *path = argv[optind];
+
+    fr_error err;
+    fr_dataset ds;
+    fr_result_index ix;
+    fr_pareto p;
+    fr_store *store_tx;
+    char *command_line = NULL;
+    memset(&ix, 0, sizeof ix);
+    memset(&p, 0, sizeof p);
+    fr_status st = cli_read_dataset(path, &ds, &ix, &err);
+    if (st != FR_OK) {
+        fr_error_log("%s", err.msg);
+        return st;
+    }
+    if ((st = fr_pareto_compute(&ds, &ix, &sel, by, metric, &p, &err)) != FR_OK) {
+        if (st == FR_E_USAGE) {
+            st = cli_usage_error(argv[0], "%s", err.msg);
+        } else {
+            fr_error_log("'%s': %s", path, err.msg);
+        }
+        goto done;
+    }
+    if (json) {
+        if (!print_json(&p)) {
+            st = FR_E_NOMEM;
+            fr_error_log("out of memory");
+            goto done;
+        }
+    } else {
+        fr_pareto_print(stdout, &p, frontier_only);
+    }
+    if (store) {
+        command_line = cli_command_line(argc, argv);
+        char name[128];
+        fr_store_pareto_name(&p, name, sizeof name);
+        if ((st = fr_store_begin(path, &store_tx, &err)) == FR_OK) {
+            if ((st = fr_store_pareto(store_tx, &p, &sel, command_line, &err)) == FR_OK)
+                st = fr_store_commit(store_tx, &err);
+            else
+                fr_store_abort(store_tx);
+        }
+        if (st != FR_OK) {
+            fr_error_log("%s (the table above is not stored; --no-store skips storing)", err.msg);
+            goto done;
+        }
+        fr_info("stored /frontier/%s in '%s'", name, path);
+    }
+done:
+    free(command_line);
+    fr_pareto_free(&p);
+    fr_result_index_free(&ix);
+    cli_free_dataset(&ds);
+    return st;
 }

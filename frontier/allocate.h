@@ -1,0 +1,197 @@
+/*
+ * Mixed-precision allocation: one configuration per tensor that minimises
+ * the aggregated error under a bits-per-weight budget (docs/analysis.md,
+ * "allocate").
+ *
+ * The problem is a multiple-choice knapsack: item i (a tensor) takes exactly
+ * one option j (a configuration) of weight w_ij = total_bits (an integer)
+ * and cost e_ij = sq_err (or out_sq_err); minimise sum e subject to
+ * sum w <= capacity = floor(budget * sum numel). The solver is exact:
+ * Lagrangian relaxation on the convex hulls gives a lower bound and a
+ * near-optimal solution, reduced-cost fixing removes every option that
+ * cannot be in a better solution, and dynamic programming over undominated
+ * (bits, error) partial solutions, pruned by the LP (hull) bound of the
+ * tensors still to decide, finishes the search.
+ */
+#ifndef FR_ALLOCATE_H
+#define FR_ALLOCATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "frontier/dataset.h"
+#include "frontier/pareto.h"
+
+/* ---- the solver, on plain arrays ---- */
+
+typedef struct fr_mckp_item {
+    size_t n_options;
+    const uint64_t *weight; /* [n_options] */
+    const double *cost;     /* [n_options], finite and >= 0 */
+} fr_mckp_item;
+
+typedef struct fr_mckp_stats {
+    double lower_bound;   /* LP (Lagrangian) bound on the optimal cost */
+    double cost;          /* cost of the returned solution */
+    uint64_t weight;      /* its weight */
+    double lambda;        /* the LP multiplier: error saved per bit at the margin */
+    uint64_t nodes;       /* search states created */
+    size_t n_free;        /* items still undecided after reduced-cost fixing */
+    int optimal;          /* 1: proven optimal (to a relative 1e-12); 0: state limit hit */
+} fr_mckp_stats;
+
+/* Default limit on search states (fr_mckp_solve's max_nodes = 0); a state
+ * takes 24 bytes, so the search stays under about 200 MB. */
+#define FR_MCKP_DEFAULT_MAX_NODES 8000000ull
+
+/* Writes the chosen option of every item into choice[n_items]. Fails with
+ * FR_E_USAGE when even the lightest options exceed the capacity. With the
+ * state limit reached the best solution found is returned with
+ * stats->optimal = 0 and its distance to stats->lower_bound. */
+fr_status fr_mckp_solve(const fr_mckp_item *items, size_t n_items, uint64_t capacity,
+                        uint64_t max_nodes, size_t *choice, fr_mckp_stats *stats, fr_error *err);
+
+/* ---- allocation over a dataset ---- */
+
+typedef struct fr_alloc_fixed {
+    const char *pattern; /* extended regex on tensor names */
+    const char *config;  /* configuration name */
+} fr_alloc_fixed;
+
+typedef struct fr_alloc_options {
+    fr_metric metric;           /* rel_err and sqnr_db minimise sq_err; out_rel_err out_sq_err */
+    fr_selection selection;     /* tensors (--include/--exclude) and configurations (--configs) */
+    size_t n_fixed;
+    const fr_alloc_fixed *fixed; /* applied in order; the last match wins */
+    uint64_t max_nodes;         /* 0: FR_MCKP_DEFAULT_MAX_NODES */
+} fr_alloc_options;
+
+typedef struct fr_alloc_option {
+    size_t config;       /* position in ds->configs */
+    uint64_t total_bits;
+    double err_term;     /* sq_err or out_sq_err */
+} fr_alloc_option;
+
+typedef struct fr_alloc_tensor {
+    size_t tensor;       /* position in ds->tensors */
+    uint64_t numel;
+    double norm_term;    /* sq_norm or out_sq_ref */
+    int fixed;           /* pinned by --fixed */
+    size_t n_options;    /* undominated options, by increasing bits */
+    fr_alloc_option *options;
+} fr_alloc_tensor;
+
+/* A dataset turned into a knapsack: built once, solved for many budgets. */
+typedef struct fr_alloc_problem {
+    const fr_dataset *ds;
+    const fr_result_index *ix;
+    fr_metric metric;
+    size_t n_tensors;
+    fr_alloc_tensor *tensors;
+    uint64_t numel;        /* sum over the allocated tensors */
+    double norm_sum;
+    uint64_t min_bits;     /* lightest achievable total */
+    uint64_t max_bits;     /* total of the most accurate choice per tensor */
+    size_t n_dropped;      /* selected tensors without a usable result for the metric */
+    const char *dropped_example;
+    uint64_t max_nodes;
+} fr_alloc_problem;
+
+/* Fails with FR_E_USAGE for a --fixed configuration not in the dataset or
+ * missing on a tensor it pins, FR_E_FORMAT when no tensor has a usable
+ * result. */
+fr_status fr_alloc_prepare(const fr_dataset *ds, const fr_result_index *ix,
+                           const fr_alloc_options *opt, fr_alloc_problem *prob, fr_error *err);
+void fr_alloc_problem_free(fr_alloc_problem *prob);
+
+/* Smallest achievable bits per weight of the problem. */
+double fr_alloc_min_bpw(const fr_alloc_problem *prob);
+
+typedef struct fr_alloc_choice {
+    size_t tensor;       /* position in ds->tensors */
+    size_t config;       /* position in ds->configs */
+    uint64_t total_bits;
+    uint64_t numel;
+    double err_term, norm_term;
+    int fixed;
+} fr_alloc_choice;
+
+typedef struct fr_allocation {
+    fr_metric metric;
+    double budget;            /* bits per weight asked for */
+    uint64_t capacity_bits;   /* floor(budget * numel) */
+    uint64_t total_bits;
+    uint64_t numel;
+    double bits_per_weight;   /* achieved */
+    double err_sum, norm_sum;
+    double value;             /* the metric's global value (rel_err, out_rel_err, sqnr_db) */
+    double lower_bound_value; /* the metric's value at the LP lower bound */
+    fr_mckp_stats stats;
+    size_t n_choices;
+    fr_alloc_choice *choices;
+} fr_allocation;
+
+/* Fails with FR_E_USAGE naming the minimum when budget is below it. */
+fr_status fr_alloc_solve(const fr_alloc_problem *prob, double budget, fr_allocation *out,
+                         fr_error *err);
+void fr_allocation_free(fr_allocation *a);
+
+/* ---- the mixed-precision curve ---- */
+
+typedef struct fr_curve_point {
+    double budget;
+    double bits_per_weight;  /* achieved, <= budget */
+    uint64_t total_bits;
+    double err_sum;
+    double value;            /* metric value */
+    double rel_err;          /* the global relative error (out_rel_err for that metric) */
+    double lower_bound_value;
+    int optimal;
+} fr_curve_point;
+
+typedef struct fr_mixed_curve {
+    fr_metric metric;
+    uint64_t numel;          /* of the tensors allocated */
+    size_t n_tensors;
+    double norm_sum;
+    size_t n_points;
+    fr_curve_point *points;  /* by increasing budget */
+} fr_mixed_curve;
+
+/* Solves every budget lo, lo+step, ..., <= hi (plus, when uniform_too, the
+ * bits per weight of every configuration measured on all allocated tensors
+ * inside [lo, hi], so the curve passes exactly through each uniform
+ * configuration's size). Budgets below the minimum are skipped. */
+fr_status fr_alloc_sweep(const fr_alloc_problem *prob, double lo, double hi, double step,
+                         int uniform_too, fr_mixed_curve *out, fr_error *err);
+void fr_mixed_curve_free(fr_mixed_curve *c);
+
+/* ---- outputs ---- */
+
+/* The recipe JSON (docs/analysis.md): totals and tensor -> configuration. */
+fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
+                                   const char *dataset_path, const char *path, fr_error *err);
+
+/* A llama.cpp `llama-quantize --tensor-type-file` file: one `pattern=type`
+ * line per tensor whose configuration has a GGML type (an anchored, escaped
+ * regex of the GGUF tensor name). Tensors without one are skipped and
+ * counted in *n_unmapped. */
+fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_alloc_problem *prob,
+                                           const char *path, size_t *n_unmapped, fr_error *err);
+
+/* GGML type name standing for a configuration name, NULL when none does. */
+const char *fr_ggml_type_for(const char *config_name);
+
+/* The GGUF name of a Hugging Face Llama-style tensor name
+ * ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight");
+ * other names are copied. Writes at most size bytes. */
+void fr_gguf_tensor_name(const char *name, char *buf, size_t size);
+
+/* Table people read. */
+void fr_allocation_print(FILE *out, const fr_allocation *a, const fr_alloc_problem *prob,
+                         int per_tensor);
+void fr_mixed_curve_print(FILE *out, const fr_mixed_curve *c);
+
+#endif

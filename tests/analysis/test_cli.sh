@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# End to end on a real checkpoint: sweep data/stories260K, then pareto,
+# allocate and export on the dataset, the acceptance properties (the 3.5-bit
+# allocation beats every uniform configuration that fits; the mixed curve is
+# on or below every uniform configuration), every export format read back,
+# and bad inputs with their exit codes.
+set -uo pipefail
+bin=$1
+data=$2
+here=$(cd "$(dirname "$0")" && pwd)
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# expect RC CMD...: runs CMD, keeps stdout/stderr in $tmp/out, $tmp/err
+expect() {
+  local want=$1
+  shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" != "$want" ]; then
+    cat "$tmp/out" "$tmp/err"
+    fail "'$*' exited $rc, expected $want"
+  fi
+}
+expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
+
+"$bin" -q sweep "$data/stories260K" --bits 2..8 -o "$tmp/run.h5" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if grep -q "not implemented" "$tmp/err"; then
+  echo "SKIP: 'frontier sweep' is not in this build yet"
+  exit 77
+fi
+[ "$rc" = 0 ] || { cat "$tmp/err"; fail "sweep exited $rc"; }
+"$bin" pareto "$tmp/run.h5" --no-store >"$tmp/out" 2>"$tmp/err"
+if grep -q "no dataset reader" "$tmp/err"; then
+  echo "SKIP: this build has no dataset reader yet"
+  exit 77
+fi
+
+# pareto: table, json, stored groups
+expect 0 "$bin" pareto "$tmp/run.h5" --json --no-store
+cp "$tmp/out" "$tmp/pareto.json"
+expect 0 "$bin" pareto "$tmp/run.h5"
+grep -q "36 of 36 tensors measured by all" "$tmp/out" || fail "pareto header"
+expect 0 "$bin" pareto "$tmp/run.h5" --by class --frontier-only
+grep -q "^attn_q:" "$tmp/out" && grep -q "^mlp_down:" "$tmp/out" || fail "pareto --by class groups"
+expect 0 "$bin" pareto "$tmp/run.h5" --by family --metric sqnr_db
+
+# allocate at 3.5 bits, then the whole curve
+expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 -o "$tmp/recipe.json"
+grep -q "optimal" "$tmp/out" || fail "allocation not proven optimal"
+[ -f "$tmp/recipe.tensor-types.txt" ] || fail "no tensor-type file"
+expect 0 "$bin" allocate "$tmp/run.h5" --budget 5 --configs '^(int8-g32-sym|int4-g32-sym|int4-g32-asym|int5-g32-sym|int5-g32-asym|mxfp4)$' \
+  --fixed 'embed=int8-g32-sym' -o "$tmp/llama.json"
+[ "$(wc -l <"$tmp/llama.tensor-types.txt")" = 36 ] || fail "llama.cpp file should list all 36 tensors"
+grep -q '^\^token_embd\\.weight\$=q8_0$' "$tmp/llama.tensor-types.txt" || fail "pinned embedding"
+expect 0 "$bin" allocate "$tmp/run.h5" --sweep-budgets 2..9:0.05
+
+# exports, read back
+for f in csv json tex gnuplot svg pdf png; do
+  ext=$f
+  [ $f = gnuplot ] && ext=gp
+  expect 0 "$bin" export "$tmp/run.h5" --format $f -o "$tmp/frontier.$ext" --log-y --title "stories260K"
+done
+expect 0 "$bin" export "$tmp/run.h5" -o "$tmp/class.png" --by class --log-y --configs 'g64-asym$'
+ls "$tmp" | grep -q frontier-tmp && fail "a temporary copy was left behind"
+
+python3 - "$tmp" <<'PY' || exit 1
+import csv, json, os, struct, sys
+import xml.etree.ElementTree as ET
+d = sys.argv[1]
+fails = []
+def check(c, what):
+    if not c: fails.append(what)
+pareto = json.load(open(os.path.join(d, "pareto.json")))
+model = pareto["groups"][0]
+check(model["n_common"] == 36 and model["n_configs"] >= 50, "pareto model group")
+uniform = model["points"]
+recipe = json.load(open(os.path.join(d, "recipe.json")))
+check(recipe["optimal"] and recipe["bits_per_weight"] <= 3.5, "recipe totals")
+check(recipe["total_bits"] <= 3.5 * recipe["numel"], "recipe within budget")
+fits = [p for p in uniform if p["bits_per_weight"] <= 3.5]
+check(fits, "some uniform configuration fits 3.5 bits")
+best = min(p["rel_err"] for p in fits)
+check(recipe["rel_err"] < best, "allocation %.6g not below best uniform %.6g" % (recipe["rel_err"], best))
+check(len(recipe["recipe"]) == 36, "recipe covers every tensor")
+# the mixed curve on or below every uniform configuration
+rows = list(csv.DictReader(open(os.path.join(d, "frontier.csv"))))
+mixed = [(float(r["bits_per_weight"]), float(r["rel_err"])) for r in rows if r["kind"] == "mixed"]
+points = [(float(r["bits_per_weight"]), float(r["rel_err"])) for r in rows if r["kind"] == "point"]
+check(len(mixed) > 100 and len(points) == len(uniform), "csv kinds")
+for b, e in points:
+    if b > 9:
+        continue
+    reach = [m for mb, m in mixed if mb <= b * (1 + 1e-12)]
+    check(reach and min(reach) <= e * (1 + 1e-9), "mixed curve above uniform at %.4f bits" % b)
+check(all(a[1] >= b[1] for a, b in zip(mixed, mixed[1:])), "mixed curve not monotone")
+doc = json.load(open(os.path.join(d, "frontier.json")))
+check(len(doc["results"]) == sum(1 for r in rows if r["kind"] == "result"), "json/csv results")
+for name in ("frontier.svg",):
+    check(ET.parse(os.path.join(d, name)).getroot().tag.endswith("svg"), "svg xml")
+pdf = open(os.path.join(d, "frontier.pdf"), "rb").read()
+check(pdf[:5] == b"%PDF-" and len(pdf) > 5000, "pdf")
+for name in ("frontier.png", "class.png"):
+    png = open(os.path.join(d, name), "rb").read()
+    check(png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1020, 765), name)
+check("\\begin{axis}" in open(os.path.join(d, "frontier.tex")).read(), "tex")
+check(os.path.exists(os.path.join(d, "frontier.dat")), "gnuplot data")
+try:
+    import h5py
+    with h5py.File(os.path.join(d, "run.h5"), "r") as f:
+        fr = f["frontier"]
+        for g in ("pareto_config_rel_err", "pareto_class_rel_err", "pareto_family_sqnr_db",
+                  "allocation_3.5", "allocation_5", "mixed_curve"):
+            check(g in fr, "/frontier/" + g)
+        a = fr["allocation_3.5"]
+        check(a.attrs["metric"] == "rel_err" and abs(a.attrs["budget"] - 3.5) < 1e-12, "allocation attrs")
+        check("allocate" in a.attrs["command_line"], "command line recorded")
+        check(len(a["tensors"]) == 36, "allocation table")
+        check(fr["pareto_class_rel_err"].attrs["by"] == "class", "pareto attrs")
+        check(len(fr["mixed_curve/points"]) == len(mixed), "mixed curve table")
+        check(len(f["results"]) > 0 and len(f["tensors"]) == 36, "dataset intact")
+except ImportError:
+    print("note: h5py missing, stored groups not inspected")
+if fails:
+    print("FAIL:", *fails, sep="\n  ")
+    sys.exit(1)
+PY
+
+# bad inputs and exit codes (docs/exit-codes.md)
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 1.5
+expect_err "below the smallest achievable size: 2.0045 bits per weight"
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 3.5 --metric bogus
+expect_err "unknown metric 'bogus'"
+expect 4 "$bin" allocate "$tmp/run.h5" --budget 4 --metric out_rel_err
+expect_err "out_rel_err"
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --fixed 'q_proj=int9-nope'
+expect_err "unknown configuration 'int9-nope'"
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --sweep-budgets 2..8
+expect 2 "$bin" allocate "$tmp/run.h5" --sweep-budgets 8..2
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --include '('
+expect_err "invalid regex '('"
+expect 2 "$bin" pareto "$tmp/run.h5" --metric bogus
+expect 2 "$bin" pareto "$tmp/run.h5" --by bogus
+expect 2 "$bin" export "$tmp/run.h5" --format bogus -o "$tmp/x"
+expect 2 "$bin" export "$tmp/run.h5" -o "$tmp/x.svg" --y sqnr_db --log-y
+expect 2 "$bin" export "$tmp/run.h5"
+expect 5 "$bin" export "$tmp/run.h5" -o "$tmp/no/such/dir/x.csv"
+expect 3 "$bin" pareto "$tmp/missing.h5"
+echo "not hdf5" >"$tmp/text.h5"
+expect 4 "$bin" pareto "$tmp/text.h5"
+if python3 -c "import h5py" 2>/dev/null; then
+  python3 - "$tmp/run.h5" "$tmp/empty.h5" <<'PY'
+import shutil, sys, h5py
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    dt = f["results"].dtype
+    del f["results"]
+    f.create_dataset("results", shape=(0,), maxshape=(None,), dtype=dt, chunks=(1024,))
+PY
+  expect 4 "$bin" pareto "$tmp/empty.h5"
+  expect_err "has no results"
+  expect 4 "$bin" allocate "$tmp/empty.h5" --budget 4
+fi
+echo "analysis CLI: pareto, allocate and export on stories260K pass"
