@@ -680,10 +680,10 @@ static fr_status fr_x_harvest(fr_x *X, size_t j, fr_error *err)
         e->sq_hat += extra->sq_hat;
         e->dot += extra->dot;
         e->max_abs = fmax(e->max_abs, extra->max_abs);
-        X->stats.elements += (uint64_t)(xi->chunk_rows * xi->it->cols);
     }
     if (t->pass == 2 && t->chunk == xi->n_chunks - 1) {
         X->stats.tensor_bytes += xi->it->tensor->nbytes;
+        X->stats.elements += (uint64_t)(xi->it->rows * xi->it->cols);
         if (xi->n_chunks > 1)
             X->stats.chunked_tensors++;
         fr_x_emit(X, t->item);

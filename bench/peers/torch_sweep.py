@@ -195,12 +195,9 @@ def q_nf4(w, dq, codes):
     return ungroup(xh, cols)
 
 
-def rel_err(w, xh):
-    return torch.sqrt(((w.double() - xh.double()) ** 2).sum() / (w.double() ** 2).sum())
-
-
 def run(w, cfgs, codes):
     out, secs = {}, {}
+    w_norm = torch.linalg.norm(w)
     for name, family, p in cfgs:
         t0 = time.perf_counter()
         if family == "int":
@@ -213,7 +210,7 @@ def run(w, cfgs, codes):
             xh = q_mx(w, p["fmt"], p["emax"])
         else:
             xh = q_nf4(w, p["dq"], codes)
-        out[name] = rel_err(w, xh)
+        out[name] = torch.linalg.norm(w - xh) / w_norm
         torch.cuda.synchronize()
         secs[name] = time.perf_counter() - t0
     return {k: float(v) for k, v in out.items()}, secs
