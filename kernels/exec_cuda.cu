@@ -454,7 +454,7 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev, fr_error *
                 fr_cuda_error_sums(dev, xi->dev_dtype, w_hat, (int64_t)n, &xi->plugin_sums[k],
                                    (void *)X->compute, err) != FR_OK) {
                 rc = FRONTIER_ERR_INTERNAL;
-                snprintf(call.error, sizeof call.error, "%s", err->msg);
+                snprintf(call.error, sizeof call.error, "%.400s", err->msg);
             }
         }
         xi->plugin_status[k] = FR_OK;

@@ -1,7 +1,7 @@
 /*
  * Device side of the built-in formats: one configuration applied to a
  * lane's 8 elements. Every rounding rule is the CPU reference's own FR_HD
- * helper (quantizers/*_group.h, *_block.h, numerics.h), called from one
+ * helper (quantizers/<family>_group.h or _block.h, numerics.h), called from one
  * kernels/<family>.cuh per family: the kernels only decide where each
  * statistic comes from, never how a value is rounded. Built with
  * -fmad=false and IEEE division, so the dequantized values are the CPU's,

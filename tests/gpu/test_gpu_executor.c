@@ -9,6 +9,11 @@
  * again with a tiny staging cap, so that tensors stream in row chunks and
  * in two passes.
  *
+ * With FRONTIER_TEST_CUDA_PLUGIN=FILE.so (a built-in family built as a
+ * plugin, which brings its own quantize_cuda / sweep_cuda), a registry of
+ * that plugin alone runs the synthetic model through the executor's plugin
+ * CUDA path, against the same plugin on the CPU.
+ *
  * usage: test_gpu_executor [CHECKPOINT [PLUGIN.so]]
  */
 #include "gpu_test.h"
@@ -26,7 +31,7 @@ typedef struct collected {
     int *seen;
     int *done, *norms, *skipped;
     double *norm;
-    char device[16];
+    char (*device)[16]; /* [item][config] */
 } collected;
 
 static void on_outcome(void *ctx, const fr_sweep_outcome *o)
@@ -38,7 +43,7 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
     c->status[k] = o->status;
     if (o->status != FR_OK)
         fprintf(stderr, "  outcome item %zu config %zu: %s\n", o->item, o->config, o->error);
-    snprintf(c->device, sizeof c->device, "%s", o->device);
+    snprintf(c->device[k], sizeof c->device[k], "%s", o->device);
 }
 
 static void on_skipped(void *ctx, size_t item, fr_status st, const char *reason)
@@ -76,7 +81,8 @@ static void collected_init(collected *c, size_t n_items, size_t max_configs)
     c->norms = calloc(n_items, sizeof *c->norms);
     c->skipped = calloc(n_items, sizeof *c->skipped);
     c->norm = calloc(n_items, sizeof *c->norm);
-    if (!c->sums || !c->status || !c->seen || !c->done || !c->norms || !c->skipped || !c->norm) {
+    c->device = calloc(n, sizeof *c->device);
+    if (!c->device || !c->sums || !c->status || !c->seen || !c->done || !c->norms || !c->skipped || !c->norm) {
         fprintf(stderr, "FAIL: out of memory\n");
         exit(1);
     }
@@ -91,6 +97,7 @@ static void collected_free(collected *c)
     free(c->norms);
     free(c->skipped);
     free(c->norm);
+    free(c->device);
 }
 
 static void run(int gpu, const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
@@ -116,8 +123,11 @@ static void run(int gpu, const fr_registry *reg, const fr_sweep_item *items, siz
     }
 }
 
+static const fr_registry *the_registry;
+
+/* all_gpu: every row must come from the GPU (a plugin with CUDA functions) */
 static void compare(const char *what, const fr_sweep_item *items, const collected *gpu,
-                    const collected *cpu, double tol)
+                    const collected *cpu, double tol, int all_gpu)
 {
     for (size_t i = 0; i < gpu->n_items; i++) {
         GPU_CHECK(gpu->done[i] == 1, "%s: item %zu done %d times", what, i, gpu->done[i]);
@@ -131,6 +141,11 @@ static void compare(const char *what, const fr_sweep_item *items, const collecte
             const char *name = items[i].configs[c]->cfg->name;
             GPU_CHECK(gpu->seen[k] == 1, "%s: %s on '%s' reported %d times", what, name,
                       items[i].tensor->name, gpu->seen[k]);
+            /* built-ins with a kernel run on the GPU, the rest on the CPU */
+            const char *want =
+                all_gpu || fr_cuda_has_kernel(the_registry, items[i].configs[c]) ? "cuda:0" : "cpu";
+            GPU_CHECK(!strcmp(gpu->device[k], want), "%s: %s on '%s' ran on '%s', not '%s'", what,
+                      name, items[i].tensor->name, gpu->device[k], want);
             GPU_CHECK(gpu->status[k] == cpu->status[k], "%s: %s on '%s' status %d vs cpu %d",
                       what, name, items[i].tensor->name, gpu->status[k], cpu->status[k]);
             const frontier_error_sums *g = &gpu->sums[k], *h = &cpu->sums[k];
@@ -171,6 +186,7 @@ int main(int argc, char **argv)
     gpu_require_device();
     uint64_t seed = gpu_seed();
     GPU_OK(fr_registry_init(&reg, &err));
+    the_registry = &reg;
     if (argc > 2)
         GPU_OK(fr_registry_load_plugin(&reg, argv[2], &err));
 
@@ -195,11 +211,10 @@ int main(int argc, char **argv)
     collected cpu, gpu, again, chunked;
     run(0, &reg, items, n_items, n_cfgs, &cpu);
     run(1, &reg, items, n_items, n_cfgs, &gpu);
-    compare("cuda vs cpu", items, &gpu, &cpu, 1e-6);
-    GPU_CHECK(!strcmp(gpu.device, "cuda:0") || n_cfgs == 0, "device string '%s'", gpu.device);
+    compare("cuda vs cpu", items, &gpu, &cpu, 1e-6, 0);
 
     run(1, &reg, items, n_items, n_cfgs, &again);
-    compare("cuda run to run", items, &again, &gpu, 0.0);
+    compare("cuda run to run", items, &again, &gpu, 0.0, 0);
 
     /* a 64 KiB cap: the 300x1000 bf16 tensor and the others stream in row
      * chunks, two passes when a configuration needs whole-tensor statistics */
@@ -209,12 +224,40 @@ int main(int argc, char **argv)
     fr_cuda_run_stats s;
     fr_cuda_last_run_stats(&s);
     GPU_CHECK(s.chunked_tensors > 0, "the 64 KiB cap chunked no tensor");
-    compare("cuda chunked vs cpu", items, &chunked, &cpu, 1e-6);
+    compare("cuda chunked vs cpu", items, &chunked, &cpu, 1e-6, 0);
 
     collected_free(&cpu);
     collected_free(&gpu);
     collected_free(&again);
     collected_free(&chunked);
+
+    const char *cuda_plugin = getenv("FRONTIER_TEST_CUDA_PLUGIN");
+    if (cuda_plugin && *cuda_plugin) {
+        fr_registry preg;
+        fr_registry_init_empty(&preg);
+        the_registry = &preg;
+        GPU_OK(fr_registry_load_plugin(&preg, cuda_plugin, &err));
+        const fr_config_ref **pcfgs = calloc(preg.n_configs, sizeof *pcfgs);
+        for (size_t c = 0; c < preg.n_configs; c++)
+            pcfgs[c] = &preg.configs[c];
+        fr_sweep_item pitems[64];
+        size_t n_pitems = add_items(pitems, 0, syn, pcfgs, preg.n_configs, 64);
+        printf("plugin %s: %zu configurations on %zu tensors\n", cuda_plugin, preg.n_configs,
+               n_pitems);
+        collected pc, pg;
+        run(0, &preg, pitems, n_pitems, preg.n_configs, &pc);
+        run(1, &preg, pitems, n_pitems, preg.n_configs, &pg);
+        fr_cuda_run_stats ps;
+        fr_cuda_last_run_stats(&ps);
+        GPU_CHECK(ps.plugin_configs == (uint64_t)(n_pitems * preg.n_configs),
+                  "plugin path: %llu (tensor, config) pairs through the plugin's CUDA functions",
+                  (unsigned long long)ps.plugin_configs);
+        compare("plugin cuda vs cpu", pitems, &pg, &pc, 1e-6, 1);
+        collected_free(&pc);
+        collected_free(&pg);
+        free(pcfgs);
+        fr_registry_free(&preg);
+    }
     free(cfgs);
     fr_synthetic_close(syn);
     if (real)

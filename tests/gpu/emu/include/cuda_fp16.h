@@ -3,7 +3,9 @@
 #define FR_EMU_CUDA_FP16_H
 
 #include "cuda_runtime.h"
+extern "C" {
 #include "core/dtype.h"
+}
 
 struct __half {
     unsigned short bits;

@@ -1,7 +1,7 @@
 /*
  * The CUDA execution model on the CPU, for testing kernels/ where there is
  * no GPU (tests/gpu/emu, docs/gpu.md "Tests"). Not a CUDA implementation:
- * just what kernels/*.cu use. Every CUDA thread is a fiber on one OS thread;
+ * just what the kernels/ sources use. Every CUDA thread is a fiber on one OS thread;
  * __syncthreads and __shfl_xor_sync are real barriers over the block's and
  * the warp's fibers, so a kernel whose threads disagree on a barrier or read
  * a lane that did not write deadlocks here (reported) as it would hang there.

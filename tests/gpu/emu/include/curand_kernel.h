@@ -6,7 +6,9 @@
 #define FR_EMU_CURAND_KERNEL_H
 
 #include "cuda_runtime.h"
+extern "C" {
 #include "core/philox.h"
+}
 
 struct curandStatePhilox4_32_10_t {
     unsigned long long seed, subsequence, offset;
