@@ -1,11 +1,8 @@
-/*
- * PLACEHOLDER table of the built-in quantizer families, so that the registry
- * links and runs before the families land (they come from the branch that
- * writes quantizers/int.c, nvfp4.c, ...; take that branch's builtin.c when
- * merging). C11 forbids an empty initializer list, hence the one NULL that
- * fr_n_builtin_entries = 0 keeps out of reach.
- */
 #include "builtin.h"
 
-const frontier_plugin_entry_fn fr_builtin_entries[] = {NULL};
-const size_t fr_n_builtin_entries = 0;
+/* Registration order is the order `frontier quantizers` lists them in. */
+const frontier_plugin_entry_fn fr_builtin_entries[] = {
+    fr_int_entry, fr_fp8_entry, fr_nvfp4_entry, fr_mx_entry, fr_nf4_entry,
+};
+
+const size_t fr_n_builtin_entries = sizeof fr_builtin_entries / sizeof fr_builtin_entries[0];

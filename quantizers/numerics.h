@@ -48,13 +48,21 @@ typedef struct fr_minifloat {
     float max;
 } fr_minifloat;
 
-/* OCP OFP8 / MX v1.0 element formats, IEEE binary16 for fp16 scales. */
-#define FR_FMT_E4M3 ((fr_minifloat){3, -6, 448.0f})
-#define FR_FMT_E5M2 ((fr_minifloat){2, -14, 57344.0f})
-#define FR_FMT_E3M2 ((fr_minifloat){2, -2, 28.0f})
-#define FR_FMT_E2M3 ((fr_minifloat){3, 0, 7.5f})
-#define FR_FMT_E2M1 ((fr_minifloat){1, 0, 6.0f})
-#define FR_FMT_FP16 ((fr_minifloat){10, -14, 65504.0f})
+/* OCP OFP8 / MX v1.0 element formats, IEEE binary16 for fp16 scales. The
+ * *_INIT forms are brace initialisers for static tables (a compound literal
+ * is not a constant expression in ISO C). */
+#define FR_FMT_E4M3_INIT {3, -6, 448.0f}
+#define FR_FMT_E5M2_INIT {2, -14, 57344.0f}
+#define FR_FMT_E3M2_INIT {2, -2, 28.0f}
+#define FR_FMT_E2M3_INIT {3, 0, 7.5f}
+#define FR_FMT_E2M1_INIT {1, 0, 6.0f}
+#define FR_FMT_FP16_INIT {10, -14, 65504.0f}
+#define FR_FMT_E4M3 ((fr_minifloat)FR_FMT_E4M3_INIT)
+#define FR_FMT_E5M2 ((fr_minifloat)FR_FMT_E5M2_INIT)
+#define FR_FMT_E3M2 ((fr_minifloat)FR_FMT_E3M2_INIT)
+#define FR_FMT_E2M3 ((fr_minifloat)FR_FMT_E2M3_INIT)
+#define FR_FMT_E2M1 ((fr_minifloat)FR_FMT_E2M1_INIT)
+#define FR_FMT_FP16 ((fr_minifloat)FR_FMT_FP16_INIT)
 
 /*
  * Round x to the nearest value of the format, ties to even mantissa,

@@ -1,0 +1,96 @@
+/*
+ * Integer round-to-nearest (docs/formats.md, "Integer round-to-nearest"):
+ * the per-group rules shared by the CPU reference (int.c) and the CUDA
+ * kernels. Every function is FR_HD, float32 only, no FMA (the builds turn
+ * contraction off), so both sides produce the same bits.
+ */
+#ifndef FR_INT_GROUP_H
+#define FR_INT_GROUP_H
+
+#include "numerics.h"
+
+/* How many elements share one scale. */
+enum fr_int_granularity {
+    FR_INT_GROUP = 0,  /* runs of group_size elements of a row, fp16 scale */
+    FR_INT_ROW = 1,    /* one group per row (`gC`), fp16 scale */
+    FR_INT_TENSOR = 2  /* one fp32 scale for the tensor (ONNX Runtime style) */
+};
+
+/* frontier_config.impl of every int configuration. */
+typedef struct fr_int_params {
+    int bits;        /* 2..8 */
+    int granularity; /* enum fr_int_granularity */
+    int group_size;  /* FR_INT_GROUP only: 32, 64, 128 or 256 */
+    int symmetric;   /* 1: sym, 0: asym with a b-bit zero point */
+} fr_int_params;
+
+/* sym: qmax = 2^(b-1) - 1 (codes -qmax..qmax). */
+FR_HD float fr_int_sym_qmax(int bits)
+{
+    return (float)((1 << (bits - 1)) - 1);
+}
+
+/* asym: codes 0..2^b - 1. */
+FR_HD float fr_int_asym_levels(int bits)
+{
+    return (float)((1 << bits) - 1);
+}
+
+/* Group scale of sym: fp16(amax / qmax). */
+FR_HD float fr_int_sym_scale(float amax, float qmax)
+{
+    return fr_round_fp16(amax / qmax);
+}
+
+/* Group scale of asym: fp16((hi - lo) / (2^b - 1)), lo = min(min x, 0),
+ * hi = max(max x, 0). */
+FR_HD float fr_int_asym_scale(float lo, float hi, float levels)
+{
+    return fr_round_fp16((hi - lo) / levels);
+}
+
+/* Zero point of asym: clamp(rint(-lo / s), 0, 2^b - 1); 0 when s == 0. */
+FR_HD float fr_int_asym_zero(float lo, float s, float levels)
+{
+    if (s == 0.0f)
+        return 0.0f;
+    float z = rintf(-lo / s);
+    return z < 0.0f ? 0.0f : (z > levels ? levels : z);
+}
+
+/* x^ = clamp(rint(x / s), -qmax, qmax) * s; a zero scale gives 0. */
+FR_HD float fr_int_sym_dequant(float x, float s, float qmax)
+{
+    if (s == 0.0f)
+        return 0.0f;
+    float q = rintf(x / s);
+    q = q < -qmax ? -qmax : (q > qmax ? qmax : q);
+    return q * s;
+}
+
+/* x^ = (clamp(rint(x / s) + z, 0, 2^b - 1) - z) * s; a zero scale gives 0. */
+FR_HD float fr_int_asym_dequant(float x, float s, float z, float levels)
+{
+    if (s == 0.0f)
+        return 0.0f;
+    float q = rintf(x / s) + z;
+    q = q < 0.0f ? 0.0f : (q > levels ? levels : q);
+    return (q - z) * s;
+}
+
+/* One sym group of n elements whose scale is s (already fp16-rounded for
+ * groups and rows, fp32 for the tensor form). */
+FR_HD void fr_int_sym_group(const float *x, float *x_hat, int64_t n, float s, float qmax)
+{
+    for (int64_t i = 0; i < n; i++)
+        x_hat[i] = fr_int_sym_dequant(x[i], s, qmax);
+}
+
+FR_HD void fr_int_asym_group(const float *x, float *x_hat, int64_t n, float s, float z,
+                             float levels)
+{
+    for (int64_t i = 0; i < n; i++)
+        x_hat[i] = fr_int_asym_dequant(x[i], s, z, levels);
+}
+
+#endif
