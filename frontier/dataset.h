@@ -64,8 +64,9 @@ typedef struct fr_ds_result {
 
 typedef struct fr_ds_skipped {
     uint32_t source_id;
-    char *name;
+    char *name;       /* the tensor */
     char *reason;
+    char *config;     /* the configuration that failed on it, "" when the whole tensor was skipped */
 } fr_ds_skipped;
 
 typedef struct fr_dataset {
@@ -95,5 +96,45 @@ void fr_dataset_free(fr_dataset *ds);
  * but callers must not rely on that). NULL when absent. */
 const fr_ds_tensor *fr_dataset_tensor(const fr_dataset *ds, uint32_t tensor_id);
 const fr_ds_config *fr_dataset_config(const fr_dataset *ds, uint32_t config_id);
+
+/* ---- building and writing (frontier/dataset.c, frontier/dataset_write.c) ----
+ * Table arrays are allocated only by fr_dataset_read and the add functions
+ * below (which grow them geometrically); do not realloc them elsewhere. A
+ * zeroed fr_dataset is an empty one. */
+
+/* Appends a copy of row (strings duplicated; NULL strings become ""). */
+fr_status fr_dataset_add_source(fr_dataset *ds, const fr_ds_source *row, fr_error *err);
+fr_status fr_dataset_add_tensor(fr_dataset *ds, const fr_ds_tensor *row, fr_error *err);
+fr_status fr_dataset_add_config(fr_dataset *ds, const fr_ds_config *row, fr_error *err);
+fr_status fr_dataset_add_result(fr_dataset *ds, const fr_ds_result *row, fr_error *err);
+fr_status fr_dataset_add_skipped(fr_dataset *ds, const fr_ds_skipped *row, fr_error *err);
+
+/* Replaces a root string attribute (e.g. &ds->command_line) with a copy of value. */
+fr_status fr_dataset_set_string(char **field, const char *value, fr_error *err);
+
+/* Orders /results by (tensor_id, config_id) and /skipped by (source_id,
+ * name, config), so equal runs give equal files whatever the completion order. */
+void fr_dataset_sort(fr_dataset *ds);
+
+/* Reads only the root attributes format and schema_version: FR_OK with
+ * *schema_version set when path is a frontier dataset of any version,
+ * FR_E_IO when it cannot be opened, FR_E_FORMAT when it is not one. */
+fr_status fr_dataset_probe(const char *path, int64_t *schema_version, fr_error *err);
+
+/* How fr_dataset_write treats an existing file at path. */
+typedef enum fr_ds_write_mode {
+    FR_DS_CREATE = 0, /* path must not exist (checked atomically): else FR_E_OUTPUT */
+    FR_DS_REPLACE = 1 /* path is replaced in one step */
+} fr_ds_write_mode;
+
+/*
+ * Writes ds as a complete frontier dataset: everything goes to
+ * "<path>.tmp", which is flushed (fsync) and then renamed over path (or
+ * hard-linked to it for FR_DS_CREATE), so path always holds either the
+ * previous complete file or the new one, even after kill -9 or a power
+ * loss. FR_E_OUTPUT names path when it cannot be written.
+ */
+fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_mode mode,
+                           fr_error *err);
 
 #endif

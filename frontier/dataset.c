@@ -1,0 +1,611 @@
+/* The frontier dataset in memory: reading, building, ordering (docs/dataset.md). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "frontier/dataset.h"
+#include "frontier/dataset_schema.h"
+
+/* ---- growth: arrays hold capacity(n) rows (16, then powers of two) ---- */
+
+static size_t capacity(size_t n)
+{
+    size_t c = 16;
+    while (c < n)
+        c *= 2;
+    return c;
+}
+
+/* Makes room for row n (0-based) in *arr, which holds capacity(n) rows
+ * (or is NULL): grows to capacity(n + 1) when row n would not fit. */
+static int reserve(void **arr, size_t n, size_t row_size)
+{
+    if (*arr && n + 1 <= capacity(n))
+        return 0;
+    size_t cap = capacity(n + 1);
+    if (cap > SIZE_MAX / row_size)
+        return -1;
+    void *grown = realloc(*arr, cap * row_size);
+    if (!grown)
+        return -1;
+    *arr = grown;
+    return 0;
+}
+
+static char *dup_or_empty(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+fr_status fr_dataset_set_string(char **field, const char *value, fr_error *err)
+{
+    char *copy = dup_or_empty(value);
+    if (!copy)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    free(*field);
+    *field = copy;
+    return FR_OK;
+}
+
+fr_status fr_dataset_add_source(fr_dataset *ds, const fr_ds_source *row, fr_error *err)
+{
+    if (reserve((void **)&ds->sources, ds->n_sources, sizeof *ds->sources) != 0)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    fr_ds_source r = *row;
+    r.path = dup_or_empty(row->path);
+    r.kind = dup_or_empty(row->kind);
+    r.sha256 = dup_or_empty(row->sha256);
+    if (!r.path || !r.kind || !r.sha256) {
+        free(r.path), free(r.kind), free(r.sha256);
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    }
+    ds->sources[ds->n_sources++] = r;
+    return FR_OK;
+}
+
+fr_status fr_dataset_add_tensor(fr_dataset *ds, const fr_ds_tensor *row, fr_error *err)
+{
+    if (reserve((void **)&ds->tensors, ds->n_tensors, sizeof *ds->tensors) != 0)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    fr_ds_tensor r = *row;
+    r.name = dup_or_empty(row->name);
+    r.cls = dup_or_empty(row->cls);
+    r.dtype = dup_or_empty(row->dtype);
+    r.shape = dup_or_empty(row->shape);
+    if (!r.name || !r.cls || !r.dtype || !r.shape) {
+        free(r.name), free(r.cls), free(r.dtype), free(r.shape);
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    }
+    ds->tensors[ds->n_tensors++] = r;
+    return FR_OK;
+}
+
+fr_status fr_dataset_add_config(fr_dataset *ds, const fr_ds_config *row, fr_error *err)
+{
+    if (reserve((void **)&ds->configs, ds->n_configs, sizeof *ds->configs) != 0)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    fr_ds_config r = *row;
+    r.name = dup_or_empty(row->name);
+    r.family = dup_or_empty(row->family);
+    r.params = dup_or_empty(row->params);
+    r.origin = dup_or_empty(row->origin);
+    if (!r.name || !r.family || !r.params || !r.origin) {
+        free(r.name), free(r.family), free(r.params), free(r.origin);
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    }
+    ds->configs[ds->n_configs++] = r;
+    return FR_OK;
+}
+
+fr_status fr_dataset_add_result(fr_dataset *ds, const fr_ds_result *row, fr_error *err)
+{
+    if (reserve((void **)&ds->results, ds->n_results, sizeof *ds->results) != 0)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    fr_ds_result *r = &ds->results[ds->n_results++];
+    *r = *row;
+    r->device[sizeof r->device - 1] = '\0';
+    return FR_OK;
+}
+
+fr_status fr_dataset_add_skipped(fr_dataset *ds, const fr_ds_skipped *row, fr_error *err)
+{
+    if (reserve((void **)&ds->skipped, ds->n_skipped, sizeof *ds->skipped) != 0)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    fr_ds_skipped r = *row;
+    r.name = dup_or_empty(row->name);
+    r.reason = dup_or_empty(row->reason);
+    r.config = dup_or_empty(row->config);
+    if (!r.name || !r.reason || !r.config) {
+        free(r.name), free(r.reason), free(r.config);
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    }
+    ds->skipped[ds->n_skipped++] = r;
+    return FR_OK;
+}
+
+void fr_dataset_free(fr_dataset *ds)
+{
+    if (!ds)
+        return;
+    free(ds->format);
+    free(ds->tool_version);
+    free(ds->created);
+    free(ds->command_line);
+    free(ds->host);
+    free(ds->devices);
+    for (size_t i = 0; i < ds->n_sources; i++) {
+        free(ds->sources[i].path);
+        free(ds->sources[i].kind);
+        free(ds->sources[i].sha256);
+    }
+    for (size_t i = 0; i < ds->n_tensors; i++) {
+        free(ds->tensors[i].name);
+        free(ds->tensors[i].cls);
+        free(ds->tensors[i].dtype);
+        free(ds->tensors[i].shape);
+    }
+    for (size_t i = 0; i < ds->n_configs; i++) {
+        free(ds->configs[i].name);
+        free(ds->configs[i].family);
+        free(ds->configs[i].params);
+        free(ds->configs[i].origin);
+    }
+    for (size_t i = 0; i < ds->n_skipped; i++) {
+        free(ds->skipped[i].name);
+        free(ds->skipped[i].reason);
+        free(ds->skipped[i].config);
+    }
+    free(ds->sources);
+    free(ds->tensors);
+    free(ds->configs);
+    free(ds->results);
+    free(ds->skipped);
+    memset(ds, 0, sizeof *ds);
+}
+
+const fr_ds_tensor *fr_dataset_tensor(const fr_dataset *ds, uint32_t tensor_id)
+{
+    if (tensor_id < ds->n_tensors && ds->tensors[tensor_id].tensor_id == tensor_id)
+        return &ds->tensors[tensor_id];
+    for (size_t i = 0; i < ds->n_tensors; i++)
+        if (ds->tensors[i].tensor_id == tensor_id)
+            return &ds->tensors[i];
+    return NULL;
+}
+
+const fr_ds_config *fr_dataset_config(const fr_dataset *ds, uint32_t config_id)
+{
+    if (config_id < ds->n_configs && ds->configs[config_id].config_id == config_id)
+        return &ds->configs[config_id];
+    for (size_t i = 0; i < ds->n_configs; i++)
+        if (ds->configs[i].config_id == config_id)
+            return &ds->configs[i];
+    return NULL;
+}
+
+static int cmp_result(const void *a, const void *b)
+{
+    const fr_ds_result *x = a, *y = b;
+    if (x->tensor_id != y->tensor_id)
+        return x->tensor_id < y->tensor_id ? -1 : 1;
+    if (x->config_id != y->config_id)
+        return x->config_id < y->config_id ? -1 : 1;
+    return 0;
+}
+
+static int cmp_skipped(const void *a, const void *b)
+{
+    const fr_ds_skipped *x = a, *y = b;
+    if (x->source_id != y->source_id)
+        return x->source_id < y->source_id ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    return strcmp(x->config, y->config);
+}
+
+void fr_dataset_sort(fr_dataset *ds)
+{
+    if (ds->n_results > 1)
+        qsort(ds->results, ds->n_results, sizeof *ds->results, cmp_result);
+    if (ds->n_skipped > 1)
+        qsort(ds->skipped, ds->n_skipped, sizeof *ds->skipped, cmp_skipped);
+}
+
+/* ---- reading ---- */
+
+typedef struct reader {
+    const char *path;
+    hid_t file;
+    hid_t dxpl; /* vlen strings allocated with malloc, so free() releases them */
+} reader;
+
+static void *vlen_alloc(size_t size, void *info)
+{
+    (void)info;
+    return malloc(size ? size : 1);
+}
+
+static void vlen_free(void *p, void *info)
+{
+    (void)info;
+    free(p);
+}
+
+/* Reads a string attribute (variable or fixed length) into a malloc'd copy. */
+static fr_status read_string_attr(const reader *rd, const char *name, char **out, int required,
+                                  fr_error *err)
+{
+    fr_status st = FR_OK;
+    hid_t attr = H5I_INVALID_HID, type = H5I_INVALID_HID, mem = H5I_INVALID_HID;
+    hid_t space = H5I_INVALID_HID;
+    *out = NULL;
+    if (H5Aexists(rd->file, name) <= 0) {
+        if (required)
+            return fr_fail(err, FR_E_FORMAT, "'%s' is not a frontier dataset: no '%s' attribute",
+                           rd->path, name);
+        *out = strdup("");
+        return *out ? FR_OK : fr_fail(err, FR_E_NOMEM, "out of memory");
+    }
+    attr = H5Aopen(rd->file, name, H5P_DEFAULT);
+    type = attr >= 0 ? H5Aget_type(attr) : H5I_INVALID_HID;
+    space = attr >= 0 ? H5Aget_space(attr) : H5I_INVALID_HID;
+    if (type < 0 || space < 0 || H5Tget_class(type) != H5T_STRING ||
+        H5Sget_simple_extent_npoints(space) != 1) {
+        st = fr_fail(err, FR_E_FORMAT, "'%s': root attribute '%s' is not a string", rd->path,
+                     name);
+        goto done;
+    }
+    if (H5Tis_variable_str(type) > 0) {
+        char *value = NULL;
+        mem = ds_string_type();
+        if (mem < 0 || H5Aread(attr, mem, &value) < 0) {
+            st = fr_fail(err, FR_E_FORMAT, "'%s': cannot read root attribute '%s'", rd->path, name);
+            goto done;
+        }
+        *out = strdup(value ? value : "");
+        /* HDF5 allocated value with its default (malloc) manager */
+        H5free_memory(value);
+    } else {
+        size_t size = H5Tget_size(type);
+        char *buf = calloc(size + 1, 1);
+        mem = H5Tcopy(type);
+        if (!buf || mem < 0 || H5Aread(attr, mem, buf) < 0) {
+            free(buf);
+            st = fr_fail(err, FR_E_FORMAT, "'%s': cannot read root attribute '%s'", rd->path, name);
+            goto done;
+        }
+        *out = buf;
+    }
+    if (!*out)
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+done:
+    if (mem >= 0)
+        H5Tclose(mem);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    if (attr >= 0)
+        H5Aclose(attr);
+    return st;
+}
+
+static fr_status read_int_attr(const reader *rd, const char *name, int64_t *out, fr_error *err)
+{
+    fr_status st = FR_OK;
+    hid_t attr = H5I_INVALID_HID, type = H5I_INVALID_HID;
+    if (H5Aexists(rd->file, name) <= 0)
+        return fr_fail(err, FR_E_FORMAT, "'%s' is not a frontier dataset: no '%s' attribute",
+                       rd->path, name);
+    attr = H5Aopen(rd->file, name, H5P_DEFAULT);
+    type = attr >= 0 ? H5Aget_type(attr) : H5I_INVALID_HID;
+    if (type < 0 || H5Tget_class(type) != H5T_INTEGER ||
+        H5Aread(attr, H5T_NATIVE_INT64, out) < 0)
+        st = fr_fail(err, FR_E_FORMAT, "'%s': root attribute '%s' is not an integer", rd->path,
+                     name);
+    if (type >= 0)
+        H5Tclose(type);
+    if (attr >= 0)
+        H5Aclose(attr);
+    return st;
+}
+
+/* Reads table into a freshly allocated array of capacity(n) rows of the
+ * in-memory struct. Every field of the schema must exist in the file
+ * (extra fields are ignored: newer files stay readable). */
+static fr_status read_table(const reader *rd, const ds_table *table, void **rows_out,
+                            size_t *n_out, fr_error *err)
+{
+    fr_status st = FR_OK;
+    hid_t dset = H5I_INVALID_HID, ftype = H5I_INVALID_HID, space = H5I_INVALID_HID;
+    hid_t mtype = H5I_INVALID_HID;
+    void *rows = NULL;
+    *rows_out = NULL;
+    *n_out = 0;
+    if (H5Lexists(rd->file, table->name, H5P_DEFAULT) <= 0)
+        return fr_fail(err, FR_E_FORMAT, "'%s' is not a frontier dataset: no /%s table", rd->path,
+                       table->name);
+    dset = H5Dopen2(rd->file, table->name, H5P_DEFAULT);
+    ftype = dset >= 0 ? H5Dget_type(dset) : H5I_INVALID_HID;
+    space = dset >= 0 ? H5Dget_space(dset) : H5I_INVALID_HID;
+    if (ftype < 0 || space < 0 || H5Tget_class(ftype) != H5T_COMPOUND ||
+        H5Sget_simple_extent_ndims(space) != 1) {
+        st = fr_fail(err, FR_E_FORMAT, "'%s': /%s is not a table of records", rd->path,
+                     table->name);
+        goto done;
+    }
+    for (size_t i = 0; i < table->n_fields; i++) {
+        int idx = H5Tget_member_index(ftype, table->fields[i].name);
+        H5T_class_t want = table->fields[i].type == DS_STR   ? H5T_STRING
+                           : table->fields[i].type == DS_F64 ? H5T_FLOAT
+                                                             : H5T_INTEGER;
+        hid_t member = idx >= 0 ? H5Tget_member_type(ftype, (unsigned)idx) : H5I_INVALID_HID;
+        H5T_class_t cls = member >= 0 ? H5Tget_class(member) : H5T_NO_CLASS;
+        int vlen_ok = member >= 0 && (want != H5T_STRING || H5Tis_variable_str(member) > 0);
+        if (member >= 0)
+            H5Tclose(member);
+        if (idx < 0) {
+            st = fr_fail(err, FR_E_FORMAT, "'%s': /%s has no field '%s'", rd->path, table->name,
+                         table->fields[i].name);
+            goto done;
+        }
+        if (cls != want || !vlen_ok) {
+            st = fr_fail(err, FR_E_FORMAT, "'%s': field '%s' of /%s has the wrong type", rd->path,
+                         table->fields[i].name, table->name);
+            goto done;
+        }
+    }
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    if (n < 0) {
+        st = fr_fail(err, FR_E_FORMAT, "'%s': cannot size /%s", rd->path, table->name);
+        goto done;
+    }
+    size_t cap = capacity((size_t)n);
+    if (cap > SIZE_MAX / table->row_size || !(rows = calloc(cap, table->row_size))) {
+        st = fr_fail(err, FR_E_NOMEM, "'%s': cannot allocate /%s (%lld rows)", rd->path,
+                     table->name, (long long)n);
+        goto done;
+    }
+    mtype = ds_table_type(table, 0);
+    if (mtype < 0) {
+        st = fr_fail(err, FR_E_FAIL, "cannot build the type of /%s", table->name);
+        goto done;
+    }
+    if (n > 0 && H5Dread(dset, mtype, H5S_ALL, H5S_ALL, rd->dxpl, rows) < 0) {
+        st = fr_fail(err, FR_E_FORMAT, "'%s': cannot read /%s", rd->path, table->name);
+        goto done;
+    }
+    /* strings HDF5 could not fill (NULL in the file) become "" so callers
+     * never see NULL */
+    for (size_t r = 0; r < (size_t)n; r++)
+        for (size_t f = 0; f < table->n_fields; f++)
+            if (table->fields[f].type == DS_STR) {
+                char **s = (char **)((char *)rows + r * table->row_size + table->fields[f].offset);
+                if (!*s && !(*s = strdup(""))) {
+                    st = fr_fail(err, FR_E_NOMEM, "out of memory");
+                    *n_out = (size_t)n; /* so the caller frees what was read */
+                    *rows_out = rows;
+                    rows = NULL;
+                    goto done;
+                }
+            }
+    *rows_out = rows;
+    *n_out = (size_t)n;
+    rows = NULL;
+done:
+    free(rows);
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (space >= 0)
+        H5Sclose(space);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (dset >= 0)
+        H5Dclose(dset);
+    return st;
+}
+
+static fr_status open_reader(const char *path, reader *rd, fr_error *err)
+{
+    char ebuf[128];
+    rd->path = path;
+    rd->file = H5I_INVALID_HID;
+    rd->dxpl = H5I_INVALID_HID;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return fr_fail(err, FR_E_IO, "cannot open '%s': %s", path,
+                       ds_strerror(errno, ebuf, sizeof ebuf));
+    if (S_ISDIR(sb.st_mode))
+        return fr_fail(err, FR_E_IO, "cannot open '%s': is a directory", path);
+#if H5_VERSION_GE(1, 12, 0)
+    htri_t is_hdf5 = H5Fis_accessible(path, H5P_DEFAULT);
+#else
+    htri_t is_hdf5 = H5Fis_hdf5(path);
+#endif
+    if (is_hdf5 <= 0)
+        return fr_fail(err, FR_E_FORMAT, "'%s' is not an HDF5 file", path);
+    hid_t fapl = ds_fapl();
+    if (fapl < 0)
+        return fr_fail(err, FR_E_FAIL, "cannot create an hdf5 property list");
+    rd->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    if (rd->file < 0)
+        return fr_fail(err, FR_E_IO, "cannot open '%s' as HDF5", path);
+    rd->dxpl = H5Pcreate(H5P_DATASET_XFER);
+    if (rd->dxpl < 0 || H5Pset_vlen_mem_manager(rd->dxpl, vlen_alloc, NULL, vlen_free, NULL) < 0)
+        return fr_fail(err, FR_E_FAIL, "cannot create an hdf5 property list");
+    return FR_OK;
+}
+
+static void close_reader(reader *rd)
+{
+    if (rd->dxpl >= 0)
+        H5Pclose(rd->dxpl);
+    if (rd->file >= 0)
+        H5Fclose(rd->file);
+}
+
+static fr_status check_format(const reader *rd, int64_t *version, fr_error *err)
+{
+    char *format = NULL;
+    fr_status st = read_string_attr(rd, "format", &format, 1, err);
+    if (st == FR_OK && strcmp(format, DS_FORMAT) != 0)
+        st = fr_fail(err, FR_E_FORMAT, "'%s' is not a frontier dataset (format '%s')", rd->path,
+                     format);
+    free(format);
+    if (st == FR_OK)
+        st = read_int_attr(rd, "schema_version", version, err);
+    return st;
+}
+
+fr_status fr_dataset_probe(const char *path, int64_t *schema_version, fr_error *err)
+{
+    reader rd;
+    H5E_auto2_t old_func = NULL;
+    void *old_data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    fr_status st = open_reader(path, &rd, err);
+    if (st == FR_OK)
+        st = check_format(&rd, schema_version, err);
+    close_reader(&rd);
+    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    return st;
+}
+
+/* Converts staged /results rows into fr_ds_result. */
+static fr_status convert_results(const char *path, ds_result_io *io, size_t n, fr_dataset *ds,
+                                 fr_error *err)
+{
+    ds->results = calloc(capacity(n), sizeof *ds->results);
+    if (!ds->results)
+        return fr_fail(err, FR_E_NOMEM, "'%s': cannot allocate /results", path);
+    for (size_t i = 0; i < n; i++) {
+        fr_ds_result *r = &ds->results[i];
+        r->tensor_id = io[i].tensor_id;
+        r->config_id = io[i].config_id;
+        r->bits_per_weight = io[i].bits_per_weight;
+        r->total_bits = io[i].total_bits;
+        r->rel_err = io[i].rel_err;
+        r->sqnr_db = io[i].sqnr_db;
+        r->max_abs_err = io[i].max_abs_err;
+        r->cosine = io[i].cosine;
+        r->out_rel_err = io[i].out_rel_err;
+        r->sq_err = io[i].sq_err;
+        r->out_sq_err = io[i].out_sq_err;
+        r->out_sq_ref = io[i].out_sq_ref;
+        r->seconds = io[i].seconds;
+        snprintf(r->device, sizeof r->device, "%s", io[i].device ? io[i].device : "");
+    }
+    ds->n_results = n;
+    return FR_OK;
+}
+
+/* Ids referenced by rows must exist: the analysis commands rely on it. */
+static fr_status check_references(const char *path, const fr_dataset *ds, fr_error *err)
+{
+    for (size_t i = 0; i < ds->n_tensors; i++) {
+        int found = 0;
+        for (size_t s = 0; s < ds->n_sources && !found; s++)
+            found = ds->sources[s].source_id == ds->tensors[i].source_id;
+        if (!found)
+            return fr_fail(err, FR_E_FORMAT, "'%s': tensor '%s' names source_id %u, absent from /sources",
+                           path, ds->tensors[i].name, ds->tensors[i].source_id);
+    }
+    for (size_t i = 0; i < ds->n_results; i++) {
+        if (!fr_dataset_tensor(ds, ds->results[i].tensor_id))
+            return fr_fail(err, FR_E_FORMAT, "'%s': /results row %zu names tensor_id %u, absent from /tensors",
+                           path, i, ds->results[i].tensor_id);
+        if (!fr_dataset_config(ds, ds->results[i].config_id))
+            return fr_fail(err, FR_E_FORMAT, "'%s': /results row %zu names config_id %u, absent from /configs",
+                           path, i, ds->results[i].config_id);
+    }
+    return FR_OK;
+}
+
+fr_status fr_dataset_read(const char *path, fr_dataset *ds, fr_error *err)
+{
+    reader rd;
+    void *rows = NULL;
+    size_t n = 0;
+    memset(ds, 0, sizeof *ds);
+    H5E_auto2_t old_func = NULL;
+    void *old_data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+
+    fr_status st = open_reader(path, &rd, err);
+    if (st != FR_OK)
+        goto done;
+    st = check_format(&rd, &ds->schema_version, err);
+    if (st != FR_OK)
+        goto done;
+    if (ds->schema_version != FR_SCHEMA_VERSION) {
+        st = fr_fail(err, FR_E_FORMAT, "'%s' has schema version %lld; this frontier reads version %d",
+                     path, (long long)ds->schema_version, FR_SCHEMA_VERSION);
+        goto done;
+    }
+    if ((st = read_string_attr(&rd, "format", &ds->format, 1, err)) != FR_OK ||
+        (st = read_string_attr(&rd, "tool_version", &ds->tool_version, 0, err)) != FR_OK ||
+        (st = read_string_attr(&rd, "created", &ds->created, 0, err)) != FR_OK ||
+        (st = read_string_attr(&rd, "command_line", &ds->command_line, 0, err)) != FR_OK ||
+        (st = read_string_attr(&rd, "host", &ds->host, 0, err)) != FR_OK ||
+        (st = read_string_attr(&rd, "devices", &ds->devices, 0, err)) != FR_OK)
+        goto done;
+    st = read_table(&rd, &ds_sources_table, &rows, &n, err);
+    ds->sources = rows, ds->n_sources = n;
+    if (st != FR_OK)
+        goto done;
+    st = read_table(&rd, &ds_tensors_table, &rows, &n, err);
+    ds->tensors = rows, ds->n_tensors = n;
+    if (st != FR_OK)
+        goto done;
+    st = read_table(&rd, &ds_configs_table, &rows, &n, err);
+    ds->configs = rows, ds->n_configs = n;
+    if (st != FR_OK)
+        goto done;
+    st = read_table(&rd, &ds_skipped_table, &rows, &n, err);
+    ds->skipped = rows, ds->n_skipped = n;
+    if (st != FR_OK)
+        goto done;
+    st = read_table(&rd, &ds_results_table, &rows, &n, err);
+    if (rows) {
+        ds_result_io *io = rows;
+        if (st == FR_OK)
+            st = convert_results(path, io, n, ds, err);
+        for (size_t i = 0; i < n; i++)
+            free(io[i].device);
+        free(io);
+    }
+    if (st != FR_OK)
+        goto done;
+    st = check_references(path, ds, err);
+done:
+    close_reader(&rd);
+    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    if (st != FR_OK)
+        fr_dataset_free(ds);
+    return st;
+}
+
+int ds_has_derived(const char *path)
+{
+    H5E_auto2_t old_func = NULL;
+    void *old_data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int found = 0;
+    hid_t fapl = ds_fapl();
+    hid_t file = fapl >= 0 ? H5Fopen(path, H5F_ACC_RDONLY, fapl) : H5I_INVALID_HID;
+    if (file >= 0) {
+        found = H5Lexists(file, "frontier", H5P_DEFAULT) > 0;
+        H5Fclose(file);
+    }
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    return found;
+}

@@ -1,0 +1,153 @@
+/*
+ * The on-disk schema of the frontier dataset (docs/dataset.md), written once
+ * as field tables that drive both the writer (dataset_write.c) and the reader
+ * (dataset.c). Private to those two files.
+ */
+#ifndef FR_DATASET_SCHEMA_H
+#define FR_DATASET_SCHEMA_H
+
+#include <hdf5.h>
+#include <stddef.h>
+
+#include "frontier/dataset.h"
+
+typedef enum ds_field_type {
+    DS_U32,
+    DS_U64,
+    DS_I64,
+    DS_F64,
+    DS_STR /* variable-length UTF-8 string; char * in memory */
+} ds_field_type;
+
+typedef struct ds_field {
+    const char *name;
+    ds_field_type type;
+    size_t offset; /* in the in-memory row struct */
+} ds_field;
+
+typedef struct ds_table {
+    const char *name;   /* "/sources" */
+    const ds_field *fields;
+    size_t n_fields;
+    size_t row_size;    /* sizeof the in-memory row struct */
+    hsize_t chunk_rows; /* HDF5 chunk size in rows */
+} ds_table;
+
+/* /results rows as they travel to and from HDF5: fr_ds_result with the
+ * device as a pointer, since HDF5 does not convert char[16] to a
+ * variable-length string. */
+typedef struct ds_result_io {
+    uint32_t tensor_id;
+    uint32_t config_id;
+    double bits_per_weight;
+    uint64_t total_bits;
+    double rel_err;
+    double sqnr_db;
+    double max_abs_err;
+    double cosine;
+    double out_rel_err;
+    double sq_err;
+    double out_sq_err;
+    double out_sq_ref;
+    double seconds;
+    char *device;
+} ds_result_io;
+
+#define DS_FIELD(type, member, kind) {#member, kind, offsetof(type, member)}
+
+static const ds_field ds_source_fields[] = {
+    DS_FIELD(fr_ds_source, source_id, DS_U32),
+    DS_FIELD(fr_ds_source, path, DS_STR),
+    DS_FIELD(fr_ds_source, kind, DS_STR),
+    DS_FIELD(fr_ds_source, size, DS_U64),
+    DS_FIELD(fr_ds_source, sha256, DS_STR),
+    DS_FIELD(fr_ds_source, mtime, DS_I64),
+    DS_FIELD(fr_ds_source, n_tensors, DS_U32),
+    DS_FIELD(fr_ds_source, n_params, DS_U64),
+};
+
+/* "class" is the column name; the C member is cls */
+static const ds_field ds_tensor_fields[] = {
+    DS_FIELD(fr_ds_tensor, tensor_id, DS_U32),
+    DS_FIELD(fr_ds_tensor, source_id, DS_U32),
+    DS_FIELD(fr_ds_tensor, name, DS_STR),
+    {"class", DS_STR, offsetof(fr_ds_tensor, cls)},
+    DS_FIELD(fr_ds_tensor, dtype, DS_STR),
+    DS_FIELD(fr_ds_tensor, shape, DS_STR),
+    DS_FIELD(fr_ds_tensor, numel, DS_U64),
+    DS_FIELD(fr_ds_tensor, rows, DS_I64),
+    DS_FIELD(fr_ds_tensor, cols, DS_I64),
+    DS_FIELD(fr_ds_tensor, sq_norm, DS_F64),
+};
+
+static const ds_field ds_config_fields[] = {
+    DS_FIELD(fr_ds_config, config_id, DS_U32),
+    DS_FIELD(fr_ds_config, name, DS_STR),
+    DS_FIELD(fr_ds_config, family, DS_STR),
+    DS_FIELD(fr_ds_config, nominal_bits, DS_F64),
+    DS_FIELD(fr_ds_config, params, DS_STR),
+    DS_FIELD(fr_ds_config, origin, DS_STR),
+};
+
+static const ds_field ds_result_fields[] = {
+    DS_FIELD(ds_result_io, tensor_id, DS_U32),
+    DS_FIELD(ds_result_io, config_id, DS_U32),
+    DS_FIELD(ds_result_io, bits_per_weight, DS_F64),
+    DS_FIELD(ds_result_io, total_bits, DS_U64),
+    DS_FIELD(ds_result_io, rel_err, DS_F64),
+    DS_FIELD(ds_result_io, sqnr_db, DS_F64),
+    DS_FIELD(ds_result_io, max_abs_err, DS_F64),
+    DS_FIELD(ds_result_io, cosine, DS_F64),
+    DS_FIELD(ds_result_io, out_rel_err, DS_F64),
+    DS_FIELD(ds_result_io, sq_err, DS_F64),
+    DS_FIELD(ds_result_io, out_sq_err, DS_F64),
+    DS_FIELD(ds_result_io, out_sq_ref, DS_F64),
+    DS_FIELD(ds_result_io, seconds, DS_F64),
+    DS_FIELD(ds_result_io, device, DS_STR),
+};
+
+static const ds_field ds_skipped_fields[] = {
+    DS_FIELD(fr_ds_skipped, source_id, DS_U32),
+    DS_FIELD(fr_ds_skipped, name, DS_STR),
+    DS_FIELD(fr_ds_skipped, config, DS_STR),
+    DS_FIELD(fr_ds_skipped, reason, DS_STR),
+};
+
+#define DS_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Chunks: /results grows by appends of many rows; the others are small. */
+static const ds_table ds_sources_table = {"sources", ds_source_fields, DS_COUNT(ds_source_fields),
+                                          sizeof(fr_ds_source), 64};
+static const ds_table ds_tensors_table = {"tensors", ds_tensor_fields, DS_COUNT(ds_tensor_fields),
+                                          sizeof(fr_ds_tensor), 512};
+static const ds_table ds_configs_table = {"configs", ds_config_fields, DS_COUNT(ds_config_fields),
+                                          sizeof(fr_ds_config), 256};
+static const ds_table ds_results_table = {"results", ds_result_fields, DS_COUNT(ds_result_fields),
+                                          sizeof(ds_result_io), 4096};
+static const ds_table ds_skipped_table = {"skipped", ds_skipped_fields,
+                                          DS_COUNT(ds_skipped_fields), sizeof(fr_ds_skipped), 256};
+
+/* Rows per HDF5 read/write call when staging /results. */
+#define DS_IO_BLOCK 8192
+
+/* Root attribute names (docs/dataset.md). */
+#define DS_FORMAT "frontier"
+
+/* Compound types of a table: in memory (native, row struct offsets) or in
+ * the file (little-endian, packed). Returns a type id or H5I_INVALID_HID. */
+hid_t ds_table_type(const ds_table *table, int for_file);
+
+/* A variable-length UTF-8 string type. */
+hid_t ds_string_type(void);
+
+/* Lowercase strerror (git-style messages). */
+const char *ds_strerror(int errnum, char *buf, size_t len);
+
+/* File-access properties: latest-compatible defaults, and file locking
+ * that is ignored where the filesystem lacks it (NFS). */
+hid_t ds_fapl(void);
+
+/* Nonzero when path has derived tables under /frontier (pareto, allocate). */
+int ds_has_derived(const char *path);
+
+#endif

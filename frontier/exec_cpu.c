@@ -1,0 +1,385 @@
+/*
+ * The CPU executor (frontier/executor.h).
+ *
+ * Items are processed in plan order, in batches: consecutive small tensors
+ * are loaded together (up to FR_CPU_BATCH_BYTES of float32 weights, and
+ * FR_CPU_JOBS_PER_THREAD jobs per thread) and all their (tensor,
+ * configuration) jobs run in parallel, one job per thread; a
+ * large tensor forms a batch of its own, and when one float32 copy per
+ * thread would exceed FR_CPU_PARALLEL_BYTES its configurations run one after
+ * the other, each using every thread inside (the quantizer's parallel_for
+ * and the error reduction). Results never depend on the schedule: every sum
+ * is fr_error_sums_accumulate's (frontier/metrics.h), reduced over fixed
+ * chunks in chunk order, whatever the thread count. Each outcome reaches the sink as soon
+ * as its job is done (from the worker that ran it, one call at a time under
+ * a lock), so the engine commits rows while other jobs still run.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <pthread.h>
+
+#include "core/call.h"
+#include "core/parallel.h"
+#include "core/synthetic.h"
+#include "frontier/executor.h"
+#include "frontier/metrics.h"
+
+/* Defaults; FRONTIER_CPU_BATCH_BYTES and FRONTIER_CPU_PARALLEL_BYTES
+ * override them (tests use tiny values to exercise every schedule). */
+#define FR_CPU_BATCH_BYTES ((size_t)64 << 20)
+#define FR_CPU_PARALLEL_BYTES ((size_t)1 << 30)
+/* A batch stops growing once it holds this many jobs per thread. */
+#define FR_CPU_JOBS_PER_THREAD 8
+/* Floats past the end of every output buffer, checked after the call: a
+ * quantizer writing more than rows x cols values is caught. */
+#define FR_CPU_GUARD 16
+#define FR_CPU_GUARD_BITS 0x7fa5a5a5u /* a NaN payload no arithmetic produces */
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- batches ---- */
+
+typedef struct loaded {
+    float *w;              /* float32 copy of the tensor, NULL when skipped */
+    fr_status status;      /* why it was skipped */
+    char reason[256];
+} loaded;
+
+typedef struct job {
+    size_t item, config;
+} job;
+
+typedef struct batch {
+    const fr_registry *reg;
+    const fr_sweep_item *items;
+    const fr_executor_options *opt;
+    fr_pool *pool;
+    size_t first, count;      /* items [first, first + count) */
+    loaded *load;             /* per item of the batch */
+    job *jobs;
+    fr_sweep_outcome *outcomes;
+    size_t n_jobs;
+    const fr_sweep_sink *sink;
+    pthread_mutex_t sink_lock; /* the sink sees one call at a time */
+    size_t *remaining;         /* per item of the batch: jobs not reported yet */
+    int stopped;               /* cancelled: no new job starts */
+} batch;
+
+static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...)
+{
+    /* a long message (plugin paths) is cut to the outcome's buffer */
+    char msg[FR_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t len = strnlen(msg, sizeof o->error - 1);
+    memcpy(o->error, msg, len);
+    o->error[len] = '\0';
+    o->status = st;
+}
+
+/* Quantizes one (tensor, configuration) and reduces its error. */
+static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool *pool)
+{
+    const fr_sweep_item *it = &b->items[jb->item];
+    const fr_config_ref *ref = it->configs[jb->config];
+    const frontier_quantizer *q = fr_config_quantizer(b->reg, ref);
+    const float *w = b->load[jb->item - b->first].w;
+    int64_t n = it->rows * it->cols;
+    float *w_hat = NULL;
+    frontier_call call;
+    double t0 = now_seconds();
+
+    memset(o, 0, sizeof *o);
+    o->item = jb->item;
+    o->config = jb->config;
+    o->out_sq_err = NAN;
+    o->out_sq_ref = NAN;
+    snprintf(o->device, sizeof o->device, "cpu");
+    fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
+    call.quantizer = q->name;
+
+    size_t bytes = ((size_t)n + FR_CPU_GUARD) * sizeof(float);
+    size_t rounded = (bytes + 63) / 64 * 64;
+    if (posix_memalign((void **)&w_hat, 64, rounded) != 0) {
+        w_hat = NULL;
+        fail_outcome(o, FR_E_NOMEM, "cannot allocate %zu bytes for the output", rounded);
+        goto done;
+    }
+    float guard = fr_bits_to_f32(FR_CPU_GUARD_BITS);
+    for (int i = 0; i < FR_CPU_GUARD; i++)
+        w_hat[n + i] = guard;
+
+    /* the registry's checked call: poisons the output, calls the quantizer,
+     * rejects an error code or any non-finite (or unwritten) element */
+    fr_error qerr = {0};
+    fr_status st = fr_quantizer_quantize_cpu(b->reg, ref, w, w_hat, it->rows, it->cols, it->calib,
+                                             it->tensor->name, &call, &qerr);
+    if (st != FR_OK) {
+        fail_outcome(o, st, "%s", qerr.msg);
+        goto done;
+    }
+    for (int i = 0; i < FR_CPU_GUARD; i++)
+        if (fr_f32_to_bits(w_hat[n + i]) != FR_CPU_GUARD_BITS) {
+            fail_outcome(o, FR_E_PLUGIN,
+                         "config '%s' on tensor '%s': quantize_cpu wrote past the end of its "
+                         "output (quantizer '%s')",
+                         ref->cfg->name, it->tensor->name, q->name);
+            goto done;
+        }
+    fr_error_sums_init(&o->sums);
+    fr_error serr = {0};
+    if (fr_error_sums_accumulate(w, w_hat, n, pool, &o->sums, &serr) != FR_OK) {
+        fail_outcome(o, FR_E_NOMEM, "%s", serr.msg);
+        goto done;
+    }
+done:
+    o->seconds = now_seconds() - t0;
+    free(w_hat);
+    fr_call_release(&call);
+}
+
+/* Loads item k of the batch into float32 and checks it is finite. */
+static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_sums *norm)
+{
+    const fr_sweep_item *it = &b->items[b->first + k];
+    loaded *ld = &b->load[k];
+    int64_t n = it->rows * it->cols;
+    fr_error err = {0};
+    ld->status = FR_OK;
+    ld->w = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!ld->w) {
+        ld->status = FR_E_NOMEM;
+        snprintf(ld->reason, sizeof ld->reason, "cannot allocate %lld bytes for its float32 copy",
+                 (long long)n * 4);
+        return;
+    }
+    fr_status st;
+    if (it->tensor->encoding == FR_ENC_SYNTHETIC)
+        st = fr_synthetic_load(it->src, it->tensor, ld->w, pool, &err);
+    else
+        st = fr_tensor_load_f32(it->src, it->tensor, ld->w, &err);
+    /* sum w^2 with the metrics' own chunked reduction (w against itself),
+     * so it equals the sq_ref of every configuration bit for bit; it is
+     * NaN or Inf exactly when w holds a NaN or an Inf (a finite float
+     * squared cannot overflow a double) */
+    fr_error_sums_init(norm);
+    if (st == FR_OK)
+        st = fr_error_sums_accumulate(ld->w, ld->w, n, pool, norm, &err);
+    if (st == FR_OK && !isfinite(norm->sq_ref)) {
+        int64_t first = -1, n_nan = 0, n_inf = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (isfinite(ld->w[i]))
+                continue;
+            if (first < 0)
+                first = i;
+            if (isnan(ld->w[i]))
+                n_nan++;
+            else
+                n_inf++;
+        }
+        snprintf(ld->reason, sizeof ld->reason,
+                 "non-finite weights: %lld NaN and %lld Inf (first at element %lld)",
+                 (long long)n_nan, (long long)n_inf, (long long)first);
+        st = FR_E_FORMAT;
+    } else if (st != FR_OK) {
+        /* truncation of a long reader message is acceptable */
+        size_t len = strnlen(err.msg, sizeof ld->reason - 1);
+        memcpy(ld->reason, err.msg, len);
+        ld->reason[len] = '\0';
+    }
+    if (st != FR_OK) {
+        ld->status = st;
+        free(ld->w);
+        ld->w = NULL;
+    }
+}
+
+typedef struct par_ctx {
+    batch *b;
+    frontier_error_sums *norms;
+} par_ctx;
+
+static void load_range(void *arg, int64_t begin, int64_t end)
+{
+    par_ctx *c = arg;
+    for (int64_t k = begin; k < end; k++)
+        load_item(c->b, (size_t)k, c->b->pool, &c->norms[k]);
+}
+
+/* Reports a finished job (and its item, when it was the item's last one)
+ * as soon as it is done, so the engine can commit rows while the others
+ * run. Returns nonzero when the run is cancelled. */
+static int report_job(batch *b, size_t j)
+{
+    const fr_sweep_sink *sink = b->sink;
+    pthread_mutex_lock(&b->sink_lock);
+    sink->outcome(sink->ctx, &b->outcomes[j]);
+    size_t k = b->jobs[j].item - b->first;
+    if (--b->remaining[k] == 0 && sink->item_done)
+        sink->item_done(sink->ctx, b->jobs[j].item, b->items[b->jobs[j].item].tensor->nbytes);
+    if (sink->cancelled && sink->cancelled(sink->ctx))
+        b->stopped = 1;
+    int stopped = b->stopped;
+    pthread_mutex_unlock(&b->sink_lock);
+    return stopped;
+}
+
+static int is_stopped(batch *b)
+{
+    pthread_mutex_lock(&b->sink_lock);
+    int stopped = b->stopped;
+    pthread_mutex_unlock(&b->sink_lock);
+    return stopped;
+}
+
+static void jobs_range(void *arg, int64_t begin, int64_t end)
+{
+    batch *b = arg;
+    for (int64_t j = begin; j < end; j++) {
+        if (is_stopped(b))
+            return;
+        run_job(b, &b->jobs[j], &b->outcomes[j], b->pool);
+        if (report_job(b, (size_t)j))
+            return;
+    }
+}
+
+static size_t env_bytes(const char *name, size_t fallback)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+    return v && end != v && *end == '\0' ? (size_t)n : fallback;
+}
+
+static size_t item_bytes(const fr_sweep_item *it)
+{
+    return (size_t)(it->rows * it->cols) * sizeof(float);
+}
+
+fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
+                      const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err)
+{
+    fr_status st = FR_OK;
+    fr_pool *pool = NULL;
+    batch b = {.reg = reg, .items = items, .opt = opt, .sink = sink};
+    frontier_error_sums *norms = NULL;
+    size_t cap_items = 0, cap_jobs = 0;
+
+    st = fr_pool_create(opt->threads, &pool, err);
+    if (st != FR_OK)
+        return st;
+    pthread_mutex_init(&b.sink_lock, NULL);
+    b.pool = pool;
+    int threads = fr_pool_threads(pool);
+    size_t batch_bytes = env_bytes("FRONTIER_CPU_BATCH_BYTES", FR_CPU_BATCH_BYTES);
+    size_t parallel_bytes = env_bytes("FRONTIER_CPU_PARALLEL_BYTES", FR_CPU_PARALLEL_BYTES);
+
+    for (size_t first = 0; first < n_items;) {
+        if (sink->cancelled && sink->cancelled(sink->ctx)) {
+            st = FR_E_INTERRUPT;
+            break;
+        }
+        /* the batch: consecutive items up to the byte budget, and only as
+         * many as it takes to keep every thread busy (a batch is loaded
+         * before its first job runs: small batches report sooner) */
+        size_t count = 1, bytes = item_bytes(&items[first]), n_jobs = items[first].n_configs;
+        size_t enough_jobs = (size_t)threads * FR_CPU_JOBS_PER_THREAD;
+        while (first + count < n_items && n_jobs < enough_jobs &&
+               bytes + item_bytes(&items[first + count]) <= batch_bytes) {
+            bytes += item_bytes(&items[first + count]);
+            n_jobs += items[first + count].n_configs;
+            count++;
+        }
+        if (count > cap_items) {
+            free(b.load);
+            free(norms);
+            free(b.remaining);
+            b.load = calloc(count, sizeof *b.load);
+            norms = calloc(count, sizeof *norms);
+            b.remaining = calloc(count, sizeof *b.remaining);
+            cap_items = count;
+        }
+        if (n_jobs > cap_jobs) {
+            free(b.jobs);
+            free(b.outcomes);
+            b.jobs = malloc(sizeof *b.jobs * n_jobs);
+            b.outcomes = malloc(sizeof *b.outcomes * n_jobs);
+            cap_jobs = n_jobs;
+        }
+        if (!b.load || !norms || !b.remaining || (n_jobs && (!b.jobs || !b.outcomes))) {
+            st = fr_fail(err, FR_E_NOMEM, "cannot allocate the cpu executor's batch");
+            break;
+        }
+        memset(b.load, 0, sizeof *b.load * count);
+        memset(norms, 0, sizeof *norms * count);
+        b.first = first;
+        b.count = count;
+
+        par_ctx ctx = {&b, norms};
+        fr_parallel_for(pool, (int64_t)count, 1, load_range, &ctx);
+
+        /* norms (or why an item is skipped) before its outcomes */
+        b.n_jobs = 0;
+        for (size_t k = 0; k < count; k++) {
+            b.remaining[k] = 0;
+            if (b.load[k].w) {
+                if (sink->item_norm)
+                    sink->item_norm(sink->ctx, first + k, norms[k].sq_ref);
+                for (size_t c = 0; c < items[first + k].n_configs; c++)
+                    b.jobs[b.n_jobs++] = (job){first + k, c};
+                b.remaining[k] = items[first + k].n_configs;
+            } else if (sink->item_skipped) {
+                sink->item_skipped(sink->ctx, first + k, b.load[k].status, b.load[k].reason);
+            }
+            if (b.remaining[k] == 0 && sink->item_done)
+                sink->item_done(sink->ctx, first + k, items[first + k].tensor->nbytes);
+        }
+        /* one job per thread, unless a float32 output per thread is too much
+         * memory: then jobs in turn, each parallel inside */
+        if (count == 1 && item_bytes(&items[first]) * (size_t)threads > parallel_bytes) {
+            for (size_t j = 0; j < b.n_jobs && !b.stopped; j++) {
+                run_job(&b, &b.jobs[j], &b.outcomes[j], pool);
+                report_job(&b, j);
+            }
+        } else {
+            fr_parallel_for(pool, (int64_t)b.n_jobs, 1, jobs_range, &b);
+        }
+        for (size_t k = 0; k < count; k++) {
+            const fr_sweep_item *it = &items[first + k];
+            free(b.load[k].w);
+            b.load[k].w = NULL;
+            if (it->tensor->encoding != FR_ENC_SYNTHETIC)
+                fr_tensor_release(it->src, it->tensor);
+        }
+        if (b.stopped) {
+            st = FR_E_INTERRUPT;
+            break;
+        }
+        first += count;
+    }
+    free(b.load);
+    free(norms);
+    free(b.remaining);
+    free(b.jobs);
+    free(b.outcomes);
+    pthread_mutex_destroy(&b.sink_lock);
+    fr_pool_destroy(pool);
+    if (st == FR_E_INTERRUPT)
+        fr_fail(err, FR_E_INTERRUPT, "interrupted");
+    return st;
+}

@@ -1,0 +1,927 @@
+/*
+ * The sweep engine (frontier/sweep.h): selection, plan, rows, commits.
+ *
+ * Crash safety: the dataset lives in memory and is committed as a whole
+ * file with fr_dataset_write (tmp + fsync + rename) right after planning and
+ * then every commit interval, so the output always holds every row up to
+ * the last commit. --resume reads it back, checks it was made from the same
+ * sources and configurations, and plans only the missing (tensor,
+ * configuration) pairs. Rows are ordered by (tensor_id, config_id) at every
+ * commit, so a resumed run writes the same rows as an uninterrupted one.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/call.h"
+#include "core/classify.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "core/synthetic.h"
+#include "frontier/dataset_schema.h"
+#include "frontier/executor.h"
+#include "frontier/metrics.h"
+#include "frontier/sweep.h"
+
+#if defined(FRONTIER_HAVE_CUDA) && defined(__has_include)
+#if __has_include("kernels/launchers.h")
+#include "kernels/launchers.h"
+#define FR_SWEEP_HAVE_CUDA 1
+#endif
+#endif
+
+/* Default seconds between commits; adaptively at least 10x the time the
+ * last commit took, so rewriting a large file never costs more than ~10%
+ * (an interval set with FRONTIER_COMMIT_INTERVAL is used as it is). */
+#define FR_COMMIT_INTERVAL 2.0
+#define FR_COMMIT_COST_FACTOR 10.0
+/* Warnings per configuration before further failures go to /skipped only. */
+#define FR_WARNINGS_PER_CONFIG 3
+
+struct fr_sweep {
+    const fr_registry *reg;
+    fr_sweep_options opt;
+    const fr_config_ref **configs; /* selected */
+    size_t n_configs;
+    regex_t include_re, exclude_re;
+    int has_include, has_exclude;
+    int device;                    /* -1: CPU, else the CUDA device index */
+    const fr_source **sources;
+    size_t n_sources;
+    int output_exists;
+
+    fr_dataset ds;
+    fr_sweep_stats stats;
+
+    /* the plan */
+    fr_sweep_item *items;
+    size_t n_items;
+    size_t *item_tensor;           /* index into ds.tensors */
+    uint32_t *item_source_id;
+    const fr_config_ref **item_configs; /* all items' configs, flattened */
+    uint32_t *item_config_ids;          /* their config_ids, parallel */
+    size_t *item_first_config;          /* offset of each item's configs */
+    uint32_t *config_ids;               /* ds config_id of each selected config */
+    size_t *warnings;                   /* per selected config */
+
+    /* commits */
+    double interval, last_commit;
+    int fixed_interval;
+    int committed;
+    fr_status write_status;
+    fr_error write_err;
+    fr_progress *progress;
+    uint64_t items_done, bytes_done;
+};
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const char *source_kind_name(fr_source_kind kind)
+{
+    switch (kind) {
+    case FR_SOURCE_SAFETENSORS: return "safetensors";
+    case FR_SOURCE_SAFETENSORS_SHARDED: return "safetensors-sharded";
+    case FR_SOURCE_GGUF: return "gguf";
+    case FR_SOURCE_ONNX: return "onnx";
+    case FR_SOURCE_SYNTHETIC: return "synthetic";
+    }
+    return "unknown";
+}
+
+/* ---- device ---- */
+
+static fr_status parse_device(const char *text, int *device, fr_error *err)
+{
+    const char *d = text ? text : "auto";
+    int want_cuda = -2; /* -2: auto */
+    if (!strcmp(d, "cpu")) {
+        *device = -1;
+        return FR_OK;
+    }
+    if (!strcmp(d, "cuda")) {
+        want_cuda = 0;
+    } else if (!strncmp(d, "cuda:", 5)) {
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(d + 5, &end, 10);
+        if (errno || end == d + 5 || *end || n < 0 || n > 1024)
+            return fr_fail(err, FR_E_USAGE, "invalid --device '%s' (auto, cpu, cuda or cuda:N)", d);
+        want_cuda = (int)n;
+    } else if (strcmp(d, "auto") != 0) {
+        return fr_fail(err, FR_E_USAGE, "invalid --device '%s' (auto, cpu, cuda or cuda:N)", d);
+    }
+#ifdef FR_SWEEP_HAVE_CUDA
+    int count = fr_cuda_device_count();
+    if (want_cuda == -2) {
+        *device = count > 0 ? 0 : -1;
+        return FR_OK;
+    }
+    if (count <= 0)
+        return fr_fail(err, FR_E_DEVICE, "--device %s: no CUDA device is available", d);
+    if (want_cuda >= count)
+        return fr_fail(err, FR_E_DEVICE, "--device %s: there are only %d CUDA devices", d, count);
+    *device = want_cuda;
+    return FR_OK;
+#else
+    if (want_cuda == -2) {
+        *device = -1;
+        return FR_OK;
+    }
+    return fr_fail(err, FR_E_DEVICE, "--device %s: this frontier was built without CUDA", d);
+#endif
+}
+
+/* ---- creation ---- */
+
+static fr_status compile_regex(regex_t *re, const char *pattern, const char *option, fr_error *err)
+{
+    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        char msg[256];
+        regerror(rc, re, msg, sizeof msg);
+        regfree(re);
+        /* regerror messages are capitalised ("Unmatched ( or \\(") */
+        if (msg[0] >= 'A' && msg[0] <= 'Z')
+            msg[0] = (char)(msg[0] - 'A' + 'a');
+        return fr_fail(err, FR_E_USAGE, "invalid %s regex '%s': %s", option, pattern, msg);
+    }
+    return FR_OK;
+}
+
+fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, fr_sweep **out,
+                          fr_error *err)
+{
+    fr_status st = FR_OK;
+    *out = NULL;
+    if (!opt->output || !*opt->output)
+        return fr_fail(err, FR_E_USAGE, "no output file (-o FILE.h5)");
+    if (opt->min_numel < 0)
+        return fr_fail(err, FR_E_USAGE, "--min-numel must not be negative");
+    fr_sweep *sw = calloc(1, sizeof *sw);
+    if (!sw)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    sw->reg = reg;
+    sw->opt = *opt;
+    sw->device = -1;
+    if ((st = fr_sweep_select_configs(reg, opt->bits, opt->quantizers, &sw->configs,
+                                      &sw->n_configs, err)) != FR_OK)
+        goto fail;
+    if (opt->include && (st = compile_regex(&sw->include_re, opt->include, "--include", err)) != FR_OK)
+        goto fail;
+    sw->has_include = opt->include != NULL;
+    if (opt->exclude && (st = compile_regex(&sw->exclude_re, opt->exclude, "--exclude", err)) != FR_OK)
+        goto fail;
+    sw->has_exclude = opt->exclude != NULL;
+    if ((st = parse_device(opt->device, &sw->device, err)) != FR_OK)
+        goto fail;
+    /* the output: refused early, before any work, when it exists and
+     * --resume was not given; left untouched either way */
+    struct stat sb;
+    if (stat(opt->output, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        st = fr_fail(err, FR_E_OUTPUT, "'%s' is a folder; -o names the dataset file to write",
+                     opt->output);
+        goto fail;
+    }
+    sw->output_exists = access(opt->output, F_OK) == 0;
+    if (sw->output_exists && !opt->resume) {
+        st = fr_fail(err, FR_E_OUTPUT,
+                     "'%s' already exists; use --resume to continue it, or choose another output",
+                     opt->output);
+        goto fail;
+    }
+    sw->stats.n_configs = sw->n_configs;
+    *out = sw;
+    return FR_OK;
+fail:
+    fr_sweep_destroy(sw);
+    return st;
+}
+
+fr_status fr_sweep_add_source(fr_sweep *sw, const fr_source *src, fr_error *err)
+{
+    const fr_source **grown = realloc(sw->sources, sizeof *grown * (sw->n_sources + 1));
+    if (!grown)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    sw->sources = grown;
+    sw->sources[sw->n_sources++] = src;
+    return FR_OK;
+}
+
+void fr_sweep_destroy(fr_sweep *sw)
+{
+    if (!sw)
+        return;
+    if (sw->has_include)
+        regfree(&sw->include_re);
+    if (sw->has_exclude)
+        regfree(&sw->exclude_re);
+    free(sw->configs);
+    free(sw->sources);
+    fr_dataset_free(&sw->ds);
+    free(sw->items);
+    free(sw->item_tensor);
+    free(sw->item_source_id);
+    free(sw->item_configs);
+    free(sw->item_config_ids);
+    free(sw->item_first_config);
+    free(sw->config_ids);
+    free(sw->warnings);
+    free(sw);
+}
+
+const fr_dataset *fr_sweep_dataset(const fr_sweep *sw)
+{
+    return &sw->ds;
+}
+
+const fr_sweep_stats *fr_sweep_get_stats(const fr_sweep *sw)
+{
+    return &sw->stats;
+}
+
+/* ---- resume and plan ---- */
+
+static int same_source(const fr_ds_source *a, const fr_ds_source *b)
+{
+    if (strcmp(a->kind, b->kind) != 0)
+        return 0;
+    if (!strcmp(a->kind, "synthetic"))
+        return !strcmp(a->path, b->path);
+    if (a->sha256[0] && b->sha256[0])
+        return !strcmp(a->sha256, b->sha256) && a->size == b->size;
+    return a->size == b->size && a->mtime == b->mtime;
+}
+
+static const char *config_params(const frontier_config *cfg)
+{
+    return cfg->params_json ? cfg->params_json : "{}";
+}
+
+/* Sources: identities, checked against the output when resuming. */
+static fr_status plan_sources(fr_sweep *sw, int resuming, fr_error *err)
+{
+    if (resuming && sw->ds.n_sources != sw->n_sources)
+        return fr_fail(err, FR_E_MISMATCH,
+                       "cannot resume '%s': it was made from %zu source(s), this run has %zu",
+                       sw->opt.output, sw->ds.n_sources, sw->n_sources);
+    for (size_t i = 0; i < sw->n_sources; i++) {
+        const fr_source *src = sw->sources[i];
+        char sha[65];
+        uint64_t bytes = 0;
+        for (size_t f = 0; f < src->n_files; f++)
+            bytes += src->files[f].size;
+        /* hashing reads the whole checkpoint once (about 1 s per GB) */
+        if (bytes > ((uint64_t)1 << 30))
+            fr_info("computing the sha256 of '%s' (%.1f GB) to identify it in the dataset",
+                    src->path, (double)bytes / 1e9);
+        fr_ds_source row = {.source_id = (uint32_t)i, .path = src->path,
+                            .kind = (char *)(uintptr_t)source_kind_name(src->kind),
+                            .sha256 = sha, .n_tensors = (uint32_t)src->n_tensors};
+        fr_status st = fr_source_identity(src, sha, &row.size, &row.mtime, err);
+        if (st != FR_OK)
+            return st;
+        for (size_t t = 0; t < src->n_tensors; t++)
+            row.n_params += (uint64_t)src->tensors[t].numel;
+        if (resuming) {
+            const fr_ds_source *old = &sw->ds.sources[i];
+            if (!same_source(old, &row))
+                return fr_fail(err, FR_E_MISMATCH,
+                               "cannot resume '%s': it was made from another model ('%s' %s, "
+                               "this run's '%s' %s)",
+                               sw->opt.output, old->path,
+                               old->sha256[0] ? old->sha256 : "(size+mtime)", row.path,
+                               row.sha256[0] ? row.sha256 : "(size+mtime)");
+            if (old->source_id != (uint32_t)i)
+                return fr_fail(err, FR_E_FORMAT, "'%s': /sources ids are not 0..n-1", sw->opt.output);
+        } else if ((st = fr_dataset_add_source(&sw->ds, &row, err)) != FR_OK) {
+            return st;
+        }
+    }
+    return FR_OK;
+}
+
+static fr_status plan_configs(fr_sweep *sw, fr_error *err)
+{
+    sw->config_ids = calloc(sw->n_configs, sizeof *sw->config_ids);
+    sw->warnings = calloc(sw->n_configs, sizeof *sw->warnings);
+    if (!sw->config_ids || !sw->warnings)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    for (size_t j = 0; j < sw->n_configs; j++) {
+        const fr_config_ref *ref = sw->configs[j];
+        const fr_qentry *entry = &sw->reg->entries[ref->quantizer];
+        const char *params = config_params(ref->cfg);
+        const fr_ds_config *found = NULL;
+        for (size_t c = 0; c < sw->ds.n_configs && !found; c++)
+            if (!strcmp(sw->ds.configs[c].name, ref->cfg->name))
+                found = &sw->ds.configs[c];
+        if (found) {
+            if (strcmp(found->family, entry->q->name) || strcmp(found->params, params) ||
+                strcmp(found->origin, entry->origin) || found->nominal_bits != ref->cfg->nominal_bits)
+                return fr_fail(err, FR_E_MISMATCH,
+                               "cannot resume '%s': configuration '%s' there (%s from '%s', %s) "
+                               "differs from the registered one (%s from '%s', %s)",
+                               sw->opt.output, found->name, found->family, found->origin,
+                               found->params, entry->q->name, entry->origin, params);
+            sw->config_ids[j] = found->config_id;
+            continue;
+        }
+        uint32_t id = 0;
+        for (size_t c = 0; c < sw->ds.n_configs; c++)
+            if (sw->ds.configs[c].config_id >= id)
+                id = sw->ds.configs[c].config_id + 1;
+        fr_ds_config row = {.config_id = id, .name = (char *)(uintptr_t)ref->cfg->name,
+                            .family = (char *)(uintptr_t)entry->q->name,
+                            .nominal_bits = ref->cfg->nominal_bits,
+                            .params = (char *)(uintptr_t)params, .origin = entry->origin};
+        fr_status st = fr_dataset_add_config(&sw->ds, &row, err);
+        if (st != FR_OK)
+            return st;
+        sw->config_ids[j] = id;
+    }
+    return FR_OK;
+}
+
+/* Index of tensors by (source_id, name), for resume lookups. */
+typedef struct tensor_index {
+    const fr_dataset *ds;
+    size_t *order;
+} tensor_index;
+
+static const fr_dataset *sort_ds; /* qsort has no context argument in C11 */
+
+static int cmp_tensor_key(uint32_t sa, const char *na, uint32_t sb, const char *nb)
+{
+    if (sa != sb)
+        return sa < sb ? -1 : 1;
+    return strcmp(na, nb);
+}
+
+static int cmp_tensor_order(const void *a, const void *b)
+{
+    const fr_ds_tensor *x = &sort_ds->tensors[*(const size_t *)a];
+    const fr_ds_tensor *y = &sort_ds->tensors[*(const size_t *)b];
+    return cmp_tensor_key(x->source_id, x->name, y->source_id, y->name);
+}
+
+static long find_tensor(const tensor_index *ix, size_t n, uint32_t source_id, const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const fr_ds_tensor *t = &ix->ds->tensors[ix->order[mid]];
+        int c = cmp_tensor_key(t->source_id, t->name, source_id, name);
+        if (c == 0)
+            return (long)ix->order[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static void shape_text(const fr_tensor *t, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < t->ndim && at < len; d++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, d ? "x" : "", t->shape[d]);
+}
+
+/* Drops skipped rows this run will produce again: whole-tensor entries of
+ * tensors it considers, and failures of its configurations on them. */
+static void drop_stale_skipped(fr_sweep *sw, const uint8_t *considered_source)
+{
+    size_t kept = 0;
+    for (size_t k = 0; k < sw->ds.n_skipped; k++) {
+        fr_ds_skipped *s = &sw->ds.skipped[k];
+        int stale = 0;
+        if (s->source_id < sw->n_sources && considered_source[s->source_id]) {
+            const fr_source *src = sw->sources[s->source_id];
+            for (size_t t = 0; t < src->n_tensors && !stale; t++) {
+                if (strcmp(src->tensors[t].name, s->name) != 0)
+                    continue;
+                if (!s->config[0]) {
+                    stale = 1;
+                } else {
+                    for (size_t j = 0; j < sw->n_configs && !stale; j++)
+                        stale = !strcmp(sw->configs[j]->cfg->name, s->config);
+                }
+            }
+        }
+        if (stale) {
+            free(s->name);
+            free(s->reason);
+            free(s->config);
+        } else {
+            sw->ds.skipped[kept++] = *s;
+        }
+    }
+    sw->ds.n_skipped = kept;
+}
+
+static int regex_selects(const fr_sweep *sw, const char *name)
+{
+    if (sw->has_include && regexec(&sw->include_re, name, 0, NULL, 0) != 0)
+        return 0;
+    if (sw->has_exclude && regexec(&sw->exclude_re, name, 0, NULL, 0) == 0)
+        return 0;
+    return 1;
+}
+
+static fr_status plan_tensors(fr_sweep *sw, int resuming, fr_error *err)
+{
+    fr_status st = FR_OK;
+    tensor_index ix = {&sw->ds, NULL};
+    size_t n_old = sw->ds.n_tensors;
+    uint8_t *done = NULL, *considered = NULL;
+    size_t n_planned_max = 0;
+
+    for (size_t s = 0; s < sw->n_sources; s++)
+        n_planned_max += sw->sources[s]->n_tensors;
+    considered = calloc(sw->n_sources + 1, 1);
+    ix.order = calloc(n_old + 1, sizeof *ix.order);
+    if (!considered || !ix.order) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n_old; i++)
+        ix.order[i] = i;
+    sort_ds = &sw->ds;
+    qsort(ix.order, n_old, sizeof *ix.order, cmp_tensor_order);
+
+    /* which (tensor, config_id) rows exist: a bitmap over the resumed
+     * tensors x config ids */
+    uint32_t max_config_id = 0;
+    for (size_t c = 0; c < sw->ds.n_configs; c++)
+        if (sw->ds.configs[c].config_id + 1 > max_config_id)
+            max_config_id = sw->ds.configs[c].config_id + 1;
+    uint32_t max_tensor_id = 0;
+    for (size_t t = 0; t < n_old; t++)
+        if (sw->ds.tensors[t].tensor_id + 1 > max_tensor_id)
+            max_tensor_id = sw->ds.tensors[t].tensor_id + 1;
+    if ((uint64_t)max_tensor_id * max_config_id > ((uint64_t)1 << 34)) {
+        st = fr_fail(err, FR_E_NOMEM, "'%s': too many tensors x configurations", sw->opt.output);
+        goto done;
+    }
+    done = calloc((size_t)max_tensor_id * max_config_id + 1, 1);
+    if (!done) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t r = 0; r < sw->ds.n_results; r++) {
+        const fr_ds_result *row = &sw->ds.results[r];
+        if (row->tensor_id < max_tensor_id && row->config_id < max_config_id)
+            done[(size_t)row->tensor_id * max_config_id + row->config_id] = 1;
+    }
+    sw->stats.n_rows_resumed = sw->ds.n_results;
+
+    sw->items = calloc(n_planned_max + 1, sizeof *sw->items);
+    sw->item_tensor = calloc(n_planned_max + 1, sizeof *sw->item_tensor);
+    sw->item_source_id = calloc(n_planned_max + 1, sizeof *sw->item_source_id);
+    sw->item_first_config = calloc(n_planned_max + 1, sizeof *sw->item_first_config);
+    if ((uint64_t)n_planned_max * sw->n_configs > ((uint64_t)1 << 34)) {
+        st = fr_fail(err, FR_E_NOMEM, "too many tensors x configurations");
+        goto done;
+    }
+    sw->item_configs = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_configs);
+    sw->item_config_ids = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_config_ids);
+    if (!sw->items || !sw->item_tensor || !sw->item_source_id || !sw->item_first_config ||
+        !sw->item_configs || !sw->item_config_ids) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+
+    if (resuming) {
+        for (size_t s = 0; s < sw->n_sources; s++)
+            considered[s] = 1;
+        drop_stale_skipped(sw, considered);
+    }
+
+    size_t n_flat = 0;
+    for (size_t s = 0; s < sw->n_sources; s++) {
+        const fr_source *src = sw->sources[s];
+        for (size_t ti = 0; ti < src->n_tensors; ti++) {
+            const fr_tensor *t = &src->tensors[ti];
+            char why[160];
+            sw->stats.n_tensors++;
+            if (!regex_selects(sw, t->name)) {
+                sw->stats.n_excluded++;
+                continue;
+            }
+            const char *reason = fr_sweep_skip_reason(t, sw->opt.min_numel, why, sizeof why);
+            if (reason) {
+                fr_ds_skipped row = {.source_id = (uint32_t)s, .name = t->name,
+                                     .reason = (char *)(uintptr_t)reason, .config = ""};
+                if ((st = fr_dataset_add_skipped(&sw->ds, &row, err)) != FR_OK)
+                    goto done;
+                sw->stats.n_skipped++;
+                continue;
+            }
+            sw->stats.n_selected++;
+            int64_t rows, cols;
+            fr_sweep_matrix(t, &rows, &cols);
+            long at = resuming ? find_tensor(&ix, n_old, (uint32_t)s, t->name) : -1;
+            char shape[160];
+            shape_text(t, shape, sizeof shape);
+            if (at >= 0) {
+                const fr_ds_tensor *old = &sw->ds.tensors[at];
+                if (old->numel != (uint64_t)t->numel || strcmp(old->shape, shape) != 0) {
+                    st = fr_fail(err, FR_E_MISMATCH,
+                                 "cannot resume '%s': tensor '%s' has shape %s there, %s now",
+                                 sw->opt.output, t->name, old->shape, shape);
+                    goto done;
+                }
+            } else {
+                uint32_t id = 0;
+                if (sw->ds.n_tensors)
+                    id = sw->ds.tensors[sw->ds.n_tensors - 1].tensor_id + 1;
+                for (size_t k = 0; k < n_old; k++)
+                    if (sw->ds.tensors[k].tensor_id >= id)
+                        id = sw->ds.tensors[k].tensor_id + 1;
+                fr_ds_tensor row = {.tensor_id = id, .source_id = (uint32_t)s,
+                                    .name = t->name,
+                                    .cls = (char *)(uintptr_t)fr_class_name(t->cls),
+                                    .dtype = (char *)(uintptr_t)(t->dtype_name[0] ? t->dtype_name : fr_dtype_name(t->dtype)),
+                                    .shape = shape, .numel = (uint64_t)t->numel, .rows = rows,
+                                    .cols = cols, .sq_norm = NAN};
+                if ((st = fr_dataset_add_tensor(&sw->ds, &row, err)) != FR_OK)
+                    goto done;
+                at = (long)sw->ds.n_tensors - 1;
+            }
+            uint32_t tensor_id = sw->ds.tensors[at].tensor_id;
+            size_t first = n_flat;
+            for (size_t j = 0; j < sw->n_configs; j++) {
+                uint32_t cid = sw->config_ids[j];
+                if (tensor_id < max_tensor_id && cid < max_config_id &&
+                    done[(size_t)tensor_id * max_config_id + cid])
+                    continue;
+                sw->item_configs[n_flat] = sw->configs[j];
+                sw->item_config_ids[n_flat] = cid;
+                n_flat++;
+            }
+            if (n_flat == first)
+                continue; /* complete already */
+            size_t k = sw->n_items++;
+            sw->item_tensor[k] = (size_t)at;
+            sw->item_source_id[k] = (uint32_t)s;
+            sw->item_first_config[k] = first;
+            sw->items[k] = (fr_sweep_item){.src = src, .tensor = t, .rows = rows, .cols = cols,
+                                           .n_configs = n_flat - first, .calib = NULL};
+            sw->stats.bytes += t->nbytes;
+        }
+    }
+    /* item config pointers, now that the flat array is final */
+    for (size_t k = 0; k < sw->n_items; k++)
+        sw->items[k].configs = &sw->item_configs[sw->item_first_config[k]];
+    sw->stats.n_items = sw->n_items;
+done:
+    free(done);
+    free(considered);
+    free(ix.order);
+    return st;
+}
+
+/* ---- commits ---- */
+
+static fr_status commit(fr_sweep *sw, fr_error *err)
+{
+    double t0 = now_seconds();
+    fr_dataset_sort(&sw->ds);
+    fr_status st = fr_dataset_write(sw->opt.output, &sw->ds,
+                                    sw->committed || sw->output_exists ? FR_DS_REPLACE : FR_DS_CREATE,
+                                    err);
+    double t1 = now_seconds();
+    if (st == FR_OK) {
+        sw->committed = 1;
+        sw->stats.n_commits++;
+        double base = sw->opt.commit_interval;
+        if (!sw->fixed_interval && FR_COMMIT_COST_FACTOR * (t1 - t0) > base)
+            base = FR_COMMIT_COST_FACTOR * (t1 - t0);
+        sw->interval = base;
+        sw->last_commit = t1;
+        fr_debug("committed %zu rows to '%s' in %.3f s", sw->ds.n_results, sw->opt.output, t1 - t0);
+    }
+    return st;
+}
+
+static void maybe_commit(fr_sweep *sw)
+{
+    if (sw->write_status != FR_OK || now_seconds() - sw->last_commit < sw->interval)
+        return;
+    sw->write_status = commit(sw, &sw->write_err);
+}
+
+/* ---- the sink ---- */
+
+static double rel_err_of(double sq_err, double sq_ref)
+{
+    if (sq_ref > 0)
+        return sqrt(sq_err / sq_ref);
+    return sq_err > 0 ? INFINITY : 0.0;
+}
+
+static void record_failure(fr_sweep *sw, size_t item, const char *config, size_t config_index,
+                           const char *reason)
+{
+    const fr_sweep_item *it = &sw->items[item];
+    fr_error err = {0};
+    fr_ds_skipped row = {.source_id = sw->item_source_id[item], .name = it->tensor->name,
+                         .reason = (char *)(uintptr_t)reason, .config = (char *)(uintptr_t)config};
+    if (fr_dataset_add_skipped(&sw->ds, &row, &err) != FR_OK && sw->write_status == FR_OK) {
+        sw->write_status = err.code;
+        sw->write_err = err;
+    }
+    if (!config[0]) {
+        fr_progress_clear(sw->progress);
+        fr_warn("skipping '%s' in '%s': %s", it->tensor->name, it->src->path, reason);
+        return;
+    }
+    sw->stats.n_failed++;
+    size_t *count = &sw->warnings[config_index];
+    if (*count < FR_WARNINGS_PER_CONFIG) {
+        /* the reason names the configuration and the tensor already */
+        fr_progress_clear(sw->progress);
+        fr_warn("'%s': %s", it->src->path, reason);
+    } else if (*count == FR_WARNINGS_PER_CONFIG) {
+        fr_progress_clear(sw->progress);
+        fr_warn("further failures of '%s' are recorded in /skipped only", config);
+    }
+    (*count)++;
+}
+
+static size_t selected_index(const fr_sweep *sw, const fr_config_ref *ref)
+{
+    for (size_t j = 0; j < sw->n_configs; j++)
+        if (sw->configs[j] == ref)
+            return j;
+    return 0;
+}
+
+static void on_outcome(void *ctx, const fr_sweep_outcome *o)
+{
+    fr_sweep *sw = ctx;
+    if (o->item >= sw->n_items || o->config >= sw->items[o->item].n_configs)
+        return;
+    const fr_sweep_item *it = &sw->items[o->item];
+    const fr_config_ref *ref = it->configs[o->config];
+    size_t j = selected_index(sw, ref);
+    if (o->status != FR_OK) {
+        record_failure(sw, o->item, ref->cfg->name, j, o->error);
+        return;
+    }
+    /* the size comes from the quantizer's size_bits, through the registry's
+     * checked call (an error code or a size outside [1, 2^63) is a failure) */
+    uint64_t total_bits = 0;
+    frontier_call call;
+    fr_error serr = {0};
+    fr_call_init(&call, NULL, sw->opt.seed, it->tensor->name, ref->cfg->name);
+    fr_status st = fr_quantizer_size_bits(sw->reg, ref, it->rows, it->cols, it->tensor->name,
+                                          &call, &total_bits, &serr);
+    fr_call_release(&call);
+    if (st != FR_OK) {
+        record_failure(sw, o->item, ref->cfg->name, j, serr.msg);
+        return;
+    }
+    fr_metrics m;
+    fr_metrics_from_sums(&o->sums, &m);
+    double numel = (double)(it->rows * it->cols);
+    fr_ds_result row = {
+        .tensor_id = sw->ds.tensors[sw->item_tensor[o->item]].tensor_id,
+        .config_id = sw->item_config_ids[sw->item_first_config[o->item] + o->config],
+        .bits_per_weight = (double)total_bits / numel,
+        .total_bits = total_bits,
+        .rel_err = m.rel_err,
+        .sqnr_db = m.sqnr_db,
+        .max_abs_err = m.max_abs_err,
+        .cosine = m.cosine,
+        .out_rel_err = isnan(o->out_sq_err) || isnan(o->out_sq_ref) ? NAN : rel_err_of(o->out_sq_err, o->out_sq_ref),
+        .sq_err = o->sums.sq_err,
+        .out_sq_err = o->out_sq_err,
+        .out_sq_ref = o->out_sq_ref,
+        .seconds = o->seconds,
+    };
+    snprintf(row.device, sizeof row.device, "%s", o->device);
+    fr_error err = {0};
+    if (fr_dataset_add_result(&sw->ds, &row, &err) != FR_OK) {
+        if (sw->write_status == FR_OK) {
+            sw->write_status = err.code;
+            sw->write_err = err;
+        }
+        return;
+    }
+    sw->stats.n_rows_new++;
+    maybe_commit(sw);
+}
+
+static void on_item_skipped(void *ctx, size_t item, fr_status status, const char *reason)
+{
+    fr_sweep *sw = ctx;
+    (void)status;
+    if (item >= sw->n_items)
+        return;
+    sw->ds.tensors[sw->item_tensor[item]].sq_norm = NAN;
+    sw->stats.n_skipped++;
+    if (sw->stats.n_selected)
+        sw->stats.n_selected--;
+    record_failure(sw, item, "", 0, reason);
+}
+
+static void on_item_norm(void *ctx, size_t item, double sq_norm)
+{
+    fr_sweep *sw = ctx;
+    if (item < sw->n_items)
+        sw->ds.tensors[sw->item_tensor[item]].sq_norm = sq_norm;
+}
+
+static void on_item_done(void *ctx, size_t item, uint64_t bytes)
+{
+    fr_sweep *sw = ctx;
+    (void)item;
+    sw->items_done++;
+    sw->bytes_done += bytes;
+    fr_progress_update(sw->progress, sw->items_done, sw->bytes_done);
+    maybe_commit(sw);
+}
+
+static int on_cancelled(void *ctx)
+{
+    fr_sweep *sw = ctx;
+    return (sw->opt.stop && *sw->opt.stop) || sw->write_status != FR_OK;
+}
+
+/* ---- root attributes ---- */
+
+static fr_status set_root(fr_sweep *sw, int resuming, const char *devices, fr_error *err)
+{
+    fr_status st;
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = '\0';
+    if ((st = fr_dataset_set_string(&sw->ds.tool_version, FRONTIER_VERSION, err)) != FR_OK)
+        return st;
+    sw->ds.schema_version = FR_SCHEMA_VERSION;
+    if (resuming) {
+        /* the first run's created/command_line/host stay; devices gathers
+         * every device that contributed rows */
+        if (!strstr(sw->ds.devices ? sw->ds.devices : "", devices)) {
+            size_t len = strlen(sw->ds.devices ? sw->ds.devices : "") + strlen(devices) + 3;
+            char *joined = malloc(len);
+            if (!joined)
+                return fr_fail(err, FR_E_NOMEM, "out of memory");
+            snprintf(joined, len, "%s%s%s", sw->ds.devices ? sw->ds.devices : "",
+                     sw->ds.devices && sw->ds.devices[0] ? "; " : "", devices);
+            free(sw->ds.devices);
+            sw->ds.devices = joined;
+        }
+        return FR_OK;
+    }
+    char created[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if ((st = fr_dataset_set_string(&sw->ds.format, "frontier", err)) != FR_OK ||
+        (st = fr_dataset_set_string(&sw->ds.created, created, err)) != FR_OK ||
+        (st = fr_dataset_set_string(&sw->ds.command_line, sw->opt.command_line, err)) != FR_OK ||
+        (st = fr_dataset_set_string(&sw->ds.host, host, err)) != FR_OK ||
+        (st = fr_dataset_set_string(&sw->ds.devices, devices, err)) != FR_OK)
+        return st;
+    return FR_OK;
+}
+
+/* ---- execution ---- */
+
+fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
+{
+    fr_status st = FR_OK;
+    int resuming = 0;
+    if (sw->n_sources == 0)
+        return fr_fail(err, FR_E_USAGE, "no model to sweep");
+
+    /* an interval asked for (option or environment) is kept as it is;
+     * the default adapts to the cost of a commit */
+    sw->fixed_interval = sw->opt.commit_interval > 0;
+    if (sw->opt.commit_interval <= 0) {
+        const char *env = getenv("FRONTIER_COMMIT_INTERVAL");
+        char *end = NULL;
+        double v = env ? strtod(env, &end) : 0;
+        sw->fixed_interval = env && end != env && v > 0;
+        sw->opt.commit_interval = sw->fixed_interval ? v : FR_COMMIT_INTERVAL;
+    }
+    /* resume: the output must be a frontier dataset of this schema made
+     * from the same sources; nothing is written before all checks pass */
+    if (sw->opt.resume && access(sw->opt.output, F_OK) == 0) {
+        int64_t version = 0;
+        sw->output_exists = 1;
+        st = fr_dataset_probe(sw->opt.output, &version, err);
+        if (st != FR_OK) {
+            fr_error_prefix(err, "cannot resume: ");
+            return st;
+        }
+        if (version != FR_SCHEMA_VERSION)
+            return fr_fail(err, FR_E_MISMATCH,
+                           "cannot resume '%s': it has schema version %lld, this frontier writes "
+                           "version %d",
+                           sw->opt.output, (long long)version, FR_SCHEMA_VERSION);
+        fr_dataset_free(&sw->ds);
+        if ((st = fr_dataset_read(sw->opt.output, &sw->ds, err)) != FR_OK)
+            return st;
+        resuming = 1;
+        /* commits rewrite the file from the rows alone: tables derived from
+         * the old rows would no longer match them */
+        if (ds_has_derived(sw->opt.output))
+            fr_warn("'%s': the derived tables under /frontier (pareto, allocate) are dropped "
+                    "by --resume; run those commands again", sw->opt.output);
+    } else if (sw->opt.resume) {
+        sw->output_exists = 0;
+        fr_info("'%s' does not exist yet: starting a new run", sw->opt.output);
+    } else if (access(sw->opt.output, F_OK) == 0) {
+        return fr_fail(err, FR_E_OUTPUT,
+                       "'%s' already exists; use --resume to continue it, or choose another output",
+                       sw->opt.output);
+    }
+
+    if ((st = plan_sources(sw, resuming, err)) != FR_OK ||
+        (st = plan_configs(sw, err)) != FR_OK || (st = plan_tensors(sw, resuming, err)) != FR_OK)
+        return st;
+
+    int threads = sw->opt.threads > 0 ? sw->opt.threads : fr_cpu_count();
+    if (sw->device < 0)
+        snprintf(sw->stats.device, sizeof sw->stats.device, "cpu (%d thread%s)", threads,
+                 threads == 1 ? "" : "s");
+    else
+        snprintf(sw->stats.device, sizeof sw->stats.device, "cuda:%d", sw->device);
+    if ((st = set_root(sw, resuming, sw->stats.device, err)) != FR_OK)
+        return st;
+
+    if (resuming)
+        fr_info("resuming '%s': %zu rows present, %zu tensors with work left", sw->opt.output,
+                sw->stats.n_rows_resumed, sw->n_items);
+    fr_info("measuring %zu tensors x %zu configurations on %s; %zu tensors skipped%s",
+            sw->stats.n_selected, sw->n_configs, sw->stats.device, sw->stats.n_skipped,
+            sw->stats.n_excluded ? ", others excluded by --include/--exclude" : "");
+
+    if (sw->stats.n_selected == 0)
+        fr_warn("no tensor is selected for measurement (see /skipped in '%s')", sw->opt.output);
+
+    /* the first commit creates the output before any work, so an
+     * unwritable path fails now, not after hours */
+    if ((st = commit(sw, err)) != FR_OK)
+        return st;
+
+    fr_sweep_sink sink = {.ctx = sw, .outcome = on_outcome, .item_skipped = on_item_skipped,
+                          .item_done = on_item_done, .item_norm = on_item_norm,
+                          .cancelled = on_cancelled};
+    fr_executor_options xopt = {.threads = sw->opt.threads, .device = sw->device,
+                                .seed = sw->opt.seed};
+    fr_error xerr = {0};
+    double t0 = now_seconds();
+    sw->progress = fr_progress_start("tensors", sw->n_items, sw->stats.bytes, sw->opt.quiet);
+    fr_status xst;
+#ifdef FR_SWEEP_HAVE_CUDA
+    if (sw->device >= 0)
+        xst = fr_exec_cuda(sw->reg, sw->items, sw->n_items, &xopt, &sink, &xerr);
+    else
+#endif
+        xst = fr_exec_cpu(sw->reg, sw->items, sw->n_items, &xopt, &sink, &xerr);
+    fr_progress_finish(sw->progress);
+    sw->progress = NULL;
+    sw->stats.seconds = now_seconds() - t0;
+
+    /* the final commit, whatever happened: every row measured is kept */
+    fr_error cerr = {0};
+    fr_status cst = sw->write_status == FR_OK ? commit(sw, &cerr) : sw->write_status;
+    if (sw->write_status != FR_OK)
+        cerr = sw->write_err;
+    if (cst != FR_OK) {
+        *err = cerr;
+        return cst;
+    }
+    if (xst == FR_E_INTERRUPT || (sw->opt.stop && *sw->opt.stop))
+        return fr_fail(err, FR_E_INTERRUPT,
+                       "interrupted: %zu rows committed to '%s'; run again with --resume to finish",
+                       sw->ds.n_results, sw->opt.output);
+    if (xst != FR_OK) {
+        *err = xerr;
+        fr_error_prefix(err, "sweep stopped (%zu rows committed to '%s'): ", sw->ds.n_results,
+                        sw->opt.output);
+        return xst;
+    }
+    if (sw->stats.n_failed)
+        return fr_fail(err, FR_E_FAIL, "%zu (tensor, configuration) pairs failed; see /skipped in '%s'",
+                       sw->stats.n_failed, sw->opt.output);
+    return FR_OK;
+}

@@ -1,0 +1,122 @@
+/*
+ * The sweep engine: which configurations and tensors to measure, the plan
+ * handed to an executor (frontier/executor.h), the rows it produces, and
+ * the dataset file they are committed to (docs/dataset.md).
+ *
+ *   fr_sweep_create   validates options, selects configurations, checks the
+ *                     output (before anything is opened or written)
+ *   fr_sweep_add_source  once per model (or synthetic source)
+ *   fr_sweep_execute  resume checks, plan, first commit, execution,
+ *                     periodic commits, final commit
+ *   fr_sweep_summary_print  the table (or JSON) users see at the end
+ */
+#ifndef FR_SWEEP_H
+#define FR_SWEEP_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "core/registry.h"
+#include "core/source.h"
+#include "frontier/dataset.h"
+
+typedef struct fr_sweep_options {
+    const char *output;          /* the dataset file (required) */
+    const char *bits;            /* "2..8", "4", "2,3,4,8", "2..4,8"; NULL: any */
+    const char *quantizers;      /* comma-separated names or globs over config and
+                                  * quantizer names; NULL: every data-free one */
+    const char *include;         /* POSIX extended regex over tensor names, or NULL */
+    const char *exclude;
+    int64_t min_numel;           /* tensors with fewer elements are skipped */
+    const char *device;          /* "auto" (NULL), "cpu", "cuda", "cuda:N" */
+    int threads;                 /* CPU threads, <= 0: all */
+    uint64_t seed;               /* plugin RNG streams (synthetic sources carry their own) */
+    int resume;                  /* continue an existing output */
+    int quiet;                   /* no progress bar, no informational messages */
+    const char *command_line;    /* recorded in the dataset */
+    volatile sig_atomic_t *stop; /* becomes nonzero to stop early (SIGINT), or NULL */
+    double commit_interval;      /* seconds between commits, used as given; <= 0:
+                                  * $FRONTIER_COMMIT_INTERVAL, else 2 s stretched to
+                                  * 10x the time a commit takes */
+} fr_sweep_options;
+
+typedef struct fr_sweep_stats {
+    size_t n_configs;        /* configurations selected */
+    size_t n_tensors;        /* tensors of all sources */
+    size_t n_selected;       /* tensors measured (or to be) */
+    size_t n_skipped;        /* tensors skipped as a whole (1-D, non-float, NaN, ...) */
+    size_t n_excluded;       /* tensors deselected by --include/--exclude */
+    size_t n_items;          /* tensors with work left in this run */
+    size_t n_rows_new;       /* rows measured by this run */
+    size_t n_rows_resumed;   /* rows found in the output when resuming */
+    size_t n_failed;         /* (tensor, configuration) pairs that failed */
+    size_t n_commits;
+    uint64_t bytes;          /* stored bytes of the tensors processed */
+    double seconds;          /* wall time of the execution */
+    char device[64];         /* "cpu (2 threads)", "cuda:0" */
+} fr_sweep_stats;
+
+typedef struct fr_sweep fr_sweep;
+
+fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, fr_sweep **out,
+                          fr_error *err);
+/* The source must outlive the sweep. */
+fr_status fr_sweep_add_source(fr_sweep *sw, const fr_source *src, fr_error *err);
+/* FR_OK when every (tensor, configuration) succeeded (skipped tensors
+ * included); FR_E_FAIL when some configuration failed on some tensor (all
+ * recorded in /skipped); FR_E_INTERRUPT when stopped (rows so far are
+ * committed); other codes when nothing could run. */
+fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err);
+const fr_dataset *fr_sweep_dataset(const fr_sweep *sw);
+const fr_sweep_stats *fr_sweep_get_stats(const fr_sweep *sw);
+void fr_sweep_destroy(fr_sweep *sw);
+
+/* ---- selection (frontier/sweep_select.c) ---- */
+
+#define FR_BITS_MAX_TERMS 64
+
+/* A --bits filter: a union of closed ranges (a single number is [v, v]). */
+typedef struct fr_bits_filter {
+    size_t n;
+    double lo[FR_BITS_MAX_TERMS], hi[FR_BITS_MAX_TERMS];
+} fr_bits_filter;
+
+/* FR_E_USAGE for malformed text or an empty range like "8..2". */
+fr_status fr_bits_parse(const char *text, fr_bits_filter *out, fr_error *err);
+int fr_bits_match(const fr_bits_filter *f, double nominal_bits);
+
+/* The configurations a sweep measures, in registry order: data-free ones
+ * (no Hessian or activation statistics needed) that pass --bits and
+ * --quantizers. FR_E_USAGE when a pattern matches no quantizer or
+ * configuration, or when nothing is left. *out is malloc'd. */
+fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, const char *quantizers,
+                                  const fr_config_ref ***out, size_t *n_out, fr_error *err);
+
+/* Why a tensor is not measured by default (NULL: it is measured). buf
+ * receives the message when one is built. */
+const char *fr_sweep_skip_reason(const fr_tensor *t, int64_t min_numel, char *buf, size_t len);
+
+/* FORMATS.md's matrix view: rows = shape[0], cols = the rest; 1-D: one row. */
+void fr_sweep_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);
+
+/* ---- source identity (frontier/source_identity.c) ---- */
+
+/* sha256 of the source's files (one file: its digest, as sha256sum prints
+ * it; several: the digest of their "digest  name\n" lines in order), or ""
+ * without OpenSSL or for synthetic sources; size = bytes of all files;
+ * mtime = the newest. */
+fr_status fr_source_identity(const fr_source *src, char sha256[65], uint64_t *size,
+                             int64_t *mtime, fr_error *err);
+
+/* ---- summary (frontier/sweep_summary.c) ---- */
+
+/* Per configuration with rows: model-level bits per weight (sum total_bits /
+ * sum numel), global rel_err sqrt(sum sq_err / sum sq_norm), and the best
+ * and worst tensor class by class-level global rel_err. */
+fr_status fr_sweep_summary_print(FILE *out, const fr_dataset *ds, const char *output,
+                                 const fr_sweep_stats *stats, int json, fr_error *err);
+
+#endif

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The summary of a sweep of the real data/stories260K checkpoint, checked
+# against numpy recomputing two configurations from docs/formats.md.
+source "$(dirname "$0")/lib.sh"
+need_python
+need_builtins
+expect_rc 0 "sweep of stories260K" -- "$FRONTIER" sweep "$DATA/stories260K" -o run.h5 \
+  --quantizers int4-g32-sym,int8-tensor-sym --json --quiet
+cp out.txt summary.json
+if python3 "$HERE/golden_stories.py" "$DATA/stories260K/model.safetensors" summary.json run.h5; then
+  pass "summary and rows equal numpy's"
+else
+  fail "summary or rows differ from numpy's"
+fi
+# the human table names both configurations with the same numbers
+expect_rc 0 "table summary" -- "$FRONTIER" sweep "$DATA/stories260K" -o run2.h5 \
+  --quantizers int4-g32-sym,int8-tensor-sym
+python3 - <<'PY' && pass "table matches json" || fail "table differs from json"
+import json
+s = {c["name"]: c for c in json.load(open("summary.json"))["configs"]}
+lines = [l.split() for l in open("out.txt") if l.startswith(("int4-g32-sym ", "int8-tensor-sym "))]
+assert len(lines) == 2, lines
+for name, bpw, rel, tensors, *_ in lines:
+    assert abs(float(bpw) - s[name]["bits_per_weight"]) < 1e-4, (name, bpw)
+    assert abs(float(rel) - s[name]["rel_err"]) < 1e-3 * s[name]["rel_err"], (name, rel)
+    assert int(tensors) == 36
+PY
+finish
