@@ -171,6 +171,10 @@ if k:
           f"(target >= 80% each)")
     worst = sorted(k["configs"], key=lambda c: c["sweep_fraction_of_copy"])[:3]
     print("    slowest: " + ", ".join(f"{c['name']} {100*c['sweep_fraction_of_copy']:.0f}%" for c in worst))
+    kern = [c.get("kernel_fraction_of_copy", 0) for c in k["configs"]]
+    if kern:
+        print(f"    fused kernel alone (statistics excluded): {sum(f < 0.8 for f in kern)} below 80%, "
+              f"worst {100*min(kern):.1f}%, median {100*sorted(kern)[len(kern)//2]:.1f}%")
 f = load("bench_fused.json")
 if f:
     line = f"(2) fused sweep of {f['n_configs']} configs on 4096x14336 bf16: {1e3*f['sweep_seconds']:.2f} ms"
