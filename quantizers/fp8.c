@@ -7,6 +7,10 @@
 #include "common.h"
 #include "fp8_group.h"
 
+#ifdef FRONTIER_HAVE_CUDA
+#include "kernels/launchers.h" /* fr_fp8_quantize_cuda, fr_fp8_sweep_cuda */
+#endif
+
 #define FP8_CFG(elem, ename, gran, gname)                                                     \
     {"fp8-" ename "-" gname, 8,                                                               \
      "{\"element\":\"" ename "\",\"granularity\":\"" gname "\",\"scale_dtype\":\"fp32\"}",    \
@@ -143,15 +147,22 @@ static const frontier_quantizer fp8_quantizer = {
     .name = "fp8",
     .description = "FP8 E4M3FN / E5M2 with an fp32 scale per tensor, row or 128x128 tile",
     .version = FRONTIER_VERSION,
-    /* CUDA hook: the kernels add FRONTIER_Q_HAS_CUDA here and set .quantize_cuda
-     * (declared in kernels/launchers.h) under #ifdef FRONTIER_HAVE_CUDA. */
+#ifdef FRONTIER_HAVE_CUDA /* kernels/fp8.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
+#else
     .flags = FRONTIER_Q_DETERMINISTIC,
+#endif
     .n_configs = sizeof fp8_configs / sizeof fp8_configs[0],
     .configs = fp8_configs,
     .size_bits = fp8_size_bits,
     .quantize_cpu = fp8_quantize_cpu,
+#ifdef FRONTIER_HAVE_CUDA
+    .quantize_cuda = fr_fp8_quantize_cuda,
+    .sweep_cuda = fr_fp8_sweep_cuda,
+#else
     .quantize_cuda = NULL,
     .sweep_cuda = NULL,
+#endif
 };
 
 const frontier_quantizer *fr_fp8_entry(const frontier_host_api *host)

@@ -11,6 +11,10 @@
 #include "common.h"
 #include "int_group.h"
 
+#ifdef FRONTIER_HAVE_CUDA
+#include "kernels/launchers.h" /* fr_int_quantize_cuda, fr_int_sweep_cuda */
+#endif
+
 #define P(b, gran, g, sym) (&(const fr_int_params){(b), (gran), (g), (sym)})
 
 #define INT_GROUP_CFG(b, g, symname, sym, symjson)                                            \
@@ -172,15 +176,22 @@ static const frontier_quantizer int_quantizer = {
     .description = "integer round-to-nearest, int2..int8, sym/asym, fp16 group or row "
                    "scales, or one fp32 tensor scale",
     .version = FRONTIER_VERSION,
-    /* CUDA hook: the kernels add FRONTIER_Q_HAS_CUDA here and set .quantize_cuda
-     * (declared in kernels/launchers.h) under #ifdef FRONTIER_HAVE_CUDA. */
+#ifdef FRONTIER_HAVE_CUDA /* kernels/int.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
+#else
     .flags = FRONTIER_Q_DETERMINISTIC,
+#endif
     .n_configs = sizeof int_configs / sizeof int_configs[0],
     .configs = int_configs,
     .size_bits = int_size_bits,
     .quantize_cpu = int_quantize_cpu,
+#ifdef FRONTIER_HAVE_CUDA
+    .quantize_cuda = fr_int_quantize_cuda,
+    .sweep_cuda = fr_int_sweep_cuda,
+#else
     .quantize_cuda = NULL,
     .sweep_cuda = NULL,
+#endif
 };
 
 const frontier_quantizer *fr_int_entry(const frontier_host_api *host)

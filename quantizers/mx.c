@@ -7,6 +7,10 @@
 #include "common.h"
 #include "mx_block.h"
 
+#ifdef FRONTIER_HAVE_CUDA
+#include "kernels/launchers.h" /* fr_mx_quantize_cuda, fr_mx_sweep_cuda */
+#endif
+
 /* emax_elem: exponent of the largest normal binade (OCP MX v1.0, table 1). */
 #define MX_CFG(name, elemjson, is_int8, elem, emax, bits)                                     \
     {name, (bits),                                                                            \
@@ -98,15 +102,22 @@ static const frontier_quantizer mx_quantizer = {
     .name = "mx",
     .description = "OCP Microscaling v1.0: mxfp8, mxfp6, mxfp4, mxint8 (blocks of 32, E8M0 scale)",
     .version = FRONTIER_VERSION,
-    /* CUDA hook: the kernels add FRONTIER_Q_HAS_CUDA here and set .quantize_cuda
-     * (declared in kernels/launchers.h) under #ifdef FRONTIER_HAVE_CUDA. */
+#ifdef FRONTIER_HAVE_CUDA /* kernels/mx.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
+#else
     .flags = FRONTIER_Q_DETERMINISTIC,
+#endif
     .n_configs = sizeof mx_configs / sizeof mx_configs[0],
     .configs = mx_configs,
     .size_bits = mx_size_bits,
     .quantize_cpu = mx_quantize_cpu,
+#ifdef FRONTIER_HAVE_CUDA
+    .quantize_cuda = fr_mx_quantize_cuda,
+    .sweep_cuda = fr_mx_sweep_cuda,
+#else
     .quantize_cuda = NULL,
     .sweep_cuda = NULL,
+#endif
 };
 
 const frontier_quantizer *fr_mx_entry(const frontier_host_api *host)

@@ -8,6 +8,10 @@
 #include "common.h"
 #include "nf4_block.h"
 
+#ifdef FRONTIER_HAVE_CUDA
+#include "kernels/launchers.h" /* fr_nf4_quantize_cuda, fr_nf4_sweep_cuda */
+#endif
+
 static const frontier_config nf4_configs[] = {
     {"nf4-g64", 4,
      "{\"element\":\"nf4\",\"block_size\":64,\"scale_dtype\":\"fp32\",\"double_quant\":false}",
@@ -166,15 +170,22 @@ static const frontier_quantizer nf4_quantizer = {
     .name = "nf4",
     .description = "NormalFloat-4 (QLoRA) in blocks of 64, with or without double quantization",
     .version = FRONTIER_VERSION,
-    /* CUDA hook: the kernels add FRONTIER_Q_HAS_CUDA here and set .quantize_cuda
-     * (declared in kernels/launchers.h) under #ifdef FRONTIER_HAVE_CUDA. */
+#ifdef FRONTIER_HAVE_CUDA /* kernels/nf4.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
+#else
     .flags = FRONTIER_Q_DETERMINISTIC,
+#endif
     .n_configs = sizeof nf4_configs / sizeof nf4_configs[0],
     .configs = nf4_configs,
     .size_bits = nf4_size_bits,
     .quantize_cpu = nf4_quantize_cpu,
+#ifdef FRONTIER_HAVE_CUDA
+    .quantize_cuda = fr_nf4_quantize_cuda,
+    .sweep_cuda = fr_nf4_sweep_cuda,
+#else
     .quantize_cuda = NULL,
     .sweep_cuda = NULL,
+#endif
 };
 
 const frontier_quantizer *fr_nf4_entry(const frontier_host_api *host)

@@ -148,7 +148,9 @@ FR_HD float fr_round_mxint8(float y)
 /*
  * Index of the nearest NF4 code to y, ties to the smaller code. Only the two
  * codes around y can be nearest: float subtraction is monotonic, and codes
- * further away are further by at least 0.08, far beyond rounding.
+ * further away are further by at least 0.08, far beyond rounding. The table
+ * is read at constant indices only (the loops unroll): read at a computed
+ * index, nvcc puts it in local memory and rebuilds it on every call.
  */
 FR_HD int fr_nf4_nearest(float y)
 {
@@ -157,21 +159,49 @@ FR_HD int fr_nf4_nearest(float y)
         return 0;
     if (!(y < codes[15]))
         return 15;
-    int i = 0;
+    int i = 0;                    /* the last code <= y (codes[0] < y here) */
+    float code_below = codes[0];  /* codes[i] */
+    float code_above = codes[15]; /* codes[i + 1], the first code > y */
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-    for (int j = 1; j < 16; j++)
-        i += (codes[j] <= y);
-    float below = y - codes[i];
-    float above = codes[i + 1] - y;
+    for (int j = 1; j < 16; j++) {
+        if (codes[j] <= y) {
+            i = j;
+            code_below = codes[j];
+        }
+    }
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 14; j >= 1; j--)
+        if (codes[j] > y)
+            code_above = codes[j];
+    float below = y - code_below;
+    float above = code_above - y;
     return above < below ? i + 1 : i;
 }
 
+/* codes[index] by a select tree on the index bits: constant reads only (a
+ * test `index == j` would let the compiler turn codes[j] back into
+ * codes[index]). */
 FR_HD float fr_nf4_code(int index)
 {
     const float codes[16] = FR_NF4_CODES;
-    return codes[index];
+    float pick[8];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < 8; j++)
+        pick[j] = (index & 1) ? codes[2 * j + 1] : codes[2 * j];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < 4; j++)
+        pick[j] = (index & 2) ? pick[2 * j + 1] : pick[2 * j];
+    pick[0] = (index & 4) ? pick[1] : pick[0];
+    pick[1] = (index & 4) ? pick[3] : pick[2];
+    return (index & 8) ? pick[1] : pick[0];
 }
 
 #endif

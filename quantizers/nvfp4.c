@@ -7,6 +7,10 @@
 #include "common.h"
 #include "nvfp4_group.h"
 
+#ifdef FRONTIER_HAVE_CUDA
+#include "kernels/launchers.h" /* fr_nvfp4_quantize_cuda, fr_nvfp4_sweep_cuda */
+#endif
+
 static const frontier_config nvfp4_configs[] = {
     {"nvfp4", 4,
      "{\"element\":\"e2m1\",\"group_size\":16,\"scale_dtype\":\"e4m3\","
@@ -84,15 +88,22 @@ static const frontier_quantizer nvfp4_quantizer = {
     .name = "nvfp4",
     .description = "NVFP4: E2M1 elements, E4M3 scale per 16, fp32 global scale",
     .version = FRONTIER_VERSION,
-    /* CUDA hook: the kernels add FRONTIER_Q_HAS_CUDA here and set .quantize_cuda
-     * (declared in kernels/launchers.h) under #ifdef FRONTIER_HAVE_CUDA. */
+#ifdef FRONTIER_HAVE_CUDA /* kernels/nvfp4.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
+#else
     .flags = FRONTIER_Q_DETERMINISTIC,
+#endif
     .n_configs = sizeof nvfp4_configs / sizeof nvfp4_configs[0],
     .configs = nvfp4_configs,
     .size_bits = nvfp4_size_bits,
     .quantize_cpu = nvfp4_quantize_cpu,
+#ifdef FRONTIER_HAVE_CUDA
+    .quantize_cuda = fr_nvfp4_quantize_cuda,
+    .sweep_cuda = fr_nvfp4_sweep_cuda,
+#else
     .quantize_cuda = NULL,
     .sweep_cuda = NULL,
+#endif
 };
 
 const frontier_quantizer *fr_nvfp4_entry(const frontier_host_api *host)

@@ -1,0 +1,933 @@
+/*
+ * The GPU engine (docs/gpu.md): the statistics pre-pass, the fused
+ * multi-configuration kernel, and the deterministic reductions.
+ *
+ * Pass 1 (only when a configuration needs more than its own group): one
+ * read of the tensor gives min/max of every 64-column segment; rows, 128 x
+ * 128 tiles, the tensor and the nf4 double quantization are reduced from
+ * those segments by small kernels. Min and max are order-free, so these are
+ * exact whatever the order.
+ *
+ * Pass 2, the fused kernel: a block loads a tile of 16 units (256 elements
+ * of one row each) into shared memory once, computes the min/max of every
+ * group of 16, 32, 64, 128 and 256 in it with warp shuffles, then its 8
+ * warps divide the configurations between them, each evaluating its
+ * configurations over the whole tile. Error sums are accumulated per lane
+ * (float for a lane's 8 elements, fused multiply-add, then double), reduced
+ * across the warp with a fixed butterfly, added per block in a fixed order,
+ * and the per-block partials reduced by a fixed tree: no atomics, so the
+ * sums are identical run to run.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kcommon.cuh"
+#include "kquant.cuh"
+
+extern "C" {
+#include "core/call.h"
+#include "frontier/metrics.h"
+}
+
+/* ---- errors ---- */
+
+fr_status fr_cuda_failed(fr_error *err, cudaError_t e, const char *stmt, const char *file,
+                         int line)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    fr_status code = (e == cudaErrorMemoryAllocation) ? FR_E_NOMEM : FR_E_DEVICE;
+    fr_fail(err, code, "cuda call '%.160s' failed at %s:%d: %s", stmt, base, line,
+            cudaGetErrorString(e));
+    return code;
+}
+
+int fr_kreport(frontier_call *call, fr_status st, const fr_error *err)
+{
+    if (st == FR_OK)
+        return FRONTIER_OK;
+    if (call)
+        fr_host_api()->set_error(call, "%s", err->msg);
+    switch (st) {
+    case FR_E_NOMEM:
+        return FRONTIER_ERR_NOMEM;
+    case FR_E_USAGE:
+        return FRONTIER_ERR_INVALID;
+    case FR_E_PLUGIN:
+        return FRONTIER_ERR_UNSUPPORTED;
+    default:
+        return FRONTIER_ERR_INTERNAL;
+    }
+}
+
+/* ---- configurations ---- */
+
+int fr_kspec_from(const char *family, const frontier_config *cfg, fr_kspec *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!family || !cfg)
+        return 0;
+    if (!strcmp(family, "int"))
+        return fr_kspec_int(cfg, out);
+    if (!strcmp(family, "fp8"))
+        return fr_kspec_fp8(cfg, out);
+    if (!strcmp(family, "nvfp4"))
+        return fr_kspec_nvfp4(cfg, out);
+    if (!strcmp(family, "mx"))
+        return fr_kspec_mx(cfg, out);
+    if (!strcmp(family, "nf4"))
+        return fr_kspec_nf4(cfg, out);
+    return 0;
+}
+
+/* The group sizes the shuffles provide must be the formats' own. */
+static_assert(FR_NVFP4_GROUP == 16 && FR_MX_BLOCK == 32 && FR_NF4_BLOCK == 64 &&
+                  FR_NF4_BLOCK == FR_K_SEG && FR_FP8_TILE == 128 && FR_NF4_DQ_GROUP == 256,
+              "the kernels' geometry assumes these group sizes");
+
+fr_kneeds fr_kneeds_of(const fr_kspec *specs, size_t n)
+{
+    fr_kneeds k;
+    memset(&k, 0, sizeof k);
+    for (size_t i = 0; i < n; i++) {
+        if (specs[i].scope == FR_KS_ROW)
+            k.rows = 1;
+        if (specs[i].scope == FR_KS_TENSOR || specs[i].kind == FR_K_NVFP4)
+            k.rows = k.tensor = 1;
+        if (specs[i].scope == FR_KS_TILE)
+            k.tiles = 1;
+        if (specs[i].kind == FR_K_NF4_DQ)
+            k.nf4dq = 1;
+    }
+    k.segs = k.rows || k.tensor || k.tiles || k.nf4dq;
+    return k;
+}
+
+/* ---- scratch ---- */
+
+void fr_kwork_init(fr_kwork *work, cudaStream_t stream)
+{
+    memset(work, 0, sizeof *work);
+    work->stream = stream;
+}
+
+static void fr_kbuf_free(fr_kbuf *b, cudaStream_t stream)
+{
+    if (b->p)
+        cudaFreeAsync(b->p, stream);
+    b->p = NULL;
+    b->bytes = 0;
+}
+
+void fr_kwork_free(fr_kwork *work)
+{
+    fr_kbuf *all[] = {&work->seg_lo, &work->seg_hi, &work->row_lohi, &work->tile_amax,
+                      &work->nf4_scale, &work->nf4_part, &work->tstats, &work->partials,
+                      &work->results};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        fr_kbuf_free(all[i], work->stream);
+}
+
+/* Grows b to at least `bytes` (in stream order: earlier work on the stream
+ * finishes with the old buffer before it is released). */
+static fr_status fr_kbuf_reserve(fr_kbuf *b, size_t bytes, cudaStream_t stream, fr_error *err)
+{
+    fr_status st = FR_OK;
+    if (bytes == 0)
+        bytes = 16;
+    if (b->bytes >= bytes)
+        return FR_OK;
+    fr_kbuf_free(b, stream);
+    /* a quarter more, so a run of slowly growing tensors reallocates rarely */
+    bytes += bytes / 4;
+    FR_CU(cudaMallocAsync(&b->p, bytes, stream));
+    b->bytes = bytes;
+cleanup:
+    return st;
+}
+
+static int64_t fr_kceil(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+fr_status fr_kwork_reserve(fr_kwork *work, const fr_kneeds *needs, int64_t rows, int64_t cols,
+                           fr_error *err)
+{
+    fr_status st = FR_OK;
+    const int64_t spr = fr_kceil(cols, FR_K_SEG);
+    const size_t segs = (size_t)(rows * spr);
+    cudaStream_t s = work->stream;
+    if (!work->tstats.p) {
+        /* [3] counts nf4-dq mean fallbacks over the work's lifetime */
+        FR_TRY(fr_kbuf_reserve(&work->tstats, 4 * sizeof(float), s, err));
+        FR_CU(cudaMemsetAsync(work->tstats.p, 0, 4 * sizeof(float), s));
+    }
+    FR_TRY(fr_kbuf_reserve(&work->partials,
+                           (size_t)FR_K_GRID * (FR_K_MAX_SPECS + 1) * sizeof(fr_kpart), s, err));
+    FR_TRY(fr_kbuf_reserve(&work->results, (FR_K_MAX_SPECS + 1) * sizeof(fr_kpart), s, err));
+    if (needs->segs) {
+        FR_TRY(fr_kbuf_reserve(&work->seg_lo, segs * sizeof(float), s, err));
+        FR_TRY(fr_kbuf_reserve(&work->seg_hi, segs * sizeof(float), s, err));
+    }
+    if (needs->rows || needs->tensor)
+        FR_TRY(fr_kbuf_reserve(&work->row_lohi, (size_t)rows * 2 * sizeof(float), s, err));
+    if (needs->tiles)
+        FR_TRY(fr_kbuf_reserve(&work->tile_amax,
+                               (size_t)(fr_kceil(rows, 128) * fr_kceil(cols, 128)) * sizeof(float),
+                               s, err));
+    if (needs->nf4dq) {
+        FR_TRY(fr_kbuf_reserve(&work->nf4_scale, segs * sizeof(float), s, err));
+        FR_TRY(fr_kbuf_reserve(&work->nf4_part, 1024 * sizeof(double), s, err));
+    }
+cleanup:
+    return st;
+}
+
+/* ---- pass 1: statistics ---- */
+
+/* min/max of every 64-column segment: a warp per unit, 8 lanes per segment. */
+template <int DT>
+static __global__ void __launch_bounds__(FR_K_THREADS)
+    fr_kseg_stats(const void *__restrict__ w, int64_t cols, int64_t upr, int64_t n_units,
+                  int64_t spr, bool vec, float *__restrict__ seg_lo, float *__restrict__ seg_hi)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * FR_K_WARPS;
+    for (int64_t unit = (int64_t)blockIdx.x * FR_K_WARPS + (threadIdx.x >> 5); unit < n_units;
+         unit += warps) {
+        const int64_t row = fr_kdiv(unit, upr);
+        const int64_t ut = unit - row * upr;
+        const int64_t col = ut * FR_K_UNIT + lane * FR_K_PER_LANE;
+        uint32_t raw[fr_kraw_words<DT>::n];
+        float x[FR_K_PER_LANE];
+        fr_kload<DT>(w, cols, row, col, true, vec, raw);
+        fr_kconvert<DT>(raw, x);
+        float lo = 0.0f, hi = 0.0f;
+#pragma unroll
+        for (int e = 0; e < FR_K_PER_LANE; e++)
+            fr_klohi(x[e], lo, hi);
+#pragma unroll
+        for (int off = 1; off < 8; off <<= 1) {
+            float olo = __shfl_xor_sync(0xffffffffu, lo, off);
+            float ohi = __shfl_xor_sync(0xffffffffu, hi, off);
+            fr_klohi(olo, lo, hi);
+            fr_klohi(ohi, lo, hi);
+        }
+        const int64_t seg = ut * (FR_K_UNIT / FR_K_SEG) + (lane >> 3);
+        if ((lane & 7) == 0 && seg < spr) {
+            seg_lo[row * spr + seg] = lo;
+            seg_hi[row * spr + seg] = hi;
+        }
+    }
+}
+
+/* Row lo/hi from the segments: a warp per row. */
+static __global__ void __launch_bounds__(FR_K_THREADS)
+    fr_krow_stats(const float *__restrict__ seg_lo, const float *__restrict__ seg_hi,
+                  int64_t rows, int64_t spr, float *__restrict__ row_lohi)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * FR_K_WARPS;
+    for (int64_t row = (int64_t)blockIdx.x * FR_K_WARPS + (threadIdx.x >> 5); row < rows;
+         row += warps) {
+        float lo = 0.0f, hi = 0.0f;
+        for (int64_t s = lane; s < spr; s += 32) {
+            fr_klohi(seg_lo[row * spr + s], lo, hi);
+            fr_klohi(seg_hi[row * spr + s], lo, hi);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            fr_klohi(__shfl_xor_sync(0xffffffffu, lo, off), lo, hi);
+            fr_klohi(__shfl_xor_sync(0xffffffffu, hi, off), lo, hi);
+        }
+        if (lane == 0) {
+            row_lohi[2 * row] = lo;
+            row_lohi[2 * row + 1] = hi;
+        }
+    }
+}
+
+/* amax of every 128 x 128 tile from the segments: a warp per tile. */
+static __global__ void __launch_bounds__(FR_K_THREADS)
+    fr_ktile_stats(const float *__restrict__ seg_lo, const float *__restrict__ seg_hi,
+                   int64_t rows, int64_t spr, int64_t tpr, int64_t n_tiles,
+                   float *__restrict__ tile_amax)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * FR_K_WARPS;
+    for (int64_t t = (int64_t)blockIdx.x * FR_K_WARPS + (threadIdx.x >> 5); t < n_tiles;
+         t += warps) {
+        const int64_t r0 = (t / tpr) * 128, s0 = (t % tpr) * 2;
+        float amax = 0.0f;
+        for (int k = lane; k < 256; k += 32) {
+            int64_t r = r0 + (k >> 1), s = s0 + (k & 1);
+            if (r < rows && s < spr) {
+                float a = fr_kamax(seg_lo[r * spr + s], seg_hi[r * spr + s]);
+                amax = a > amax ? a : amax;
+            }
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            float o = __shfl_xor_sync(0xffffffffu, amax, off);
+            amax = o > amax ? o : amax;
+        }
+        if (lane == 0)
+            tile_amax[t] = amax;
+    }
+}
+
+/* Tensor lo/hi from the rows: one block. */
+static __global__ void __launch_bounds__(1024)
+    fr_ktensor_stats(const float *__restrict__ row_lohi, int64_t rows, float *__restrict__ tstats)
+{
+    __shared__ float slo[32], shi[32];
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+        fr_klohi(row_lohi[2 * r], lo, hi);
+        fr_klohi(row_lohi[2 * r + 1], lo, hi);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        fr_klohi(__shfl_xor_sync(0xffffffffu, lo, off), lo, hi);
+        fr_klohi(__shfl_xor_sync(0xffffffffu, hi, off), lo, hi);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        slo[threadIdx.x >> 5] = lo;
+        shi[threadIdx.x >> 5] = hi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int k = 1; k < (int)(blockDim.x >> 5); k++) {
+            fr_klohi(slo[k], lo, hi);
+            fr_klohi(shi[k], lo, hi);
+        }
+        tstats[0] = lo;
+        tstats[1] = hi;
+    }
+}
+
+/* Blocks per nf4 partial sum, and the number of partials (<= 1024): a
+ * function of the block count only, so the sum's order is fixed. */
+#define FR_KNF4_PER_PARTIAL 4096
+
+/* Partial sums (double) of the nf4 block absmax values, each over a fixed
+ * range, threads strided then a fixed tree. */
+static __global__ void __launch_bounds__(256)
+    fr_knf4_partial(const float *__restrict__ seg_lo, const float *__restrict__ seg_hi,
+                    int64_t n_blocks, int64_t per, double *__restrict__ part)
+{
+    __shared__ double s[256];
+    const int64_t b0 = (int64_t)blockIdx.x * per;
+    const int64_t b1 = b0 + per < n_blocks ? b0 + per : n_blocks;
+    double sum = 0.0;
+    for (int64_t b = b0 + threadIdx.x; b < b1; b += 256)
+        sum += (double)fr_kamax(seg_lo[b], seg_hi[b]);
+    s[threadIdx.x] = sum;
+    __syncthreads();
+    for (int off = 128; off > 0; off >>= 1) {
+        if ((int)threadIdx.x < off)
+            s[threadIdx.x] += s[threadIdx.x + off];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = s[0];
+}
+
+/*
+ * The nf4-dq mean m = fp32(sum / n_blocks). The CPU adds the absmax values
+ * sequentially in block order (nf4.c); this sums them in a tree, so the two
+ * double sums may differ in their last bits. Both lie within
+ * (n_blocks + depth) * 2^-53 * sum of the exact sum (each of the at most
+ * n_blocks - 1 additions of non-negative terms adds at most one relative
+ * rounding), so when every double in that interval rounds to the same fp32
+ * mean, that mean is the CPU's. Otherwise (about one tensor in a few
+ * hundred) thread 0 redoes the CPU's sequential sum exactly. tstats[3]
+ * counts those fallbacks.
+ */
+static __global__ void __launch_bounds__(1024)
+    fr_knf4_mean(const double *__restrict__ part, int n_part, const float *__restrict__ seg_lo,
+                 const float *__restrict__ seg_hi, int64_t n_blocks, int64_t per,
+                 float *__restrict__ tstats)
+{
+    __shared__ double s[1024];
+    s[threadIdx.x] = (int)threadIdx.x < n_part ? part[threadIdx.x] : 0.0;
+    __syncthreads();
+    for (int off = 512; off > 0; off >>= 1) {
+        if ((int)threadIdx.x < off)
+            s[threadIdx.x] += s[threadIdx.x + off];
+        __syncthreads();
+    }
+    if (threadIdx.x != 0)
+        return;
+    const double sum = s[0];
+    const double n = (double)n_blocks;
+    /* depth of this tree: per / 256 sequential steps, 8 + 10 tree levels */
+    const double bound = ((double)n_blocks + (double)(per / 256) + 64.0) * 2.220446049250313e-16 * sum;
+    float lo = (float)((sum - bound) / n), hi = (float)((sum + bound) / n);
+    float mean = lo;
+    if (lo != hi) {
+        double seq = 0.0;
+        for (int64_t b = 0; b < n_blocks; b++)
+            seq += fr_kamax(seg_lo[b], seg_hi[b]);
+        mean = (float)(seq / n);
+        tstats[3] += 1.0f;
+    }
+    tstats[2] = mean;
+}
+
+/* a' of every block: a warp per second-level group of 256 blocks. */
+static __global__ void __launch_bounds__(FR_K_THREADS)
+    fr_knf4_dq(const float *__restrict__ seg_lo, const float *__restrict__ seg_hi, int64_t n_blocks,
+               const float *__restrict__ tstats, float *__restrict__ nf4_scale)
+{
+    const int lane = threadIdx.x & 31;
+    const float m = tstats[2];
+    const int64_t n_groups = n_blocks / FR_NF4_DQ_GROUP + (n_blocks % FR_NF4_DQ_GROUP != 0);
+    const int64_t warps = (int64_t)gridDim.x * FR_K_WARPS;
+    for (int64_t g = (int64_t)blockIdx.x * FR_K_WARPS + (threadIdx.x >> 5); g < n_groups;
+         g += warps) {
+        float a[8];
+        float max_dev = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int64_t b = g * FR_NF4_DQ_GROUP + lane * 8 + j;
+            a[j] = b < n_blocks ? fr_kamax(seg_lo[b], seg_hi[b]) : 0.0f;
+            float dev = b < n_blocks ? fabsf(a[j] - m) : 0.0f;
+            max_dev = dev > max_dev ? dev : max_dev;
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            float o = __shfl_xor_sync(0xffffffffu, max_dev, off);
+            max_dev = o > max_dev ? o : max_dev;
+        }
+        const float c = fr_nf4_dq_step(max_dev);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int64_t b = g * FR_NF4_DQ_GROUP + lane * 8 + j;
+            if (b < n_blocks)
+                nf4_scale[b] = fr_nf4_dq_absmax(a[j], m, c);
+        }
+    }
+}
+
+static int fr_kvec_ok(const fr_kview *v)
+{
+    return v->cols % 8 == 0 && ((uintptr_t)v->w & 15u) == 0;
+}
+
+static unsigned fr_kgrid(int64_t work_items, int64_t per_block, unsigned cap)
+{
+    int64_t g = work_items / per_block + (work_items % per_block != 0);
+    if (g < 1)
+        g = 1;
+    return g > cap ? cap : (unsigned)g;
+}
+
+fr_status fr_kstats_chunk(fr_kwork *work, const fr_kneeds *needs, const fr_kview *v,
+                          fr_error *err)
+{
+    fr_status st = FR_OK;
+    if (!needs->segs || v->chunk_rows <= 0)
+        return FR_OK;
+    const int64_t spr = fr_kceil(v->cols, FR_K_SEG);
+    const int64_t upr = fr_kceil(v->cols, FR_K_UNIT);
+    const int64_t n_units = v->chunk_rows * upr;
+    const bool vec = fr_kvec_ok(v);
+    cudaStream_t s = work->stream;
+    float *seg_lo = (float *)work->seg_lo.p + v->row0 * spr;
+    float *seg_hi = (float *)work->seg_hi.p + v->row0 * spr;
+    const unsigned grid = fr_kgrid(n_units, FR_K_WARPS, 8192);
+    if (needs->tiles && v->row0 % 128 != 0)
+        return fr_fail(err, FR_E_FAIL, "internal: row chunk at row %lld is not 128-aligned",
+                       (long long)v->row0);
+    switch (v->dtype) {
+    case FRONTIER_DTYPE_F32:
+        FR_LAUNCH(fr_kseg_stats<FRONTIER_DTYPE_F32><<<grid, FR_K_THREADS, 0, s>>>(
+            v->w, v->cols, upr, n_units, spr, vec, seg_lo, seg_hi));
+        break;
+    case FRONTIER_DTYPE_F16:
+        FR_LAUNCH(fr_kseg_stats<FRONTIER_DTYPE_F16><<<grid, FR_K_THREADS, 0, s>>>(
+            v->w, v->cols, upr, n_units, spr, vec, seg_lo, seg_hi));
+        break;
+    case FRONTIER_DTYPE_BF16:
+        FR_LAUNCH(fr_kseg_stats<FRONTIER_DTYPE_BF16><<<grid, FR_K_THREADS, 0, s>>>(
+            v->w, v->cols, upr, n_units, spr, vec, seg_lo, seg_hi));
+        break;
+    default:
+        return fr_fail(err, FR_E_FAIL, "internal: device dtype %d", v->dtype);
+    }
+    if (needs->rows || needs->tensor)
+        FR_LAUNCH(fr_krow_stats<<<fr_kgrid(v->chunk_rows, FR_K_WARPS, 8192), FR_K_THREADS, 0, s>>>(
+            seg_lo, seg_hi, v->chunk_rows, spr, (float *)work->row_lohi.p + 2 * v->row0));
+    if (needs->tiles) {
+        const int64_t tpr = fr_kceil(v->cols, 128);
+        const int64_t n_tiles = fr_kceil(v->chunk_rows, 128) * tpr;
+        FR_LAUNCH(fr_ktile_stats<<<fr_kgrid(n_tiles, FR_K_WARPS, 8192), FR_K_THREADS, 0, s>>>(
+            seg_lo, seg_hi, v->chunk_rows, spr, tpr, n_tiles,
+            (float *)work->tile_amax.p + (v->row0 / 128) * tpr));
+    }
+cleanup:
+    return st;
+}
+
+fr_status fr_kstats_finish(fr_kwork *work, const fr_kneeds *needs, int64_t rows, int64_t cols,
+                           fr_error *err)
+{
+    fr_status st = FR_OK;
+    cudaStream_t s = work->stream;
+    float *tstats = (float *)work->tstats.p;
+    FR_CU(cudaMemsetAsync(tstats, 0, 3 * sizeof(float), s));
+    if (needs->tensor)
+        FR_LAUNCH(fr_ktensor_stats<<<1, 1024, 0, s>>>((const float *)work->row_lohi.p, rows, tstats));
+    if (needs->nf4dq) {
+        const int64_t n_blocks = rows * fr_kceil(cols, FR_K_SEG);
+        int64_t n_part = fr_kceil(n_blocks, FR_KNF4_PER_PARTIAL);
+        if (n_part > 1024)
+            n_part = 1024;
+        const int64_t per = fr_kceil(n_blocks, n_part);
+        n_part = fr_kceil(n_blocks, per);
+        const float *lo = (const float *)work->seg_lo.p, *hi = (const float *)work->seg_hi.p;
+        FR_LAUNCH(fr_knf4_partial<<<(unsigned)n_part, 256, 0, s>>>(lo, hi, n_blocks, per,
+                                                                  (double *)work->nf4_part.p));
+        FR_LAUNCH(fr_knf4_mean<<<1, 1024, 0, s>>>((const double *)work->nf4_part.p, (int)n_part,
+                                                 lo, hi, n_blocks, per, tstats));
+        const int64_t n_groups = fr_kceil(n_blocks, FR_NF4_DQ_GROUP);
+        FR_LAUNCH(fr_knf4_dq<<<fr_kgrid(n_groups, FR_K_WARPS, 8192), FR_K_THREADS, 0, s>>>(
+            lo, hi, n_blocks, tstats, (float *)work->nf4_scale.p));
+    }
+cleanup:
+    return st;
+}
+
+/* ---- pass 2: the fused kernel ---- */
+
+typedef struct fr_kfused_args {
+    const void *w;
+    int64_t cols, upr, n_units;
+    int64_t index_base;       /* flat index of the chunk's first element in the tensor */
+    bool vec;                 /* aligned 16-byte loads (cols % 8 == 0) */
+    bool vec_out;             /* ... and aligned 16-byte stores of w_hat */
+    const float *tensor_lohi; /* [2], or NULL */
+    const float *row_lohi;    /* chunk-local, or NULL */
+    const float *tile_amax;   /* chunk-local, or NULL */
+    int64_t tpr;
+    const float *nf4_scale;   /* chunk-local, or NULL */
+    int64_t spr;
+    fr_kpart *partials;       /* [gridDim.x][n_specs + 1] */
+    float *w_hat;             /* quantize mode (n_specs == 1), or NULL */
+    int n_specs;
+    fr_kspec specs[FR_K_MAX_SPECS];
+} fr_kfused_args;
+
+static_assert(sizeof(fr_kspec) == 16, "fr_kspec travels in kernel parameters");
+static_assert(sizeof(fr_kfused_args) <= 4096, "kernel parameters are limited to 4 KiB");
+
+/* Warp butterfly: every lane ends with the same, order-fixed sum. */
+__device__ __forceinline__ void fr_kwarp_sum(double &a, double &b, double &c, float &m)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        a += __shfl_xor_sync(0xffffffffu, a, off);
+        b += __shfl_xor_sync(0xffffffffu, b, off);
+        c += __shfl_xor_sync(0xffffffffu, c, off);
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    }
+}
+
+template <int DT>
+__device__ __forceinline__ void fr_kprefetch(const fr_kfused_args &a, int64_t tile, int warp,
+                                             int lane, uint32_t (&r0)[fr_kraw_words<DT>::n],
+                                             uint32_t (&r1)[fr_kraw_words<DT>::n])
+{
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        const int64_t unit = tile * FR_K_TILE_UNITS + 2 * warp + k;
+        const bool ok = unit < a.n_units;
+        int64_t row = 0, ut = 0;
+        if (ok) {
+            row = fr_kdiv(unit, a.upr);
+            ut = unit - row * a.upr;
+        }
+        const int64_t col = ut * FR_K_UNIT + lane * FR_K_PER_LANE;
+        fr_kload<DT>(a.w, a.cols, row, col, ok, a.vec, k == 0 ? r0 : r1);
+    }
+}
+
+template <int DT, bool WRITE>
+static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr_kfused_args a)
+{
+    __shared__ __align__(16) float xs[FR_K_TILE_UNITS][FR_K_UNIT];
+    __shared__ float group_lohi[FR_K_TILE_UNITS][64]; /* 31 minima, then 31 maxima at +32 */
+    __shared__ int64_t unit_row[FR_K_TILE_UNITS];
+    __shared__ int64_t unit_col[FR_K_TILE_UNITS];
+    __shared__ fr_kpart acc[FR_K_MAX_SPECS];
+    __shared__ fr_kspec sp[FR_K_MAX_SPECS];
+    __shared__ float2 kconst[FR_K_MAX_SPECS];
+    __shared__ fr_kpart red[FR_K_WARPS];
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int n = a.n_specs;
+    /* warps per configuration when there are fewer configurations than
+     * warps; each takes every P-th unit of the tile */
+    const int P = n >= FR_K_WARPS ? 1 : FR_K_WARPS / n;
+    const int Q = FR_K_WARPS / P;
+    const int slot = warp / P, sub = warp % P;
+
+    for (int i = threadIdx.x; i < n; i += FR_K_THREADS) {
+        sp[i] = a.specs[i];
+        kconst[i] = fr_kspec_consts(a.specs[i], a.tensor_lohi);
+    }
+    for (int i = threadIdx.x; i < FR_K_MAX_SPECS; i += FR_K_THREADS) {
+        acc[i].sq_err = acc[i].sq_hat = acc[i].dot = acc[i].max_abs = 0.0;
+    }
+
+    double my_sq = 0.0;            /* sum w^2 of what this thread loaded */
+    double my_nan = 0.0, my_inf = 0.0; /* non-finite elements it loaded */
+    double my_first = -INFINITY;   /* -(flat index of the first of them) */
+    float unused_max = 0.0f;
+    const int64_t n_tiles = a.n_units / FR_K_TILE_UNITS + (a.n_units % FR_K_TILE_UNITS != 0);
+    int64_t tile = blockIdx.x;
+    uint32_t raw0[fr_kraw_words<DT>::n], raw1[fr_kraw_words<DT>::n];
+    if (tile < n_tiles)
+        fr_kprefetch<DT>(a, tile, warp, lane, raw0, raw1);
+
+    for (; tile < n_tiles; tile += gridDim.x) {
+        __syncthreads(); /* the previous tile's configurations are done */
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int u = 2 * warp + k;
+            float x[FR_K_PER_LANE];
+            fr_kconvert<DT>(k == 0 ? raw0 : raw1, x);
+            float sq = 0.0f;
+            float lo = 0.0f, hi = 0.0f;
+            int bad = 0;
+#pragma unroll
+            for (int e = 0; e < FR_K_PER_LANE; e++) {
+                sq = fmaf(x[e], x[e], sq);
+                bad += !(x[e] - x[e] == 0.0f); /* NaN or +-Inf (common.h's test) */
+                fr_klohi(x[e], lo, hi);
+            }
+            my_sq += (double)sq;
+            if (bad) {
+                /* rare: the tensor will be skipped; say what and where */
+                const int64_t unit = tile * FR_K_TILE_UNITS + u;
+                const int64_t row = fr_kdiv(unit, a.upr);
+                const int64_t col = (unit - row * a.upr) * FR_K_UNIT + lane * FR_K_PER_LANE;
+                for (int e = 0; e < FR_K_PER_LANE; e++) {
+                    if (x[e] - x[e] == 0.0f)
+                        continue;
+                    if (x[e] != x[e])
+                        my_nan += 1.0;
+                    else
+                        my_inf += 1.0;
+                    my_first = fmax(my_first, -(double)(a.index_base + row * a.cols + col + e));
+                }
+            }
+            float4 *dst = reinterpret_cast<float4 *>(&xs[u][lane * FR_K_PER_LANE]);
+            dst[0] = make_float4(x[0], x[1], x[2], x[3]);
+            dst[1] = make_float4(x[4], x[5], x[6], x[7]);
+            /* the groups of 16, 32, ..., 256 containing this lane */
+#pragma unroll
+            for (int level = 0; level < 5; level++) {
+                fr_klohi(__shfl_xor_sync(0xffffffffu, lo, 1 << level), lo, hi);
+                fr_klohi(__shfl_xor_sync(0xffffffffu, hi, 1 << level), lo, hi);
+                if ((lane & ((2 << level) - 1)) == 0) {
+                    const int g = fr_klevel_index(level, lane);
+                    group_lohi[u][g] = lo;
+                    group_lohi[u][32 + g] = hi;
+                }
+            }
+            if (lane == 0) {
+                const int64_t unit = tile * FR_K_TILE_UNITS + u;
+                const int64_t row = unit < a.n_units ? fr_kdiv(unit, a.upr) : 0;
+                unit_row[u] = row;
+                unit_col[u] = (unit - row * a.upr) * FR_K_UNIT;
+            }
+        }
+        __syncthreads(); /* the tile is in shared memory */
+        if (tile + gridDim.x < n_tiles)
+            fr_kprefetch<DT>(a, tile + gridDim.x, warp, lane, raw0, raw1);
+
+        for (int ci = slot; ci < n; ci += Q) {
+            const fr_kspec s = sp[ci];
+            const float2 kc = kconst[ci];
+            double acc_err = 0.0, acc_hat = 0.0, acc_dot = 0.0;
+            float acc_max = 0.0f;
+            for (int u = sub; u < FR_K_TILE_UNITS; u += P) {
+                const int64_t unit = tile * FR_K_TILE_UNITS + u;
+                if (unit >= a.n_units)
+                    break;
+                fr_klane L;
+                L.group_lo = group_lohi[u];
+                L.lane = lane;
+                L.row = unit_row[u];
+                L.col = unit_col[u] + lane * FR_K_PER_LANE;
+                L.cols = a.cols;
+                L.row_lohi = a.row_lohi;
+                L.tile_amax = a.tile_amax;
+                L.tiles_per_row = a.tpr;
+                L.nf4_scale = a.nf4_scale;
+                L.segs_per_row = a.spr;
+                float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
+                const float4 *src = reinterpret_cast<const float4 *>(&xs[u][lane * FR_K_PER_LANE]);
+                float4 x0 = src[0], x1 = src[1];
+                x[0] = x0.x; x[1] = x0.y; x[2] = x0.z; x[3] = x0.w;
+                x[4] = x1.x; x[5] = x1.y; x[6] = x1.z; x[7] = x1.w;
+                fr_kquantize8(s, kc, L, x, h);
+                /* zero-padded elements past the row end give x = x_hat = 0
+                 * for every format, so they add nothing */
+                float se = 0.0f, sh = 0.0f, sd = 0.0f, me = 0.0f;
+#pragma unroll
+                for (int e = 0; e < FR_K_PER_LANE; e++) {
+                    const float d = x[e] - h[e];
+                    se = fmaf(d, d, se);
+                    sh = fmaf(h[e], h[e], sh);
+                    sd = fmaf(x[e], h[e], sd);
+                    me = fmaxf(me, fabsf(d));
+                }
+                acc_err += (double)se;
+                acc_hat += (double)sh;
+                acc_dot += (double)sd;
+                acc_max = fmaxf(acc_max, me);
+                if (WRITE && L.col < a.cols) {
+                    float *out = a.w_hat + L.row * a.cols + L.col;
+                    if (a.vec_out) {
+                        reinterpret_cast<float4 *>(out)[0] = make_float4(h[0], h[1], h[2], h[3]);
+                        reinterpret_cast<float4 *>(out)[1] = make_float4(h[4], h[5], h[6], h[7]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < FR_K_PER_LANE; e++)
+                            if (L.col + e < a.cols)
+                                out[e] = h[e];
+                    }
+                }
+            }
+            fr_kwarp_sum(acc_err, acc_hat, acc_dot, acc_max);
+            if (lane == 0) {
+                fr_kpart *p = &acc[ci * P + sub];
+                p->sq_err += acc_err;
+                p->sq_hat += acc_hat;
+                p->dot += acc_dot;
+                p->max_abs = fmax(p->max_abs, (double)acc_max);
+            }
+        }
+    }
+
+    /* sum w^2 and the non-finite counts: warp butterfly, then warps in order */
+    fr_kwarp_sum(my_sq, my_nan, my_inf, unused_max);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        my_first = fmax(my_first, __shfl_xor_sync(0xffffffffu, my_first, off));
+    if (lane == 0) {
+        red[warp].sq_err = my_sq;
+        red[warp].sq_hat = my_nan;
+        red[warp].dot = my_inf;
+        red[warp].max_abs = my_first;
+    }
+    __syncthreads();
+    fr_kpart *out = a.partials + (size_t)blockIdx.x * (n + 1);
+    for (int ci = threadIdx.x; ci < n; ci += FR_K_THREADS) {
+        fr_kpart t = acc[ci * P];
+        for (int j = 1; j < P; j++) {
+            const fr_kpart &o = acc[ci * P + j];
+            t.sq_err += o.sq_err;
+            t.sq_hat += o.sq_hat;
+            t.dot += o.dot;
+            t.max_abs = fmax(t.max_abs, o.max_abs);
+        }
+        out[ci] = t;
+    }
+    if (threadIdx.x == 0) {
+        fr_kpart t = red[0];
+        for (int k = 1; k < FR_K_WARPS; k++) {
+            t.sq_err += red[k].sq_err;
+            t.sq_hat += red[k].sq_hat;
+            t.dot += red[k].dot;
+            t.max_abs = fmax(t.max_abs, red[k].max_abs);
+        }
+        out[n] = t;
+    }
+}
+
+/* Column c of partials[n_blocks][n_cols]: a block per column, threads
+ * strided in order, then a fixed tree. */
+static __global__ void __launch_bounds__(256)
+    fr_kreduce_partials(const fr_kpart *__restrict__ partials, int n_blocks, int n_cols,
+                        fr_kpart *__restrict__ out)
+{
+    __shared__ fr_kpart s[256];
+    const int c = blockIdx.x;
+    fr_kpart t;
+    t.sq_err = t.sq_hat = t.dot = 0.0;
+    t.max_abs = -INFINITY; /* the extra column keeps -(first bad index) there */
+    for (int b = threadIdx.x; b < n_blocks; b += 256) {
+        const fr_kpart &p = partials[(size_t)b * n_cols + c];
+        t.sq_err += p.sq_err;
+        t.sq_hat += p.sq_hat;
+        t.dot += p.dot;
+        t.max_abs = fmax(t.max_abs, p.max_abs);
+    }
+    s[threadIdx.x] = t;
+    __syncthreads();
+    for (int off = 128; off > 0; off >>= 1) {
+        if ((int)threadIdx.x < off) {
+            fr_kpart &d = s[threadIdx.x];
+            const fr_kpart &o = s[threadIdx.x + off];
+            d.sq_err += o.sq_err;
+            d.sq_hat += o.sq_hat;
+            d.dot += o.dot;
+            d.max_abs = fmax(d.max_abs, o.max_abs);
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        out[c] = s[0];
+}
+
+template <int DT>
+static fr_status fr_kfused_launch(const fr_kfused_args &args, unsigned grid, bool write,
+                                  cudaStream_t s, fr_error *err)
+{
+    fr_status st = FR_OK;
+    if (write)
+        FR_LAUNCH(fr_kfused_kernel<DT, true><<<grid, FR_K_THREADS, 0, s>>>(args));
+    else
+        FR_LAUNCH(fr_kfused_kernel<DT, false><<<grid, FR_K_THREADS, 0, s>>>(args));
+cleanup:
+    return st;
+}
+
+fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview *v,
+                    float *w_hat, fr_error *err)
+{
+    fr_status st = FR_OK;
+    fr_kfused_args *args = NULL;
+    if (n < 1 || n > FR_K_MAX_SPECS || (w_hat && n != 1))
+        return fr_fail(err, FR_E_FAIL, "internal: %d configurations in one fused launch", n);
+    if (v->chunk_rows <= 0)
+        return fr_fail(err, FR_E_FAIL, "internal: empty chunk");
+    {
+        const fr_kneeds needs = fr_kneeds_of(specs, (size_t)n);
+        const int64_t upr = fr_kceil(v->cols, FR_K_UNIT);
+        const int64_t n_units = v->chunk_rows * upr;
+        const int64_t n_tiles = fr_kceil(n_units, FR_K_TILE_UNITS);
+        const unsigned grid = n_tiles < FR_K_GRID ? (unsigned)n_tiles : FR_K_GRID;
+        args = (fr_kfused_args *)calloc(1, sizeof *args);
+        if (!args)
+            return fr_fail(err, FR_E_NOMEM, "cannot allocate kernel arguments");
+        args->w = v->w;
+        args->cols = v->cols;
+        args->index_base = v->row0 * v->cols;
+        args->upr = upr;
+        args->n_units = n_units;
+        args->vec = fr_kvec_ok(v) != 0;
+        args->vec_out = args->vec && ((uintptr_t)w_hat & 15u) == 0;
+        args->tensor_lohi = needs.tensor ? (const float *)work->tstats.p : NULL;
+        args->row_lohi = needs.rows ? (const float *)work->row_lohi.p + 2 * v->row0 : NULL;
+        args->tpr = fr_kceil(v->cols, 128);
+        args->tile_amax = needs.tiles ? (const float *)work->tile_amax.p + (v->row0 / 128) * args->tpr : NULL;
+        args->spr = fr_kceil(v->cols, FR_K_SEG);
+        args->nf4_scale = needs.nf4dq ? (const float *)work->nf4_scale.p + v->row0 * args->spr : NULL;
+        args->partials = (fr_kpart *)work->partials.p;
+        args->w_hat = w_hat;
+        args->n_specs = n;
+        memcpy(args->specs, specs, (size_t)n * sizeof *specs);
+        if (needs.tiles && v->row0 % 128 != 0) {
+            st = fr_fail(err, FR_E_FAIL, "internal: row chunk at row %lld is not 128-aligned",
+                         (long long)v->row0);
+            goto cleanup;
+        }
+        switch (v->dtype) {
+        case FRONTIER_DTYPE_F32:
+            FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_F32>(*args, grid, w_hat != NULL, work->stream, err));
+            break;
+        case FRONTIER_DTYPE_F16:
+            FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_F16>(*args, grid, w_hat != NULL, work->stream, err));
+            break;
+        case FRONTIER_DTYPE_BF16:
+            FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_BF16>(*args, grid, w_hat != NULL, work->stream, err));
+            break;
+        default:
+            st = fr_fail(err, FR_E_FAIL, "internal: device dtype %d", v->dtype);
+            goto cleanup;
+        }
+        FR_LAUNCH(fr_kreduce_partials<<<(unsigned)(n + 1), 256, 0, work->stream>>>(
+            (const fr_kpart *)work->partials.p, (int)grid, n + 1, (fr_kpart *)work->results.p));
+    }
+cleanup:
+    free(args);
+    return st;
+}
+
+/* ---- error sums of a materialised reconstruction (the CPU's chunking) ---- */
+
+/* FR_METRICS_CHUNK of frontier/metrics.h: one thread per chunk, in element
+ * order, the very arithmetic of metrics.c's sums_chunk, so the result is
+ * bitwise the CPU's. */
+#define FR_KMETRICS_CHUNK 65536
+
+static __global__ void __launch_bounds__(128)
+    fr_kerror_sums(const void *__restrict__ w, int dt, const float *__restrict__ w_hat, int64_t n,
+                   frontier_error_sums *__restrict__ partial)
+{
+    const int64_t chunk = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t n_chunks = n / FR_KMETRICS_CHUNK + (n % FR_KMETRICS_CHUNK != 0);
+    if (chunk >= n_chunks)
+        return;
+    const int64_t begin = chunk * FR_KMETRICS_CHUNK;
+    const int64_t end = begin + FR_KMETRICS_CHUNK < n ? begin + FR_KMETRICS_CHUNK : n;
+    double sq_err = 0.0, sq_ref = 0.0, sq_hat = 0.0, dot = 0.0, max_abs = 0.0;
+    for (int64_t i = begin; i < end; i++) {
+        double wv = fr_kelem(w, dt, i), hv = w_hat[i];
+        double d = wv - hv;
+        sq_err += d * d;
+        sq_ref += wv * wv;
+        sq_hat += hv * hv;
+        dot += wv * hv;
+        double ab = fabs(d);
+        max_abs = ab > max_abs ? ab : max_abs;
+    }
+    frontier_error_sums p;
+    p.sq_err = sq_err;
+    p.sq_ref = sq_ref;
+    p.sq_hat = sq_hat;
+    p.dot = dot;
+    p.max_abs_err = max_abs;
+    partial[chunk] = p;
+}
+
+extern "C" fr_status fr_cuda_error_sums(const void *w, int dtype, const float *w_hat, int64_t n,
+                                        frontier_error_sums *sums, void *stream, fr_error *err)
+{
+    fr_status st = FR_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    frontier_error_sums *d_part = NULL, *h_part = NULL;
+    const int64_t n_chunks = n / FR_KMETRICS_CHUNK + (n % FR_KMETRICS_CHUNK != 0);
+    sums->sq_err = sums->sq_ref = sums->sq_hat = sums->dot = sums->max_abs_err = 0.0;
+    if (n <= 0)
+        return FR_OK;
+    if (!fr_kdtype_size(dtype))
+        return fr_fail(err, FR_E_USAGE, "error sums: unknown device dtype %d", dtype);
+    h_part = (frontier_error_sums *)malloc((size_t)n_chunks * sizeof *h_part);
+    if (!h_part)
+        return fr_fail(err, FR_E_NOMEM, "cannot allocate %lld partial error sums",
+                       (long long)n_chunks);
+    FR_CU(cudaMallocAsync((void **)&d_part, (size_t)n_chunks * sizeof *d_part, s));
+    FR_LAUNCH(fr_kerror_sums<<<(unsigned)((n_chunks + 127) / 128), 128, 0, s>>>(w, dtype, w_hat, n,
+                                                                             d_part));
+    FR_CU(cudaMemcpyAsync(h_part, d_part, (size_t)n_chunks * sizeof *h_part,
+                          cudaMemcpyDeviceToHost, s));
+    FR_CU(cudaStreamSynchronize(s));
+    /* in chunk order, as fr_error_sums_accumulate adds them */
+    for (int64_t c = 0; c < n_chunks; c++)
+        fr_error_sums_add(sums, &h_part[c]);
+cleanup:
+    if (d_part) {
+        cudaFreeAsync(d_part, s);
+        if (st != FR_OK)
+            cudaStreamSynchronize(s);
+    }
+    free(h_part);
+    return st;
+}
