@@ -54,7 +54,8 @@ expect_rc 2 "unknown option" -- "$FRONTIER" sweep small.safetensors -o a.h5 --fr
 [ -e a.h5 ] && fail "a usage error created the output"
 
 # -- devices
-expect_rc 7 "--device cuda without a usable GPU" -- "$FRONTIER" sweep small.safetensors -o a.h5 --device cuda:0 "${Q[@]}"
+# CUDA_VISIBLE_DEVICES= hides any GPU, so this holds on GPU machines too
+CUDA_VISIBLE_DEVICES= expect_rc 7 "--device cuda without a usable GPU" -- "$FRONTIER" sweep small.safetensors -o a.h5 --device cuda:0 "${Q[@]}"
 [ -e a.h5 ] && fail "a device error created the output"
 
 # -- inputs
