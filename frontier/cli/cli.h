@@ -17,4 +17,9 @@ int cmd_export(int argc, char **argv);
 /* Prints "frontier <cmd>: <msg>" style usage errors and returns FR_E_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* "frontier <argv joined>" for the dataset's command_line attribute, each
+ * argument quoted for a POSIX shell where it needs it (argv[0] is the
+ * subcommand); NULL when out of memory. */
+char *cli_command_line(int argc, char **argv);
+
 #endif

@@ -1,5 +1,4 @@
-/* What the analysis commands share: reading a dataset, the command line
- * recorded with stored tables, number parsing. */
+/* What the analysis commands share: reading a dataset, number parsing. */
 #include "cli_analysis.h"
 
 #include <math.h>
@@ -27,37 +26,6 @@ fr_status cli_read_dataset(const char *path, fr_dataset *ds, fr_result_index *ix
 void cli_free_dataset(fr_dataset *ds)
 {
     fr_dataset_free(ds);
-}
-
-char *cli_command_line(int argc, char **argv)
-{
-    size_t len = strlen("frontier") + 1;
-    for (int i = 0; i < argc; i++)
-        len += 4 * strlen(argv[i]) + 3;
-    char *out = malloc(len), *p = out;
-    if (!out)
-        return NULL;
-    p += sprintf(p, "frontier");
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        *p++ = ' ';
-        if (*a && !strpbrk(a, " \t\n'\"\\$`*?[]{}()<>|&;#~")) {
-            p += sprintf(p, "%s", a);
-            continue;
-        }
-        *p++ = '\'';
-        for (; *a; a++) {
-            if (*a == '\'') {
-                memcpy(p, "'\\''", 4);
-                p += 4;
-            } else {
-                *p++ = *a;
-            }
-        }
-        *p++ = '\'';
-        *p = '\0';
-    }
-    return out;
 }
 
 int cli_parse_double(const char *text, double *out)

@@ -11,10 +11,6 @@
 fr_status cli_read_dataset(const char *path, fr_dataset *ds, fr_result_index *ix, fr_error *err);
 void cli_free_dataset(fr_dataset *ds);
 
-/* "frontier <argv joined>", arguments with spaces or quotes single-quoted;
- * NULL when out of memory. */
-char *cli_command_line(int argc, char **argv);
-
 /* "2..8" or "2..8:0.25" (step default_step when absent). 0 when malformed. */
 int cli_parse_range(const char *text, double default_step, double *lo, double *hi, double *step);
 

@@ -33,25 +33,6 @@ static void print_usage(FILE *out)
             "9 inputs disagree.\n");
 }
 
-static char *join_command_line(int argc, char **argv)
-{
-    size_t len = strlen("frontier") + 1;
-    for (int i = 0; i < argc; i++)
-        len += strlen(argv[i]) + 3;
-    char *s = malloc(len);
-    if (!s)
-        return NULL;
-    strcpy(s, "frontier");
-    for (int i = 0; i < argc; i++) {
-        int quote = strpbrk(argv[i], " \t\"'") != NULL || !argv[i][0];
-        strcat(s, quote ? " '" : " ");
-        strcat(s, argv[i]);
-        if (quote)
-            strcat(s, "'");
-    }
-    return s;
-}
-
 int cmd_merge(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -97,7 +78,7 @@ int cmd_merge(int argc, char **argv)
 
     size_t n = (size_t)(argc - optind);
     inputs = calloc(n, sizeof *inputs);
-    command_line = join_command_line(argc, argv);
+    command_line = cli_command_line(argc, argv);
     if (!inputs || !command_line) {
         rc = fr_fail(&err, FR_E_NOMEM, "out of memory");
         goto report;

@@ -63,26 +63,6 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
-/* The command line as typed, for the dataset (arguments with spaces quoted). */
-static char *join_command_line(int argc, char **argv)
-{
-    size_t len = strlen("frontier") + 1;
-    for (int i = 0; i < argc; i++)
-        len += strlen(argv[i]) + 3;
-    char *s = malloc(len);
-    if (!s)
-        return NULL;
-    strcpy(s, "frontier");
-    for (int i = 0; i < argc; i++) {
-        int quote = strpbrk(argv[i], " \t\"'") != NULL || !argv[i][0];
-        strcat(s, quote ? " '" : " ");
-        strcat(s, argv[i]);
-        if (quote)
-            strcat(s, "'");
-    }
-    return s;
-}
-
 static int parse_int64(const char *text, int64_t *out)
 {
     char *end = NULL;
@@ -161,7 +141,7 @@ int cmd_sweep(int argc, char **argv)
     memset(&reg, 0, sizeof reg);
     plugins = calloc((size_t)argc + 1, sizeof *plugins);
     sources = calloc((size_t)argc + 2, sizeof *sources);
-    command_line = join_command_line(argc, argv);
+    command_line = cli_command_line(argc, argv);
     if (!plugins || !sources || !command_line) {
         rc = fr_fail(&err, FR_E_NOMEM, "out of memory");
         goto report;

@@ -92,8 +92,10 @@ expect_rc 0 "--resume on a missing output starts a new run" -- "$FRONTIER" sweep
 python3 "$HERE/h5tool.py" same run.h5 fresh.h5 || fail "a run started by --resume differs"
 
 # -- --json summary, selection by glob and bits, include/exclude, min-numel
+# (the "it's" alternative matches nothing: it checks the quoting of the
+# recorded command line)
 expect_rc 0 "json summary" -- "$FRONTIER" sweep small.safetensors -o j.h5 --quantizers 'int*' --bits 4,8 \
-  --include 'mlp|attn' --exclude 'k_proj' --min-numel 5000 --json --quiet
+  --include "mlp|attn|it's" --exclude 'k_proj' --min-numel 5000 --json --quiet
 if python3 - <<'PY'; then pass "json summary content"; else fail "json summary content"; fi
 import json
 s = json.load(open("out.txt"))
@@ -103,5 +105,14 @@ assert names and all(n.startswith(("int4-", "int8-")) for n in names), names
 assert s["tensors"] == 2, s
 assert all(c["tensors"] == 2 for c in s["configs"]), s
 assert s["skipped_tensors"] == 1, s   # q_proj: fewer than --min-numel (the norm is not matched by --include)
+PY
+if python3 - <<'PY'; then pass "command_line attribute splits back into the arguments"; else fail "command_line attribute"; fi
+import shlex
+import h5py
+line = h5py.File("j.h5", "r").attrs["command_line"]
+line = line.decode() if isinstance(line, bytes) else line
+want = ["frontier", "sweep", "small.safetensors", "-o", "j.h5", "--quantizers", "int*", "--bits", "4,8",
+        "--include", "mlp|attn|it's", "--exclude", "k_proj", "--min-numel", "5000", "--json", "--quiet"]
+assert shlex.split(line) == want, line
 PY
 finish
