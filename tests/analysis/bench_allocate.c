@@ -82,6 +82,6 @@ int main(int argc, char **argv)
            (unsigned long long)states, not_optimal);
     fr_alloc_problem_free(&prob);
     fr_result_index_free(&ix);
-    fx_free(&ds);
+    fr_dataset_free(&ds);
     return 0;
 }

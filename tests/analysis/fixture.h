@@ -1,6 +1,7 @@
 /*
  * Hand-made frontier datasets for the analysis tests: the in-memory
- * fr_dataset filled directly, so the tests do not depend on the HDF5 reader.
+ * fr_dataset built with the library's own fr_dataset_add_* (so its rows
+ * follow the same allocation rules as a read one), without the HDF5 reader.
  */
 #ifndef FR_TEST_FIXTURE_H
 #define FR_TEST_FIXTURE_H
@@ -33,16 +34,6 @@ static int fx_failures;
         }                                                                                \
     } while (0)
 
-static inline void *fx_xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return q;
-}
-
 static inline char *fx_strdup(const char *s)
 {
     char *d = strdup(s);
@@ -65,50 +56,51 @@ static inline void fx_init(fr_dataset *ds)
     ds->devices = fx_strdup("cpu");
 }
 
+/* Exits on failure: a fixture that cannot be built is no test. */
+static inline void fx_ok(fr_status st, const fr_error *err)
+{
+    if (st != FR_OK) {
+        fprintf(stderr, "fixture: %s\n", err->msg);
+        exit(1);
+    }
+}
+
 /* Ids are deliberately not table positions, to catch code relying on that. */
 static inline uint32_t fx_tensor(fr_dataset *ds, const char *name, const char *cls, uint64_t numel,
                                  double sq_norm)
 {
-    ds->tensors = fx_xrealloc(ds->tensors, (ds->n_tensors + 1) * sizeof *ds->tensors);
-    fr_ds_tensor *t = &ds->tensors[ds->n_tensors];
-    memset(t, 0, sizeof *t);
-    t->tensor_id = 100 + 7 * (uint32_t)ds->n_tensors;
-    t->name = fx_strdup(name);
-    t->cls = fx_strdup(cls);
-    t->dtype = fx_strdup("F32");
     char shape[64];
     snprintf(shape, sizeof shape, "%llu", (unsigned long long)numel);
-    t->shape = fx_strdup(shape);
-    t->numel = numel;
-    t->rows = 1;
-    t->cols = (int64_t)numel;
-    t->sq_norm = sq_norm;
-    ds->n_tensors++;
-    return t->tensor_id;
+    fr_ds_tensor t = {
+        .tensor_id = 100 + 7 * (uint32_t)ds->n_tensors,
+        .name = (char *)name,
+        .cls = (char *)cls,
+        .dtype = "F32",
+        .shape = shape,
+        .numel = numel,
+        .rows = 1,
+        .cols = (int64_t)numel,
+        .sq_norm = sq_norm,
+    };
+    fr_error err = {0};
+    fx_ok(fr_dataset_add_tensor(ds, &t, &err), &err);
+    return t.tensor_id;
 }
 
 static inline uint32_t fx_config(fr_dataset *ds, const char *name, const char *family,
                                  double nominal_bits)
 {
-    ds->configs = fx_xrealloc(ds->configs, (ds->n_configs + 1) * sizeof *ds->configs);
-    fr_ds_config *c = &ds->configs[ds->n_configs];
-    memset(c, 0, sizeof *c);
-    c->config_id = 50 + 3 * (uint32_t)ds->n_configs;
-    c->name = fx_strdup(name);
-    c->family = fx_strdup(family);
-    c->nominal_bits = nominal_bits;
-    c->params = fx_strdup("{}");
-    c->origin = fx_strdup("builtin");
-    ds->n_configs++;
-    return c->config_id;
-}
-
-static inline const fr_ds_tensor *fx_find_tensor(const fr_dataset *ds, uint32_t id)
-{
-    for (size_t i = 0; i < ds->n_tensors; i++)
-        if (ds->tensors[i].tensor_id == id)
-            return &ds->tensors[i];
-    return NULL;
+    fr_ds_config c = {
+        .config_id = 50 + 3 * (uint32_t)ds->n_configs,
+        .name = (char *)name,
+        .family = (char *)family,
+        .nominal_bits = nominal_bits,
+        .params = "{}",
+        .origin = "builtin",
+    };
+    fr_error err = {0};
+    fx_ok(fr_dataset_add_config(ds, &c, &err), &err);
+    return c.config_id;
 }
 
 /* A result row; out terms NaN (no calibration) unless out_sq_ref > 0. */
@@ -116,58 +108,31 @@ static inline void fx_result_out(fr_dataset *ds, uint32_t tensor_id, uint32_t co
                                  uint64_t total_bits, double sq_err, double out_sq_err,
                                  double out_sq_ref)
 {
-    const fr_ds_tensor *t = fx_find_tensor(ds, tensor_id);
-    ds->results = fx_xrealloc(ds->results, (ds->n_results + 1) * sizeof *ds->results);
-    fr_ds_result *r = &ds->results[ds->n_results++];
-    memset(r, 0, sizeof *r);
-    r->tensor_id = tensor_id;
-    r->config_id = config_id;
-    r->total_bits = total_bits;
-    r->bits_per_weight = t ? (double)total_bits / (double)t->numel : NAN;
-    r->sq_err = sq_err;
-    r->rel_err = t && t->sq_norm > 0 ? sqrt(sq_err / t->sq_norm) : NAN;
-    r->sqnr_db = -20 * log10(r->rel_err);
-    r->max_abs_err = sqrt(sq_err);
-    r->cosine = 1 - r->rel_err * r->rel_err / 2;
-    r->out_sq_err = out_sq_err;
-    r->out_sq_ref = out_sq_ref;
-    r->out_rel_err = out_sq_ref > 0 ? sqrt(out_sq_err / out_sq_ref) : NAN;
-    r->seconds = 0.001;
-    snprintf(r->device, sizeof r->device, "cpu");
+    const fr_ds_tensor *t = fr_dataset_tensor(ds, tensor_id);
+    fr_ds_result r = {
+        .tensor_id = tensor_id,
+        .config_id = config_id,
+        .total_bits = total_bits,
+        .bits_per_weight = t ? (double)total_bits / (double)t->numel : NAN,
+        .sq_err = sq_err,
+        .rel_err = t && t->sq_norm > 0 ? sqrt(sq_err / t->sq_norm) : NAN,
+        .max_abs_err = sqrt(sq_err),
+        .out_sq_err = out_sq_err,
+        .out_sq_ref = out_sq_ref,
+        .out_rel_err = out_sq_ref > 0 ? sqrt(out_sq_err / out_sq_ref) : NAN,
+        .seconds = 0.001,
+        .device = "cpu",
+    };
+    r.sqnr_db = -20 * log10(r.rel_err);
+    r.cosine = 1 - r.rel_err * r.rel_err / 2;
+    fr_error err = {0};
+    fx_ok(fr_dataset_add_result(ds, &r, &err), &err);
 }
 
 static inline void fx_result(fr_dataset *ds, uint32_t tensor_id, uint32_t config_id,
                              uint64_t total_bits, double sq_err)
 {
     fx_result_out(ds, tensor_id, config_id, total_bits, sq_err, NAN, NAN);
-}
-
-static inline void fx_free(fr_dataset *ds)
-{
-    for (size_t i = 0; i < ds->n_tensors; i++) {
-        free(ds->tensors[i].name);
-        free(ds->tensors[i].cls);
-        free(ds->tensors[i].dtype);
-        free(ds->tensors[i].shape);
-    }
-    for (size_t i = 0; i < ds->n_configs; i++) {
-        free(ds->configs[i].name);
-        free(ds->configs[i].family);
-        free(ds->configs[i].params);
-        free(ds->configs[i].origin);
-    }
-    free(ds->tensors);
-    free(ds->configs);
-    free(ds->results);
-    free(ds->sources);
-    free(ds->skipped);
-    free(ds->format);
-    free(ds->tool_version);
-    free(ds->created);
-    free(ds->command_line);
-    free(ds->host);
-    free(ds->devices);
-    memset(ds, 0, sizeof *ds);
 }
 
 /* splitmix64: reproducible random instances from a seed. */

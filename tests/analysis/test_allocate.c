@@ -184,14 +184,14 @@ static void golden(void)
         unlink(types_path);
         rmdir(dir);
     }
-    fx_free(&ds);
+    fr_dataset_free(&ds);
 
     /* a dataset without results */
     fx_init(&ds);
     fx_tensor(&ds, "w", "other", 10, 1.0);
     fx_config(&ds, "int4-g32-sym", "int", 4);
     CHECK(solve(&ds, &opt, 4.0, &a, &err) == FR_E_FORMAT);
-    fx_free(&ds);
+    fr_dataset_free(&ds);
 }
 
 /* GGUF names of the Llama layout, and names left alone */
@@ -299,7 +299,7 @@ static void random_datasets(void)
         }
         fr_alloc_problem_free(&prob);
         fr_result_index_free(&ix);
-        fx_free(&ds);
+        fr_dataset_free(&ds);
     }
     printf("random datasets: %d allocations equal to brute force\n", solved);
 }
@@ -372,7 +372,7 @@ static void sweep(void)
     CHECK(fr_alloc_sweep(&prob, 3, 2, 0.25, 0, &curve, &err) == FR_E_USAGE);
     fr_alloc_problem_free(&prob);
     fr_result_index_free(&ix);
-    fx_free(&ds);
+    fr_dataset_free(&ds);
 }
 
 int main(void)

@@ -112,6 +112,6 @@ int main(int argc, char **argv)
     fr_mixed_curve_free(&curve);
     fr_alloc_problem_free(&prob);
     fr_result_index_free(&ix);
-    fx_free(&ds);
+    fr_dataset_free(&ds);
     return fx_done("test_export");
 }

@@ -177,6 +177,6 @@ int main(void)
     CHECK(fr_result_index_build(&ds, &ix, &err) == FR_E_FORMAT);
     CHECK(strstr(err.msg, "unknown tensor id 9999") != NULL);
 
-    fx_free(&ds);
+    fr_dataset_free(&ds);
     return fx_done("test_pareto");
 }

@@ -140,7 +140,7 @@ int main(void)
     fr_alloc_problem_free(&prob);
     fr_pareto_free(&p);
     fr_result_index_free(&ix);
-    fx_free(&ds);
+    fr_dataset_free(&ds);
     unlink(path);
     rmdir(dir);
     return fx_done("test_store");
