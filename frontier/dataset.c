@@ -49,56 +49,68 @@ fr_status fr_dataset_set_string(char **field, const char *value, fr_error *err)
     return FR_OK;
 }
 
+/* The string columns of a row, located through the schema's field table
+ * (dataset_schema.h), so a new column needs no change here. */
+static char **row_string(void *row, const ds_field *field)
+{
+    return (char **)((char *)row + field->offset);
+}
+
+/* Appends a copy of row to a table whose rows are described by table;
+ * its strings are duplicated (NULL becomes ""). */
+static fr_status add_row(void **rows, size_t *n, const void *row, const ds_table *table,
+                         fr_error *err)
+{
+    if (reserve(rows, *n, table->row_size) != 0)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    void *copy = (char *)*rows + *n * table->row_size;
+    memcpy(copy, row, table->row_size);
+    for (size_t f = 0; f < table->n_fields; f++) {
+        if (table->fields[f].type != DS_STR)
+            continue;
+        char **s = row_string(copy, &table->fields[f]);
+        if (!(*s = dup_or_empty(*s))) {
+            for (size_t g = 0; g < f; g++)
+                if (table->fields[g].type == DS_STR)
+                    free(*row_string(copy, &table->fields[g]));
+            return fr_fail(err, FR_E_NOMEM, "out of memory");
+        }
+    }
+    (*n)++;
+    return FR_OK;
+}
+
+static void free_rows(void *rows, size_t n, const ds_table *table)
+{
+    for (size_t r = 0; r < n; r++)
+        for (size_t f = 0; f < table->n_fields; f++)
+            if (table->fields[f].type == DS_STR)
+                free(*row_string((char *)rows + r * table->row_size, &table->fields[f]));
+    free(rows);
+}
+
 fr_status fr_dataset_add_source(fr_dataset *ds, const fr_ds_source *row, fr_error *err)
 {
-    if (reserve((void **)&ds->sources, ds->n_sources, sizeof *ds->sources) != 0)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    fr_ds_source r = *row;
-    r.path = dup_or_empty(row->path);
-    r.kind = dup_or_empty(row->kind);
-    r.sha256 = dup_or_empty(row->sha256);
-    if (!r.path || !r.kind || !r.sha256) {
-        free(r.path), free(r.kind), free(r.sha256);
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    }
-    ds->sources[ds->n_sources++] = r;
-    return FR_OK;
+    return add_row((void **)&ds->sources, &ds->n_sources, row, &ds_sources_table, err);
 }
 
 fr_status fr_dataset_add_tensor(fr_dataset *ds, const fr_ds_tensor *row, fr_error *err)
 {
-    if (reserve((void **)&ds->tensors, ds->n_tensors, sizeof *ds->tensors) != 0)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    fr_ds_tensor r = *row;
-    r.name = dup_or_empty(row->name);
-    r.cls = dup_or_empty(row->cls);
-    r.dtype = dup_or_empty(row->dtype);
-    r.shape = dup_or_empty(row->shape);
-    if (!r.name || !r.cls || !r.dtype || !r.shape) {
-        free(r.name), free(r.cls), free(r.dtype), free(r.shape);
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    }
-    ds->tensors[ds->n_tensors++] = r;
-    return FR_OK;
+    return add_row((void **)&ds->tensors, &ds->n_tensors, row, &ds_tensors_table, err);
 }
 
 fr_status fr_dataset_add_config(fr_dataset *ds, const fr_ds_config *row, fr_error *err)
 {
-    if (reserve((void **)&ds->configs, ds->n_configs, sizeof *ds->configs) != 0)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    fr_ds_config r = *row;
-    r.name = dup_or_empty(row->name);
-    r.family = dup_or_empty(row->family);
-    r.params = dup_or_empty(row->params);
-    r.origin = dup_or_empty(row->origin);
-    if (!r.name || !r.family || !r.params || !r.origin) {
-        free(r.name), free(r.family), free(r.params), free(r.origin);
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    }
-    ds->configs[ds->n_configs++] = r;
-    return FR_OK;
+    return add_row((void **)&ds->configs, &ds->n_configs, row, &ds_configs_table, err);
 }
 
+fr_status fr_dataset_add_skipped(fr_dataset *ds, const fr_ds_skipped *row, fr_error *err)
+{
+    return add_row((void **)&ds->skipped, &ds->n_skipped, row, &ds_skipped_table, err);
+}
+
+/* Results have no string column in memory (device is char[16]): not
+ * through the schema's table, whose rows are ds_result_io. */
 fr_status fr_dataset_add_result(fr_dataset *ds, const fr_ds_result *row, fr_error *err)
 {
     if (reserve((void **)&ds->results, ds->n_results, sizeof *ds->results) != 0)
@@ -106,22 +118,6 @@ fr_status fr_dataset_add_result(fr_dataset *ds, const fr_ds_result *row, fr_erro
     fr_ds_result *r = &ds->results[ds->n_results++];
     *r = *row;
     r->device[sizeof r->device - 1] = '\0';
-    return FR_OK;
-}
-
-fr_status fr_dataset_add_skipped(fr_dataset *ds, const fr_ds_skipped *row, fr_error *err)
-{
-    if (reserve((void **)&ds->skipped, ds->n_skipped, sizeof *ds->skipped) != 0)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    fr_ds_skipped r = *row;
-    r.name = dup_or_empty(row->name);
-    r.reason = dup_or_empty(row->reason);
-    r.config = dup_or_empty(row->config);
-    if (!r.name || !r.reason || !r.config) {
-        free(r.name), free(r.reason), free(r.config);
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    }
-    ds->skipped[ds->n_skipped++] = r;
     return FR_OK;
 }
 
@@ -135,33 +131,11 @@ void fr_dataset_free(fr_dataset *ds)
     free(ds->command_line);
     free(ds->host);
     free(ds->devices);
-    for (size_t i = 0; i < ds->n_sources; i++) {
-        free(ds->sources[i].path);
-        free(ds->sources[i].kind);
-        free(ds->sources[i].sha256);
-    }
-    for (size_t i = 0; i < ds->n_tensors; i++) {
-        free(ds->tensors[i].name);
-        free(ds->tensors[i].cls);
-        free(ds->tensors[i].dtype);
-        free(ds->tensors[i].shape);
-    }
-    for (size_t i = 0; i < ds->n_configs; i++) {
-        free(ds->configs[i].name);
-        free(ds->configs[i].family);
-        free(ds->configs[i].params);
-        free(ds->configs[i].origin);
-    }
-    for (size_t i = 0; i < ds->n_skipped; i++) {
-        free(ds->skipped[i].name);
-        free(ds->skipped[i].reason);
-        free(ds->skipped[i].config);
-    }
-    free(ds->sources);
-    free(ds->tensors);
-    free(ds->configs);
+    free_rows(ds->sources, ds->n_sources, &ds_sources_table);
+    free_rows(ds->tensors, ds->n_tensors, &ds_tensors_table);
+    free_rows(ds->configs, ds->n_configs, &ds_configs_table);
+    free_rows(ds->skipped, ds->n_skipped, &ds_skipped_table);
     free(ds->results);
-    free(ds->skipped);
     memset(ds, 0, sizeof *ds);
 }
 
@@ -383,7 +357,7 @@ static fr_status read_table(const reader *rd, const ds_table *table, void **rows
     for (size_t r = 0; r < (size_t)n; r++)
         for (size_t f = 0; f < table->n_fields; f++)
             if (table->fields[f].type == DS_STR) {
-                char **s = (char **)((char *)rows + r * table->row_size + table->fields[f].offset);
+                char **s = row_string((char *)rows + r * table->row_size, &table->fields[f]);
                 if (!*s && !(*s = strdup(""))) {
                     st = fr_fail(err, FR_E_NOMEM, "out of memory");
                     *n_out = (size_t)n; /* so the caller frees what was read */

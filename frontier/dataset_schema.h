@@ -1,7 +1,8 @@
 /*
  * The on-disk schema of the frontier dataset (docs/dataset.md), written once
- * as field tables that drive both the writer (dataset_write.c) and the reader
- * (dataset.c). Private to those two files.
+ * as field tables that drive the writer (dataset_write.c), the reader and
+ * the copying and freeing of rows in memory (dataset.c). Private to the
+ * dataset code of frontier/.
  */
 #ifndef FR_DATASET_SCHEMA_H
 #define FR_DATASET_SCHEMA_H
