@@ -422,16 +422,21 @@ static void close_reader(reader *rd)
         H5Fclose(rd->file);
 }
 
-static fr_status check_format(const reader *rd, int64_t *version, fr_error *err)
+/* The root attributes that make a file a frontier dataset; *format is
+ * handed back when format is not NULL (so the reader reads it once). */
+static fr_status check_format(const reader *rd, char **format, int64_t *version, fr_error *err)
 {
-    char *format = NULL;
-    fr_status st = read_string_attr(rd, "format", &format, 1, err);
-    if (st == FR_OK && strcmp(format, DS_FORMAT) != 0)
+    char *value = NULL;
+    fr_status st = read_string_attr(rd, "format", &value, 1, err);
+    if (st == FR_OK && strcmp(value, DS_FORMAT) != 0)
         st = fr_fail(err, FR_E_FORMAT, "'%s' is not a frontier dataset (format '%s')", rd->path,
-                     format);
-    free(format);
+                     value);
     if (st == FR_OK)
         st = read_int_attr(rd, "schema_version", version, err);
+    if (st == FR_OK && format)
+        *format = value;
+    else
+        free(value);
     return st;
 }
 
@@ -444,7 +449,7 @@ fr_status fr_dataset_probe(const char *path, int64_t *schema_version, fr_error *
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     fr_status st = open_reader(path, &rd, err);
     if (st == FR_OK)
-        st = check_format(&rd, schema_version, err);
+        st = check_format(&rd, NULL, schema_version, err);
     close_reader(&rd);
     H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
     return st;
@@ -514,7 +519,7 @@ fr_status fr_dataset_read(const char *path, fr_dataset *ds, fr_error *err)
     fr_status st = open_reader(path, &rd, err);
     if (st != FR_OK)
         goto done;
-    st = check_format(&rd, &ds->schema_version, err);
+    st = check_format(&rd, &ds->format, &ds->schema_version, err);
     if (st != FR_OK)
         goto done;
     if (ds->schema_version != FR_SCHEMA_VERSION) {
@@ -522,8 +527,7 @@ fr_status fr_dataset_read(const char *path, fr_dataset *ds, fr_error *err)
                      path, (long long)ds->schema_version, FR_SCHEMA_VERSION);
         goto done;
     }
-    if ((st = read_string_attr(&rd, "format", &ds->format, 1, err)) != FR_OK ||
-        (st = read_string_attr(&rd, "tool_version", &ds->tool_version, 0, err)) != FR_OK ||
+    if ((st = read_string_attr(&rd, "tool_version", &ds->tool_version, 0, err)) != FR_OK ||
         (st = read_string_attr(&rd, "created", &ds->created, 0, err)) != FR_OK ||
         (st = read_string_attr(&rd, "command_line", &ds->command_line, 0, err)) != FR_OK ||
         (st = read_string_attr(&rd, "host", &ds->host, 0, err)) != FR_OK ||
