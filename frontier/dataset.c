@@ -464,19 +464,7 @@ static fr_status convert_results(const char *path, ds_result_io *io, size_t n, f
         return fr_fail(err, FR_E_NOMEM, "'%s': cannot allocate /results", path);
     for (size_t i = 0; i < n; i++) {
         fr_ds_result *r = &ds->results[i];
-        r->tensor_id = io[i].tensor_id;
-        r->config_id = io[i].config_id;
-        r->bits_per_weight = io[i].bits_per_weight;
-        r->total_bits = io[i].total_bits;
-        r->rel_err = io[i].rel_err;
-        r->sqnr_db = io[i].sqnr_db;
-        r->max_abs_err = io[i].max_abs_err;
-        r->cosine = io[i].cosine;
-        r->out_rel_err = io[i].out_rel_err;
-        r->sq_err = io[i].sq_err;
-        r->out_sq_err = io[i].out_sq_err;
-        r->out_sq_ref = io[i].out_sq_ref;
-        r->seconds = io[i].seconds;
+        *r = io[i].row;
         snprintf(r->device, sizeof r->device, "%s", io[i].device ? io[i].device : "");
     }
     ds->n_results = n;

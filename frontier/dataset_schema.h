@@ -35,22 +35,10 @@ typedef struct ds_table {
 } ds_table;
 
 /* /results rows as they travel to and from HDF5: fr_ds_result with the
- * device as a pointer, since HDF5 does not convert char[16] to a
- * variable-length string. */
+ * device beside it as a pointer, since HDF5 does not convert char[16] to a
+ * variable-length string (row.device itself is not part of the HDF5 type). */
 typedef struct ds_result_io {
-    uint32_t tensor_id;
-    uint32_t config_id;
-    double bits_per_weight;
-    uint64_t total_bits;
-    double rel_err;
-    double sqnr_db;
-    double max_abs_err;
-    double cosine;
-    double out_rel_err;
-    double sq_err;
-    double out_sq_err;
-    double out_sq_ref;
-    double seconds;
+    fr_ds_result row;
     char *device;
 } ds_result_io;
 
@@ -90,20 +78,22 @@ static const ds_field ds_config_fields[] = {
     DS_FIELD(fr_ds_config, origin, DS_STR),
 };
 
+#define DS_RESULT_FIELD(member, kind) {#member, kind, offsetof(ds_result_io, row.member)}
+
 static const ds_field ds_result_fields[] = {
-    DS_FIELD(ds_result_io, tensor_id, DS_U32),
-    DS_FIELD(ds_result_io, config_id, DS_U32),
-    DS_FIELD(ds_result_io, bits_per_weight, DS_F64),
-    DS_FIELD(ds_result_io, total_bits, DS_U64),
-    DS_FIELD(ds_result_io, rel_err, DS_F64),
-    DS_FIELD(ds_result_io, sqnr_db, DS_F64),
-    DS_FIELD(ds_result_io, max_abs_err, DS_F64),
-    DS_FIELD(ds_result_io, cosine, DS_F64),
-    DS_FIELD(ds_result_io, out_rel_err, DS_F64),
-    DS_FIELD(ds_result_io, sq_err, DS_F64),
-    DS_FIELD(ds_result_io, out_sq_err, DS_F64),
-    DS_FIELD(ds_result_io, out_sq_ref, DS_F64),
-    DS_FIELD(ds_result_io, seconds, DS_F64),
+    DS_RESULT_FIELD(tensor_id, DS_U32),
+    DS_RESULT_FIELD(config_id, DS_U32),
+    DS_RESULT_FIELD(bits_per_weight, DS_F64),
+    DS_RESULT_FIELD(total_bits, DS_U64),
+    DS_RESULT_FIELD(rel_err, DS_F64),
+    DS_RESULT_FIELD(sqnr_db, DS_F64),
+    DS_RESULT_FIELD(max_abs_err, DS_F64),
+    DS_RESULT_FIELD(cosine, DS_F64),
+    DS_RESULT_FIELD(out_rel_err, DS_F64),
+    DS_RESULT_FIELD(sq_err, DS_F64),
+    DS_RESULT_FIELD(out_sq_err, DS_F64),
+    DS_RESULT_FIELD(out_sq_ref, DS_F64),
+    DS_RESULT_FIELD(seconds, DS_F64),
     DS_FIELD(ds_result_io, device, DS_STR),
 };
 

@@ -197,15 +197,8 @@ static int write_table(hid_t file, const ds_table *table, const void *rows, size
         size_t count = n - begin < DS_IO_BLOCK ? n - begin : DS_IO_BLOCK;
         for (size_t i = 0; i < count; i++) {
             const fr_ds_result *r = &results[begin + i];
-            stage[i] = (ds_result_io){
-                .tensor_id = r->tensor_id, .config_id = r->config_id,
-                .bits_per_weight = r->bits_per_weight, .total_bits = r->total_bits,
-                .rel_err = r->rel_err, .sqnr_db = r->sqnr_db, .max_abs_err = r->max_abs_err,
-                .cosine = r->cosine, .out_rel_err = r->out_rel_err, .sq_err = r->sq_err,
-                .out_sq_err = r->out_sq_err, .out_sq_ref = r->out_sq_ref, .seconds = r->seconds,
-                /* HDF5 only reads through the pointer */
-                .device = (char *)(uintptr_t)r->device,
-            };
+            /* HDF5 only reads through the device pointer */
+            stage[i] = (ds_result_io){.row = *r, .device = (char *)(uintptr_t)r->device};
         }
         hsize_t start[1] = {begin}, cnt[1] = {count};
         mspace = H5Screate_simple(1, cnt, NULL);
