@@ -120,35 +120,16 @@ static void h5_message(char *buf, size_t len)
     snprintf(buf, len, "%s", w.msg[0] ? w.msg : "hdf5 error");
 }
 
-static int write_string_attr(hid_t loc, const char *name, const char *value)
-{
-    int rc = -1;
-    hid_t type = ds_string_type(), space = H5Screate(H5S_SCALAR), attr = H5I_INVALID_HID;
-    const char *v = value ? value : "";
-    if (type < 0 || space < 0)
-        goto done;
-    attr = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (attr < 0 || H5Awrite(attr, type, &v) < 0)
-        goto done;
-    rc = 0;
-done:
-    if (attr >= 0)
-        H5Aclose(attr);
-    if (space >= 0)
-        H5Sclose(space);
-    if (type >= 0)
-        H5Tclose(type);
-    return rc;
-}
-
-static int write_int_attr(hid_t loc, const char *name, int64_t value)
+/* A scalar root attribute: stored as file_type, value given as mem_type. */
+static int write_attr(hid_t loc, const char *name, hid_t file_type, hid_t mem_type,
+                      const void *value)
 {
     int rc = -1;
     hid_t space = H5Screate(H5S_SCALAR), attr = H5I_INVALID_HID;
     if (space < 0)
         goto done;
-    attr = H5Acreate2(loc, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (attr < 0 || H5Awrite(attr, H5T_NATIVE_INT64, &value) < 0)
+    attr = H5Acreate2(loc, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0 || H5Awrite(attr, mem_type, value) < 0)
         goto done;
     rc = 0;
 done:
@@ -159,9 +140,19 @@ done:
     return rc;
 }
 
+static int write_string_attr(hid_t loc, const char *name, const char *value)
+{
+    hid_t type = ds_string_type();
+    const char *v = value ? value : "";
+    int rc = type >= 0 ? write_attr(loc, name, type, type, &v) : -1;
+    if (type >= 0)
+        H5Tclose(type);
+    return rc;
+}
+
 /* Creates table->name as a chunked, extendible 1-D dataset of n rows.
- * rows is n in-memory rows; for /results (stage != NULL) rows are
- * converted block by block into ds_result_io first. */
+ * rows is n in-memory rows; for /results (results != NULL, rows NULL) the
+ * rows are staged block by block as ds_result_io first. */
 static int write_table(hid_t file, const ds_table *table, const void *rows, size_t n,
                        const fr_ds_result *results)
 {
@@ -244,7 +235,8 @@ static fr_status write_file(const char *tmp, const char *path, const fr_dataset 
         goto done;
     }
     if (write_string_attr(file, "format", DS_FORMAT) < 0 ||
-        write_int_attr(file, "schema_version", FR_SCHEMA_VERSION) < 0 ||
+        write_attr(file, "schema_version", H5T_STD_I64LE, H5T_NATIVE_INT64,
+                   &(int64_t){FR_SCHEMA_VERSION}) < 0 ||
         write_string_attr(file, "tool_version", ds->tool_version ? ds->tool_version : FRONTIER_VERSION) < 0 ||
         write_string_attr(file, "created", ds->created) < 0 ||
         write_string_attr(file, "command_line", ds->command_line) < 0 ||
