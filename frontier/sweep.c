@@ -88,18 +88,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *source_kind_name(fr_source_kind kind)
-{
-    switch (kind) {
-    case FR_SOURCE_SAFETENSORS: return "safetensors";
-    case FR_SOURCE_SAFETENSORS_SHARDED: return "safetensors-sharded";
-    case FR_SOURCE_GGUF: return "gguf";
-    case FR_SOURCE_ONNX: return "onnx";
-    case FR_SOURCE_SYNTHETIC: return "synthetic";
-    }
-    return "unknown";
-}
-
 /* ---- device ---- */
 
 static fr_status parse_device(const char *text, int *device, fr_error *err)
@@ -287,7 +275,7 @@ static fr_status plan_sources(fr_sweep *sw, int resuming, fr_error *err)
             fr_info("computing the sha256 of '%s' (%.1f GB) to identify it in the dataset",
                     src->path, (double)bytes / 1e9);
         fr_ds_source row = {.source_id = (uint32_t)i, .path = src->path,
-                            .kind = (char *)(uintptr_t)source_kind_name(src->kind),
+                            .kind = (char *)(uintptr_t)fr_source_kind_name(src->kind),
                             .sha256 = sha, .n_tensors = (uint32_t)src->n_tensors};
         fr_status st = fr_source_identity(src, sha, &row.size, &row.mtime, err);
         if (st != FR_OK)
