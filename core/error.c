@@ -4,6 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *fr_errno_text(int errnum, char *buf, size_t len)
+{
+    if (len == 0)
+        return "";
+    snprintf(buf, len, "%s", strerror(errnum));
+    if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z') && buf[1] != '/')
+        buf[0] = (char)(buf[0] - 'A' + 'a');
+    return buf;
+}
+
 fr_status fr_fail(fr_error *err, fr_status code, const char *fmt, ...)
 {
     if (err) {

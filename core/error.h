@@ -45,6 +45,11 @@ void fr_error_prefix(fr_error *err, const char *fmt, ...) __attribute__((format(
 
 void fr_error_clear(fr_error *err);
 
+/* strerror(errnum) worded as git words system errors: a lowercase first
+ * letter ("no such file or directory"), acronyms kept ("I/O error").
+ * Writes into buf and returns it. */
+const char *fr_errno_text(int errnum, char *buf, size_t len);
+
 /* Short name of a status ("format error"). */
 const char *fr_status_name(fr_status code);
 

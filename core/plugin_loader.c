@@ -141,13 +141,15 @@ static fr_status load_discovered(fr_registry *reg, const char *path, fr_error *e
  * duplicates wins does not depend on the file system. */
 static fr_status load_folder(fr_registry *reg, const char *dir, fr_error *err)
 {
+    char ebuf[128];
     fr_status st = FR_OK;
     char **names = NULL;
     size_t n_names = 0, cap = 0;
     char *path = NULL;
     DIR *d = opendir(dir);
     if (!d) {
-        fr_warn("cannot read plugin folder '%s': %s (skipped)", dir, strerror(errno));
+        fr_warn("cannot read plugin folder '%s': %s (skipped)", dir,
+                fr_errno_text(errno, ebuf, sizeof ebuf));
         return FR_OK;
     }
     struct dirent *de;
@@ -202,10 +204,11 @@ cleanup:
 
 static fr_status load_path_entry(fr_registry *reg, const char *entry, fr_error *err)
 {
+    char ebuf[128];
     struct stat sb;
     if (stat(entry, &sb) != 0) {
         fr_warn("cannot use FRONTIER_PLUGIN_PATH entry '%s': %s (skipped)", entry,
-                strerror(errno));
+                fr_errno_text(errno, ebuf, sizeof ebuf));
         return FR_OK;
     }
     if (S_ISDIR(sb.st_mode))

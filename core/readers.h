@@ -38,9 +38,6 @@ static inline uint64_t fr_le64(const uint8_t *p)
     return (uint64_t)fr_le32(p) | (uint64_t)fr_le32(p + 4) << 32;
 }
 
-/* strerror() with a lowercase first letter, as git words system errors. */
-const char *fr_errno_text(int errnum, char *buf, size_t len);
-
 /* Maps path read-only into *file (an empty file gets base NULL, size 0).
  * Missing or unreadable files fail with FR_E_IO. */
 fr_status fr_map_file(const char *path, fr_mapped_file *file, fr_error *err);

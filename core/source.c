@@ -28,15 +28,6 @@
 
 /* ---- small shared helpers ---- */
 
-const char *fr_errno_text(int errnum, char *buf, size_t len)
-{
-    if (len == 0)
-        return "";
-    snprintf(buf, len, "%s", strerror(errnum));
-    buf[0] = (char)tolower((unsigned char)buf[0]);
-    return buf;
-}
-
 int fr_shape_numel(const int64_t *shape, int ndim, int64_t *numel)
 {
     /* The product of the non-zero dimensions must fit too: a 0 must not hide

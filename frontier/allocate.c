@@ -983,13 +983,16 @@ static cJSON *json_number(double v)
 
 static fr_status write_text_file(const char *path, const char *text, fr_error *err)
 {
+    char ebuf[128];
     FILE *f = fopen(path, "w");
     if (!f)
-        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                       fr_errno_text(errno, ebuf, sizeof ebuf));
     fputs(text, f);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
-        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                       fr_errno_text(errno, ebuf, sizeof ebuf));
     return FR_OK;
 }
 
@@ -1076,10 +1079,12 @@ done:
 fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_alloc_problem *prob,
                                            const char *path, size_t *n_unmapped, fr_error *err)
 {
+    char ebuf[128];
     size_t unmapped = 0;
     FILE *f = fopen(path, "w");
     if (!f)
-        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                       fr_errno_text(errno, ebuf, sizeof ebuf));
     /* llama-quantize --tensor-type-file: `regex=type` per line, no comments;
      * the regex is lowercased and matched with std::regex_search, the last
      * match winning, so each name is escaped and anchored. */
@@ -1102,7 +1107,8 @@ fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_allo
     }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
-        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                       fr_errno_text(errno, ebuf, sizeof ebuf));
     if (n_unmapped)
         *n_unmapped = unmapped;
     return FR_OK;

@@ -391,7 +391,7 @@ static fr_status open_reader(const char *path, reader *rd, fr_error *err)
     struct stat sb;
     if (stat(path, &sb) != 0)
         return fr_fail(err, FR_E_IO, "cannot open '%s': %s", path,
-                       ds_strerror(errno, ebuf, sizeof ebuf));
+                       fr_errno_text(errno, ebuf, sizeof ebuf));
     if (S_ISDIR(sb.st_mode))
         return fr_fail(err, FR_E_IO, "cannot open '%s': is a directory", path);
 #if H5_VERSION_GE(1, 12, 0)

@@ -131,9 +131,6 @@ hid_t ds_table_type(const ds_table *table, int for_file);
 /* A variable-length UTF-8 string type. */
 hid_t ds_string_type(void);
 
-/* Lowercase strerror (git-style messages). */
-const char *ds_strerror(int errnum, char *buf, size_t len);
-
 /* File-access properties: latest-compatible defaults, and file locking
  * that is ignored where the filesystem lacks it (NFS). */
 hid_t ds_fapl(void);

@@ -18,16 +18,6 @@
 #include "frontier/dataset.h"
 #include "frontier/dataset_schema.h"
 
-const char *ds_strerror(int errnum, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s", strerror(errnum));
-    /* "No such file or directory" -> "no such file or directory", but keep
-     * acronyms ("I/O error") as they are */
-    if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z') && buf[1] != '/')
-        buf[0] = (char)(buf[0] - 'A' + 'a');
-    return buf;
-}
-
 hid_t ds_string_type(void)
 {
     hid_t t = H5Tcopy(H5T_C_S1);
@@ -305,7 +295,7 @@ fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_m
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
-                     ds_strerror(errno, ebuf, sizeof ebuf));
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
     close(fd);
@@ -315,7 +305,7 @@ fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_m
         goto done;
     if (fsync_path(tmp, 0) != 0) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot flush '%s': %s", tmp,
-                     ds_strerror(errno, ebuf, sizeof ebuf));
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
     if (mode == FR_DS_CREATE) {
@@ -332,26 +322,26 @@ fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_m
                 access(path, F_OK) != 0 && errno == ENOENT) {
                 if (rename(tmp, path) != 0) {
                     st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
-                                 ds_strerror(errno, ebuf, sizeof ebuf));
+                                 fr_errno_text(errno, ebuf, sizeof ebuf));
                     goto done;
                 }
                 tmp_exists = 0;
             } else {
                 st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
-                             ds_strerror(e, ebuf, sizeof ebuf));
+                             fr_errno_text(e, ebuf, sizeof ebuf));
                 goto done;
             }
         }
     } else if (rename(tmp, path) != 0) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
-                     ds_strerror(errno, ebuf, sizeof ebuf));
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     } else {
         tmp_exists = 0;
     }
     if (fsync_path(dirname(dir_copy), 1) != 0) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot flush the folder of '%s': %s", path,
-                     ds_strerror(errno, ebuf, sizeof ebuf));
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
 done:

@@ -605,6 +605,7 @@ static void gp_quote(FILE *f, const char *s)
 static fr_status write_gnuplot(const fr_plot *p, const char *path, const char *dataset_path,
                                fr_error *err)
 {
+    char ebuf[128];
     fr_status st = FR_OK;
     size_t len = strlen(path);
     char *dat = malloc(len + 8), *stem = malloc(len + 8);
@@ -625,12 +626,14 @@ static fr_status write_gnuplot(const fr_plot *p, const char *path, const char *d
     }
     d = fopen(dat, "w");
     if (!d) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", dat, strerror(errno));
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", dat,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
     g = fopen(path, "w");
     if (!g) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
     /* data: one block per (series, emphasis), separated by two blank lines */
@@ -757,9 +760,11 @@ static fr_status write_gnuplot(const fr_plot *p, const char *path, const char *d
     }
 done:
     if (d && (fclose(d) != 0) && st == FR_OK)
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", dat, strerror(errno));
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", dat,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
     if (g && (ferror(g) | fclose(g)) && st == FR_OK)
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
     free(dat);
     free(stem);
     return st;
@@ -770,6 +775,7 @@ done:
 fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
                     const fr_export_options *opt, const char *path, fr_error *err)
 {
+    char ebuf[128];
     fr_status st = FR_OK;
     fr_pareto p;
     fr_figure fig;
@@ -803,7 +809,8 @@ fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
         if (opt->format == FR_EXPORT_CSV) {
             f = fopen(path, "w");
             if (!f) {
-                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                             fr_errno_text(errno, ebuf, sizeof ebuf));
                 goto done;
             }
             for (size_t i = 0; i < N_COLUMNS; i++)
@@ -839,7 +846,8 @@ fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
             f = fopen(path, "w");
             if (!f) {
                 cJSON_free(text);
-                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                             fr_errno_text(errno, ebuf, sizeof ebuf));
                 goto done;
             }
             fputs(text, f);
@@ -860,7 +868,8 @@ fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
         } else if (opt->format == FR_EXPORT_TEX) {
             f = fopen(path, "w");
             if (!f) {
-                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                             fr_errno_text(errno, ebuf, sizeof ebuf));
                 goto done;
             }
             write_tex(f, &fig.plot, opt->dataset_path);
@@ -878,7 +887,8 @@ done:
     if (f) {
         int bad = ferror(f);
         if ((fclose(f) != 0 || bad) && st == FR_OK)
-            st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+            st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                         fr_errno_text(errno, ebuf, sizeof ebuf));
     }
     fr_selector_free(&sel);
     fr_figure_free(&fig);

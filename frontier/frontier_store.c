@@ -44,6 +44,7 @@ static void hdf5_restore(H5E_auto2_t func, void *data)
 static fr_status copy_file(const char *from, const char *to_template, char **to_path,
                            fr_error *err)
 {
+    char ebuf[128];
     fr_status st = FR_OK;
     int in = -1, out = -1;
     char *buf = NULL;
@@ -53,13 +54,14 @@ static fr_status copy_file(const char *from, const char *to_template, char **to_
     struct stat sb;
     in = open(from, O_RDONLY | O_CLOEXEC);
     if (in < 0 || fstat(in, &sb) != 0) {
-        st = fr_fail(err, FR_E_IO, "cannot open '%s': %s", from, strerror(errno));
+        st = fr_fail(err, FR_E_IO, "cannot open '%s': %s", from,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
     out = mkstemp(tmp);
     if (out < 0) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot create a temporary copy of '%s' beside it: %s", from,
-                     strerror(errno));
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
     *to_path = tmp;
@@ -73,7 +75,8 @@ static fr_status copy_file(const char *from, const char *to_template, char **to_
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            st = fr_fail(err, FR_E_IO, "cannot read '%s': %s", from, strerror(errno));
+            st = fr_fail(err, FR_E_IO, "cannot read '%s': %s", from,
+                         fr_errno_text(errno, ebuf, sizeof ebuf));
             goto done;
         }
         if (n == 0)
@@ -83,14 +86,16 @@ static fr_status copy_file(const char *from, const char *to_template, char **to_
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {
-                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp, strerror(errno));
+                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
+                             fr_errno_text(errno, ebuf, sizeof ebuf));
                 goto done;
             }
             off += w;
         }
     }
     if (fchmod(out, sb.st_mode & 07777) != 0 || fsync(out) != 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp, strerror(errno));
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
 done:
@@ -98,7 +103,8 @@ done:
     if (in >= 0)
         close(in);
     if (out >= 0 && close(out) != 0 && st == FR_OK)
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp, strerror(errno));
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
     if (st != FR_OK) {
         if (out >= 0)
             unlink(tmp);
@@ -158,6 +164,7 @@ void fr_store_abort(fr_store *s)
 
 fr_status fr_store_commit(fr_store *s, fr_error *err)
 {
+    char ebuf[128];
     fr_status st = FR_OK;
     herr_t closed = H5Fclose(s->file);
     s->file = -1;
@@ -167,14 +174,16 @@ fr_status fr_store_commit(fr_store *s, fr_error *err)
     }
     int fd = open(s->tmp_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fsync(fd) != 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", s->tmp_path, strerror(errno));
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", s->tmp_path,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         if (fd >= 0)
             close(fd);
         goto done;
     }
     close(fd);
     if (rename(s->tmp_path, s->path) != 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot replace '%s': %s", s->path, strerror(errno));
+        st = fr_fail(err, FR_E_OUTPUT, "cannot replace '%s': %s", s->path,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
     free(s->tmp_path);

@@ -739,6 +739,7 @@ done:
 fr_status fr_plot_render(const fr_plot *p, fr_plot_format format, const char *path,
                          fr_error *err)
 {
+    char ebuf[128];
     double w_in = p->width_in > 0 ? p->width_in : 3.4, h_in = p->height_in > 0 ? p->height_in : 2.55;
     double W = 72 * w_in, H = 72 * h_in;
     int dpi = p->dpi > 0 ? p->dpi : 300;
@@ -746,7 +747,8 @@ fr_status fr_plot_render(const fr_plot *p, fr_plot_format format, const char *pa
     /* cairo reports a file it cannot create only when it finishes; check first */
     FILE *probe = fopen(path, "wb");
     if (!probe)
-        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                       fr_errno_text(errno, ebuf, sizeof ebuf));
     fclose(probe);
     switch (format) {
     case FR_PLOT_SVG:

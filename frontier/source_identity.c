@@ -39,7 +39,8 @@ static fr_status hash_file(const char *path, unsigned char *buf, char hex[65], f
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        st = fr_fail(err, FR_E_IO, "cannot open '%s': %s", path, ds_strerror(errno, ebuf, sizeof ebuf));
+        st = fr_fail(err, FR_E_IO, "cannot open '%s': %s", path,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
     if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
@@ -54,7 +55,8 @@ static fr_status hash_file(const char *path, unsigned char *buf, char hex[65], f
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0) {
-            st = fr_fail(err, FR_E_IO, "cannot read '%s': %s", path, ds_strerror(errno, ebuf, sizeof ebuf));
+            st = fr_fail(err, FR_E_IO, "cannot read '%s': %s", path,
+                         fr_errno_text(errno, ebuf, sizeof ebuf));
             goto done;
         }
         if (got == 0)
