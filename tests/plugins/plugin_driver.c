@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/registry.h"
+#include "plugin_test.h"
 
 #define DRIVER_SEED 20240611u
 #define DRIVER_TENSOR "blk.0.attn_q.weight"
@@ -68,22 +69,6 @@ static fr_status write_matrix(const char *path, const float *w, size_t n, fr_err
     if (fclose(f) != 0 || put != n)
         return fr_fail(err, FR_E_OUTPUT, "cannot write '%s'", path);
     return FR_OK;
-}
-
-/* One (tensor, configuration) as the sweep runs it. */
-static fr_status run_one(const fr_registry *reg, const fr_config_ref *ref, fr_pool *pool,
-                         const float *w, float *w_hat, int64_t rows, int64_t cols,
-                         uint64_t *total_bits, fr_error *err)
-{
-    frontier_call call;
-    fr_call_init(&call, pool, DRIVER_SEED, DRIVER_TENSOR, ref->cfg->name);
-    fr_status st = fr_quantizer_size_bits(reg, ref, rows, cols, DRIVER_TENSOR, &call, total_bits,
-                                          err);
-    if (st == FR_OK)
-        st = fr_quantizer_quantize_cpu(reg, ref, w, w_hat, rows, cols, NULL, DRIVER_TENSOR, &call,
-                                       err);
-    fr_call_release(&call);
-    return st;
 }
 
 int main(int argc, char **argv)
@@ -156,7 +141,8 @@ int main(int argc, char **argv)
         }
         uint64_t bits = 0;
         if ((st = read_matrix(argv[i + 3], w, n, &err)) != FR_OK ||
-            (st = run_one(&reg, ref, pool, w, w_hat, rows, cols, &bits, &err)) != FR_OK ||
+            (st = pt_run_config(&reg, ref, pool, DRIVER_SEED, DRIVER_TENSOR, w, w_hat, rows, cols,
+                                &bits, &err)) != FR_OK ||
             (st = write_matrix(argv[i + 4], w_hat, n, &err)) != FR_OK)
             goto fail;
         printf("total_bits %llu\n", (unsigned long long)bits);
@@ -186,7 +172,8 @@ int main(int argc, char **argv)
         for (size_t c = 0; c < reg.n_configs; c++) {
             uint64_t bits = 0;
             fr_error one = {0};
-            if (run_one(&reg, &reg.configs[c], pool, w, w_hat, rows, cols, &bits, &one) != FR_OK) {
+            if (pt_run_config(&reg, &reg.configs[c], pool, DRIVER_SEED, DRIVER_TENSOR, w, w_hat,
+                              rows, cols, &bits, &one) != FR_OK) {
                 /* reported, and the run goes on with the other configurations */
                 fr_error_log("%s", one.msg);
                 failures++;

@@ -13,16 +13,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
+#include "plugin_test.h"
 
 /* Runs one configuration of reg; 0 on failure (reported). */
 static int run(const fr_registry *reg, const char *config, fr_pool *pool, const float *w,
@@ -33,14 +24,8 @@ static int run(const fr_registry *reg, const char *config, fr_pool *pool, const 
         fprintf(stderr, "no configuration '%s'\n", config);
         return 0;
     }
-    frontier_call call;
-    fr_call_init(&call, pool, 7, "synthetic", config);
     fr_error err = {0};
-    fr_status st = fr_quantizer_size_bits(reg, ref, rows, cols, "synthetic", &call, bits, &err);
-    if (st == FR_OK)
-        st = fr_quantizer_quantize_cpu(reg, ref, w, w_hat, rows, cols, NULL, "synthetic", &call,
-                                       &err);
-    fr_call_release(&call);
+    fr_status st = pt_run_config(reg, ref, pool, 7, "synthetic", w, w_hat, rows, cols, bits, &err);
     if (st != FR_OK)
         fprintf(stderr, "%s\n", err.msg);
     return st == FR_OK;
@@ -67,7 +52,7 @@ int main(int argc, char **argv)
     fr_registry_init_empty(&plugged);
     if (fr_registry_load_plugin(&plugged, path, &err) != FR_OK) {
         fprintf(stderr, "%s\n", err.msg);
-        failures++;
+        pt_failures++;
     }
     const fr_qentry *p = fr_registry_find_quantizer(&plugged, family);
     CHECK(p != NULL);
@@ -97,7 +82,7 @@ int main(int argc, char **argv)
             CHECK(bits_b == bits_p);
             if (memcmp(w_b, w_p, sizeof w_b) != 0) {
                 fprintf(stderr, "%s: plugin and built-in reconstructions differ\n", config);
-                failures++;
+                pt_failures++;
             }
             printf("%s: %llu bits, identical as built-in and as plugin\n", config,
                    (unsigned long long)bits_b);
@@ -109,18 +94,13 @@ int main(int argc, char **argv)
     char expected[8192];
     snprintf(expected, sizeof expected,
              "plugin '%s': quantizer '%s' is already registered (from builtin)", path, family);
-    if (strcmp(err.msg, expected) != 0) {
-        fprintf(stderr, "message\n  got:      %s\n  expected: %s\n", err.msg, expected);
-        failures++;
-    }
+    CHECK_MSG(err.msg, expected);
 
     fr_registry_free(&plugged);
     fr_registry_free(&builtins);
     fr_pool_destroy(pool);
-    if (failures) {
-        fprintf(stderr, "test_builtin_plugin: %d check(s) failed\n", failures);
+    if (pt_exit_code("test_builtin_plugin"))
         return 1;
-    }
     printf("test_builtin_plugin: '%s' loads as a plugin\n", family);
     return 0;
 }

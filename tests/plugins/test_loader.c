@@ -14,26 +14,9 @@
 #include <unistd.h>
 
 #include "core/registry.h"
+#include "plugin_test.h"
 
-static int failures;
 static const char *plugin_dir;
-
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
-
-static void check_msg(int line, const char *got, const char *expected)
-{
-    if (strcmp(got, expected) != 0) {
-        fprintf(stderr, "%s:%d: message\n  got:      %s\n  expected: %s\n", __FILE__, line, got,
-                expected);
-        failures++;
-    }
-}
 
 /* "<plugin_dir>/<name>" in a static buffer ring, so several can be alive. */
 static const char *plugin(const char *name)
@@ -55,12 +38,12 @@ static void expect_rejected(int line, const char *file, const char *expected)
     fr_status st = fr_registry_load_plugin(&reg, file, &err);
     if (st != FR_E_PLUGIN) {
         fprintf(stderr, "%s:%d: '%s' loaded with status %d\n", __FILE__, line, file, (int)st);
-        failures++;
+        pt_failures++;
     }
-    check_msg(line, err.msg, expected);
+    pt_check_msg(__FILE__, line, err.msg, expected);
     if (reg.n_entries || reg.n_configs) {
         fprintf(stderr, "%s:%d: something of '%s' was kept\n", __FILE__, line, file);
-        failures++;
+        pt_failures++;
     }
     fr_registry_free(&reg);
 }
@@ -135,7 +118,7 @@ static void test_good_and_duplicates(const char *tmp)
              "plugin '%s': configuration 'good-f32' is already registered by quantizer 'good' "
              "(from '%s')",
              dup, good);
-    check_msg(__LINE__, err.msg, expected);
+    CHECK_MSG(err.msg, expected);
     CHECK(reg.n_entries == 1 && reg.n_configs == 1);
     fr_registry_free(&reg);
 
@@ -150,7 +133,7 @@ static void test_good_and_duplicates(const char *tmp)
     fr_registry_free(&reg);
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_load_plugin(&reg, "libm.so.6", &err) == FR_E_PLUGIN);
-    check_msg(__LINE__, err.msg,
+    CHECK_MSG(err.msg,
               "cannot load plugin 'libm.so.6': cannot open shared object file: No such file or "
               "directory");
     fr_registry_free(&reg);
@@ -197,7 +180,7 @@ static void test_discovery(const char *tmp)
     /* explicit only */
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, &good, 1, NULL, NULL, &err) == FR_OK);
-    check_msg(__LINE__, names(&reg), "good");
+    CHECK_MSG(names(&reg), "good");
     fr_registry_free(&reg);
 
     /* a failing explicit plugin is an error, and the run stops there */
@@ -205,20 +188,20 @@ static void test_discovery(const char *tmp)
     const char *both[] = {bad_abi, good};
     CHECK(fr_registry_discover_from(&reg, both, 2, NULL, NULL, &err) == FR_E_PLUGIN);
     snprintf(path, sizeof path, "plugin '%s' has ABI version 7, this frontier supports 1", bad_abi);
-    check_msg(__LINE__, err.msg, path);
+    CHECK_MSG(err.msg, path);
     fr_registry_free(&reg);
 
     /* a folder on FRONTIER_PLUGIN_PATH: broken plugins are skipped, the
      * others load in sorted order (libgood < libgood_dup < libmisbehave) */
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, NULL, 0, plugin_dir, NULL, &err) == FR_OK);
-    check_msg(__LINE__, names(&reg), "good misbehave");
+    CHECK_MSG(names(&reg), "good misbehave");
     fr_registry_free(&reg);
 
     /* the installed folder alone gives the same */
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, NULL, 0, NULL, plugin_dir, &err) == FR_OK);
-    check_msg(__LINE__, names(&reg), "good misbehave");
+    CHECK_MSG(names(&reg), "good misbehave");
     fr_registry_free(&reg);
 
     /* "none" disables the path and the installed folder, not --plugin */
@@ -226,7 +209,7 @@ static void test_discovery(const char *tmp)
     CHECK(fr_registry_discover_from(&reg, NULL, 0, "none", plugin_dir, &err) == FR_OK);
     CHECK(reg.n_entries == 0);
     CHECK(fr_registry_discover_from(&reg, &good, 1, "none", plugin_dir, &err) == FR_OK);
-    check_msg(__LINE__, names(&reg), "good");
+    CHECK_MSG(names(&reg), "good");
     fr_registry_free(&reg);
 
     /* explicit first; the same file found again in the folder is no duplicate */
@@ -234,7 +217,7 @@ static void test_discovery(const char *tmp)
     const char *two[] = {misbehave, good};
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, two, 2, plugin_dir, NULL, &err) == FR_OK);
-    check_msg(__LINE__, names(&reg), "misbehave good");
+    CHECK_MSG(names(&reg), "misbehave good");
     CHECK(!strcmp(reg.entries[0].origin, misbehave));
     fr_registry_free(&reg);
 
@@ -242,7 +225,7 @@ static void test_discovery(const char *tmp)
     fr_registry_init_empty(&reg);
     snprintf(path, sizeof path, "/nonexistent/folder::%s:%s:", good, plugin("libbad_null.so"));
     CHECK(fr_registry_discover_from(&reg, NULL, 0, path, NULL, &err) == FR_OK);
-    check_msg(__LINE__, names(&reg), "good");
+    CHECK_MSG(names(&reg), "good");
     fr_registry_free(&reg);
 
     /* a folder with junk: a text file named .so, a folder named .so, a
@@ -266,7 +249,7 @@ static void test_discovery(const char *tmp)
     CHECK(symlink(misbehave, file) == 0);
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, NULL, 0, sub, NULL, &err) == FR_OK);
-    check_msg(__LINE__, names(&reg), "good");
+    CHECK_MSG(names(&reg), "good");
     fr_registry_free(&reg);
 
     /* the real environment variable is what fr_registry_discover reads */
@@ -314,10 +297,8 @@ int main(int argc, char **argv)
     snprintf(junk, sizeof junk, "%s/junk.so", tmp);
     unlink(junk);
     rmdir(tmp);
-    if (failures) {
-        fprintf(stderr, "test_loader: %d check(s) failed\n", failures);
+    if (pt_exit_code("test_loader"))
         return 1;
-    }
     printf("test_loader: all checks passed\n");
     return 0;
 }

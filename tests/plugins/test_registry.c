@@ -11,26 +11,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
-
-static void check_msg(int line, const fr_error *err, const char *expected)
-{
-    if (strcmp(err->msg, expected) != 0) {
-        fprintf(stderr, "%s:%d: message\n  got:      %s\n  expected: %s\n", __FILE__, line,
-                err->msg, expected);
-        failures++;
-    }
-}
-#define CHECK_MSG(err, expected) check_msg(__LINE__, (err), (expected))
+#include "plugin_test.h"
 
 /* ---- a well-formed quantizer: rounds to multiples of 1/4 ---- */
 
@@ -95,17 +76,17 @@ static void expect_rejected(int line, const frontier_quantizer *q, const char *e
     frontier_quantizer base = quarter();
     if (fr_registry_add(&reg, &base, FR_ORIGIN_BUILTIN, NULL, &err) != FR_OK) {
         fprintf(stderr, "%s:%d: base registration failed: %s\n", __FILE__, line, err.msg);
-        failures++;
+        pt_failures++;
     }
     fr_status st = fr_registry_add(&reg, q, "/p/libq.so", NULL, &err);
     if (st != FR_E_PLUGIN) {
         fprintf(stderr, "%s:%d: expected FR_E_PLUGIN, got %d\n", __FILE__, line, (int)st);
-        failures++;
+        pt_failures++;
     }
-    check_msg(line, &err, expected);
+    pt_check_msg(__FILE__, line, err.msg, expected);
     if (reg.n_entries != 1 || reg.n_configs != 2) {
         fprintf(stderr, "%s:%d: a rejected descriptor was kept\n", __FILE__, line);
-        failures++;
+        pt_failures++;
     }
     fr_registry_free(&reg);
 }
@@ -257,11 +238,11 @@ static void test_validation(void)
         RESET();
         q.abi_version = 2;
         CHECK(fr_registry_add(&reg, &q, FR_ORIGIN_BUILTIN, NULL, &err) == FR_E_PLUGIN);
-        CHECK_MSG(&err, "built-in quantizer has ABI version 2, this frontier supports 1");
+        CHECK_MSG(err.msg, "built-in quantizer has ABI version 2, this frontier supports 1");
         RESET();
         cfgs[0].nominal_bits = -1;
         CHECK(fr_registry_add(&reg, &q, FR_ORIGIN_BUILTIN, NULL, &err) == FR_E_PLUGIN);
-        CHECK_MSG(&err, "built-in quantizer 'other': configuration 'other-4' has nominal_bits -1, "
+        CHECK_MSG(err.msg, "built-in quantizer 'other': configuration 'other-4' has nominal_bits -1, "
                         "outside (0, 64]");
         CHECK(reg.n_entries == 0 && reg.n_configs == 0);
         fr_registry_free(&reg);
@@ -489,10 +470,10 @@ static void test_runtime_checks(void)
         if (st != cases[i].size_status) {
             fprintf(stderr, "%s: size_bits status %d, expected %d (%s)\n", cases[i].config,
                     (int)st, (int)cases[i].size_status, err.msg);
-            failures++;
+            pt_failures++;
         }
         if (st != FR_OK) {
-            CHECK_MSG(&err, cases[i].message);
+            CHECK_MSG(err.msg, cases[i].message);
             fr_call_release(&call);
             continue;
         }
@@ -501,9 +482,9 @@ static void test_runtime_checks(void)
         if (st != cases[i].quantize_status) {
             fprintf(stderr, "%s: quantize_cpu status %d, expected %d (%s)\n", cases[i].config,
                     (int)st, (int)cases[i].quantize_status, err.msg);
-            failures++;
+            pt_failures++;
         }
-        CHECK_MSG(&err, cases[i].message);
+        CHECK_MSG(err.msg, cases[i].message);
         CHECK(call.quantizer != NULL); /* filled in for the plugin's log lines */
         if (st == FR_OK)
             CHECK(memcmp(w, w_hat, sizeof w) == 0);
@@ -550,7 +531,7 @@ static void test_runtime_checks(void)
                                                  big_w, big_hat, big_rows, big_cols, NULL, "big",
                                                  &call, &err);
         CHECK(st == big[i].status);
-        CHECK_MSG(&err, big[i].message);
+        CHECK_MSG(err.msg, big[i].message);
         fr_call_release(&call);
     }
     free(big_w);
@@ -564,10 +545,8 @@ int main(void)
     test_validation();
     test_lookup();
     test_runtime_checks();
-    if (failures) {
-        fprintf(stderr, "test_registry: %d check(s) failed\n", failures);
+    if (pt_exit_code("test_registry"))
         return 1;
-    }
     printf("test_registry: all checks passed\n");
     return 0;
 }
