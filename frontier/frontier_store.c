@@ -19,6 +19,8 @@
 
 #include <hdf5.h>
 
+#include "frontier/dataset_schema.h"
+
 #define STORE_ROOT "/frontier"
 
 struct fr_store {
@@ -205,22 +207,10 @@ done:
 
 /* ---- HDF5 helpers ---- */
 
-static hid_t vlen_string_type(void)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0)
-        return t;
-    if (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
-        H5Tclose(t);
-        return -1;
-    }
-    return t;
-}
-
 static int attr_str(hid_t obj, const char *name, const char *value)
 {
     int ok = 0;
-    hid_t type = vlen_string_type(), space = H5Screate(H5S_SCALAR), a = -1;
+    hid_t type = ds_string_type(), space = H5Screate(H5S_SCALAR), a = -1;
     const char *v = value ? value : "";
     if (type < 0 || space < 0)
         goto done;
@@ -329,7 +319,7 @@ static fr_status write_table(fr_store *s, hid_t group, const char *name, const v
                              fr_error *err)
 {
     fr_status st = FR_OK;
-    hid_t str = vlen_string_type(), type = -1, space = -1, dset = -1;
+    hid_t str = ds_string_type(), type = -1, space = -1, dset = -1;
     hsize_t dims[1] = {n_rows};
     if (str < 0 || (type = compound_type(row_size, cols, n_cols, str)) < 0 ||
         (space = H5Screate_simple(1, dims, NULL)) < 0) {
@@ -554,22 +544,13 @@ done:
     return st;
 }
 
-static int read_attr_u64(hid_t obj, const char *name, uint64_t *v)
+/* A numeric attribute, converted to mem_type. */
+static int read_attr_num(hid_t obj, const char *name, hid_t mem_type, void *v)
 {
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     if (a < 0)
         return 0;
-    int ok = H5Aread(a, H5T_NATIVE_UINT64, v) >= 0;
-    H5Aclose(a);
-    return ok;
-}
-
-static int read_attr_f64(hid_t obj, const char *name, double *v)
-{
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0)
-        return 0;
-    int ok = H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0;
+    int ok = H5Aread(a, mem_type, v) >= 0;
     H5Aclose(a);
     return ok;
 }
@@ -586,7 +567,7 @@ static int read_attr_str(hid_t obj, const char *name, char *buf, size_t size)
         goto done;
     if (H5Tis_variable_str(ftype) > 0) {
         char *v = NULL;
-        mtype = vlen_string_type();
+        mtype = ds_string_type();
         if (mtype >= 0 && H5Aread(a, mtype, &v) >= 0 && v) {
             snprintf(buf, size, "%s", v);
             H5free_memory(v);
@@ -632,13 +613,14 @@ fr_status fr_store_read_mixed_curve(const char *path, fr_mixed_curve *out, int *
     g = H5Gopen2(file, STORE_ROOT "/mixed_curve", H5P_DEFAULT);
     char metric[64] = "";
     if (g < 0 || !read_attr_str(g, "metric", metric, sizeof metric) ||
-        fr_metric_from_name(metric) < 0 || !read_attr_u64(g, "numel", &out->numel) ||
-        !read_attr_f64(g, "norm_sum", &out->norm_sum)) {
+        fr_metric_from_name(metric) < 0 ||
+        !read_attr_num(g, "numel", H5T_NATIVE_UINT64, &out->numel) ||
+        !read_attr_num(g, "norm_sum", H5T_NATIVE_DOUBLE, &out->norm_sum)) {
         st = fr_fail(err, FR_E_FORMAT, "'%s': " STORE_ROOT "/mixed_curve is malformed", path);
         goto done;
     }
     uint64_t n_tensors = 0;
-    read_attr_u64(g, "n_tensors", &n_tensors);
+    read_attr_num(g, "n_tensors", H5T_NATIVE_UINT64, &n_tensors);
     out->n_tensors = (size_t)n_tensors;
     out->metric = (fr_metric)fr_metric_from_name(metric);
     dset = H5Dopen2(g, "points", H5P_DEFAULT);
