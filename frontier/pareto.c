@@ -3,6 +3,7 @@
  */
 #include "frontier/pareto.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +61,6 @@ double fr_metric_value(fr_metric metric, double err_sum, double norm_sum)
     return rel;
 }
 
-int fr_metric_lower_is_better(fr_metric metric)
-{
-    return metric != FR_METRIC_SQNR_DB;
-}
-
 /* ---- selection ---- */
 
 fr_status fr_regex_compile(regex_t *re, const char *pattern, const char *what, fr_error *err)
@@ -73,6 +69,8 @@ fr_status fr_regex_compile(regex_t *re, const char *pattern, const char *what, f
     if (rc != 0) {
         char why[256];
         regerror(rc, re, why, sizeof why);
+        /* regerror messages are capitalised ("Unmatched ( or \\("); git style is not */
+        why[0] = (char)tolower((unsigned char)why[0]);
         return fr_fail(err, FR_E_USAGE, "invalid regex '%s' in %s: %s", pattern, what, why);
     }
     return FR_OK;

@@ -45,9 +45,6 @@ int fr_metric_terms(fr_metric metric, const fr_ds_result *result, const fr_ds_te
  * norm == 0: 0 when err == 0, else +inf. */
 double fr_metric_value(fr_metric metric, double err_sum, double norm_sum);
 
-/* 1 when a smaller value of the metric is better (all but sqnr_db). */
-int fr_metric_lower_is_better(fr_metric metric);
-
 /* ---- selection of tensors and configurations ---- */
 
 typedef struct fr_selection {
