@@ -23,11 +23,6 @@ fr_status cli_read_dataset(const char *path, fr_dataset *ds, fr_result_index *ix
     return st;
 }
 
-void cli_free_dataset(fr_dataset *ds)
-{
-    fr_dataset_free(ds);
-}
-
 int cli_parse_double(const char *text, double *out)
 {
     char *end;

@@ -354,7 +354,7 @@ finish:
     fr_mixed_curve_free(&curve);
     fr_alloc_problem_free(&prob);
     fr_result_index_free(&ix);
-    cli_free_dataset(&ds);
+    fr_dataset_free(&ds);
 done:
     for (size_t i = 0; i < n_fixed; i++)
         free(fixed_text[i]);

@@ -187,6 +187,6 @@ int cmd_export(int argc, char **argv)
 done:
     fr_mixed_curve_free(&curve);
     fr_result_index_free(&ix);
-    cli_free_dataset(&ds);
+    fr_dataset_free(&ds);
     return st;
 }

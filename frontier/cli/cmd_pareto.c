@@ -212,6 +212,6 @@ done:
     free(command_line);
     fr_pareto_free(&p);
     fr_result_index_free(&ix);
-    cli_free_dataset(&ds);
+    fr_dataset_free(&ds);
     return st;
 }
