@@ -138,7 +138,11 @@ fr_status fr_store_begin(const char *path, fr_store **out, fr_error *err)
     free(tmpl);
     if (st != FR_OK)
         goto fail;
-    s->file = H5Fopen(s->tmp_path, H5F_ACC_RDWR, H5P_DEFAULT);
+    /* the dataset's own file access: locking where the filesystem has it */
+    hid_t fapl = ds_fapl();
+    s->file = fapl < 0 ? H5I_INVALID_HID : H5Fopen(s->tmp_path, H5F_ACC_RDWR, fapl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
     if (s->file < 0) {
         st = fr_fail(err, FR_E_FORMAT, "cannot open '%s' as HDF5 for writing", path);
         goto fail;
@@ -602,7 +606,10 @@ fr_status fr_store_read_mixed_curve(const char *path, fr_mixed_curve *out, int *
     memset(out, 0, sizeof *out);
     *found = 0;
     hdf5_quiet(&old_func, &old_data);
-    file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t fapl = ds_fapl();
+    file = fapl < 0 ? H5I_INVALID_HID : H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
     if (file < 0) {
         st = fr_fail(err, FR_E_IO, "cannot open '%s' as HDF5", path);
         goto done;
