@@ -31,10 +31,14 @@ FR_HD int fr_floor_log2f(float a)
     if (e != 0)
         return e - 127;
     /* subnormal: value = man * 2^-149 */
+#if defined(__CUDA_ARCH__)
+    return 31 - __clz((int)u) - 149; /* the index of the top set bit, without a loop */
+#else
     int msb = 31;
     while (msb > 0 && !(u & (1u << msb)))
         msb--;
     return msb - 149;
+#endif
 }
 
 /*
