@@ -645,6 +645,7 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
     __shared__ fr_kpart acc[FR_K_MAX_SPECS];
     __shared__ fr_kconf conf[FR_K_MAX_SPECS];
     __shared__ fr_kpart red[FR_K_WARPS];
+    __shared__ fr_nf4_bucket nf4_table[FR_NF4_BUCKETS];
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int n = a.n_specs;
@@ -656,6 +657,8 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
 
     for (int i = threadIdx.x; i < n; i += FR_K_THREADS)
         conf[i] = fr_kconf_make(a.specs[i], a.tensor_lohi);
+    for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
+        nf4_table[i] = fr_nf4_bucket_make(i);
     for (int i = threadIdx.x; i < FR_K_MAX_SPECS; i += FR_K_THREADS) {
         acc[i].sq_err = acc[i].sq_hat = acc[i].dot = acc[i].max_abs = 0.0;
     }
@@ -725,7 +728,7 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
                     fr_kterms t;
                     /* zero-padded elements past the row end give x = x^ = 0
                      * for every format, so they add nothing */
-                    fr_keval<V, false>(c, x, st, t, h);
+                    fr_keval<V, false>(c, x, st, nf4_table, t, h);
                     fr_kacc_add(s, t);
                 }
             });
@@ -761,8 +764,8 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
 /*
  * One configuration alone (a one-configuration sweep, and quantize with
  * WRITE): a streaming kernel without the shared tile. Each warp walks its
- * units (warp w of the grid takes units w, w + W, ...), loading the next
- * unit while it evaluates the current one; group bounds come from warp
+ * units (warp w of the grid takes units w, w + W, ...), two at a time,
+ * loading the next two while it evaluates these; group bounds come from warp
  * shuffles up to the configuration's level; the sums stay in registers
  * until the end. Same partials layout ([grid][2]) and reduction as the
  * fused kernel, so the results are reduced in a fixed order too.
@@ -772,8 +775,14 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kstream_kernel(const f
 {
     __shared__ fr_kpart red[FR_K_WARPS];
     __shared__ fr_kpart red2[FR_K_WARPS];
+    __shared__ fr_nf4_bucket nf4_table[FR_NF4_BUCKETS];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const fr_kconf c = fr_kconf_make(a.specs[0], a.tensor_lohi);
+    if (c.kind == FR_K_NF4 || c.kind == FR_K_NF4_DQ) { /* block-uniform */
+        for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
+            nf4_table[i] = fr_nf4_bucket_make(i);
+        __syncthreads();
+    }
     const int64_t nw = (int64_t)gridDim.x * FR_K_WARPS;
     const int64_t step_row = nw / a.upr, step_ut = nw % a.upr;
     fr_kseen seen = {0.0, 0.0, 0.0, -INFINITY};
@@ -782,52 +791,78 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kstream_kernel(const f
     const bool known = fr_kv_dispatch(c.variant, [&](auto vc) {
         constexpr int V = decltype(vc)::value;
         constexpr int SRC = fr_kv_source(V);
+        constexpr int NW = fr_kraw_words<DT>::n;
+        /* units u and u + W in registers while u + 2W and u + 3W load:
+         * four loads in flight per warp */
         int64_t unit = (int64_t)blockIdx.x * FR_K_WARPS + warp;
-        int64_t row = fr_kdiv(unit, a.upr), ut = unit - row * a.upr;
-        uint32_t raw[fr_kraw_words<DT>::n];
-        fr_kload<DT>(a.w, a.cols, row, ut * FR_K_UNIT + lane * FR_K_PER_LANE, unit < a.n_units,
-                     a.vec, raw);
-        for (; unit < a.n_units; unit += nw) {
-            int64_t nrow = row + step_row, nut = ut + step_ut;
-            if (nut >= a.upr) {
-                nut -= a.upr;
-                nrow++;
-            }
-            uint32_t next[fr_kraw_words<DT>::n];
-            fr_kload<DT>(a.w, a.cols, nrow, nut * FR_K_UNIT + lane * FR_K_PER_LANE,
-                         unit + nw < a.n_units, a.vec, next);
-            const int64_t col = ut * FR_K_UNIT + lane * FR_K_PER_LANE;
-            float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
-            float2 st = fr_kintake<DT>(raw, x, a.index_base + row * a.cols + col, seen);
-            if constexpr (SRC == FR_KSRC_GROUP) {
-                /* lo/hi of the lane's group of 16 << level */
-                for (int level = 0; level <= c.level; level++) {
-                    fr_klohi(__shfl_xor_sync(0xffffffffu, st.x, 1 << level), st.x, st.y);
-                    fr_klohi(__shfl_xor_sync(0xffffffffu, st.y, 1 << level), st.x, st.y);
+        int64_t row[2], ut[2];
+        uint32_t raw[2][NW];
+        row[0] = fr_kdiv(unit, a.upr);
+        ut[0] = unit - row[0] * a.upr;
+        row[1] = row[0] + step_row;
+        ut[1] = ut[0] + step_ut;
+        if (ut[1] >= a.upr) {
+            ut[1] -= a.upr;
+            row[1]++;
+        }
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+            fr_kload<DT>(a.w, a.cols, row[k], ut[k] * FR_K_UNIT + lane * FR_K_PER_LANE,
+                         unit + k * nw < a.n_units, a.vec, raw[k]);
+        for (; unit < a.n_units; unit += 2 * nw) {
+            int64_t nrow[2], nut[2];
+            uint32_t next[2][NW];
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                nrow[k] = row[k] + 2 * step_row;
+                nut[k] = ut[k] + 2 * step_ut;
+                while (nut[k] >= a.upr) {
+                    nut[k] -= a.upr;
+                    nrow[k]++;
                 }
-            } else {
-                st = fr_kstat<SRC>(a.stats, row, col, st);
+                fr_kload<DT>(a.w, a.cols, nrow[k], nut[k] * FR_K_UNIT + lane * FR_K_PER_LANE,
+                             unit + (2 + k) * nw < a.n_units, a.vec, next[k]);
             }
-            fr_kterms t;
-            fr_keval<V, WRITE>(c, x, st, t, h);
-            fr_kacc_add(s, t);
-            if (WRITE && col < a.cols) {
-                float *out = a.w_hat + row * a.cols + col;
-                if (a.vec_out) {
-                    reinterpret_cast<float4 *>(out)[0] = make_float4(h[0], h[1], h[2], h[3]);
-                    reinterpret_cast<float4 *>(out)[1] = make_float4(h[4], h[5], h[6], h[7]);
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                if (unit + k * nw >= a.n_units)
+                    break;
+                const int64_t col = ut[k] * FR_K_UNIT + lane * FR_K_PER_LANE;
+                float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
+                float2 st = fr_kintake<DT>(raw[k], x, a.index_base + row[k] * a.cols + col, seen);
+                if constexpr (SRC == FR_KSRC_GROUP) {
+                    /* lo/hi of the lane's group of 16 << level */
+                    for (int level = 0; level <= c.level; level++) {
+                        fr_klohi(__shfl_xor_sync(0xffffffffu, st.x, 1 << level), st.x, st.y);
+                        fr_klohi(__shfl_xor_sync(0xffffffffu, st.y, 1 << level), st.x, st.y);
+                    }
                 } else {
+                    st = fr_kstat<SRC>(a.stats, row[k], col, st);
+                }
+                fr_kterms t;
+                fr_keval<V, WRITE>(c, x, st, nf4_table, t, h);
+                fr_kacc_add(s, t);
+                if (WRITE && col < a.cols) {
+                    float *out = a.w_hat + row[k] * a.cols + col;
+                    if (a.vec_out) {
+                        reinterpret_cast<float4 *>(out)[0] = make_float4(h[0], h[1], h[2], h[3]);
+                        reinterpret_cast<float4 *>(out)[1] = make_float4(h[4], h[5], h[6], h[7]);
+                    } else {
 #pragma unroll
-                    for (int e = 0; e < FR_K_PER_LANE; e++)
-                        if (col + e < a.cols)
-                            out[e] = h[e];
+                        for (int e = 0; e < FR_K_PER_LANE; e++)
+                            if (col + e < a.cols)
+                                out[e] = h[e];
+                    }
                 }
             }
 #pragma unroll
-            for (int k = 0; k < fr_kraw_words<DT>::n; k++)
-                raw[k] = next[k];
-            row = nrow;
-            ut = nut;
+            for (int k = 0; k < 2; k++) {
+#pragma unroll
+                for (int j = 0; j < NW; j++)
+                    raw[k][j] = next[k][j];
+                row[k] = nrow[k];
+                ut[k] = nut[k];
+            }
         }
     });
     if (!known)

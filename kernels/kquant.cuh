@@ -122,10 +122,12 @@ __device__ __forceinline__ fr_kconf fr_kconf_make(const fr_kspec &s, const float
 }
 
 /* x^ (when H) and the error terms of a lane's 8 elements under variant V;
- * st is the statistic fr_kstat<fr_kv_source(V)> gave. */
+ * st is the statistic fr_kstat<fr_kv_source(V)> gave; nf4 is the bucket
+ * table (fr_nf4_bucket_make) in shared memory. */
 template <int V, bool H>
 __device__ __forceinline__ void fr_keval(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
-                                         float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+                                         float2 st, const fr_nf4_bucket *nf4, fr_kterms &t,
+                                         float (&h)[FR_K_PER_LANE])
 {
     if constexpr (V == FR_KV_INT_SYM_GROUP || V == FR_KV_INT_SYM_ROW)
         fr_kint_sym<false, H>(c, x, st, t, h);
@@ -146,9 +148,9 @@ __device__ __forceinline__ void fr_keval(const fr_kconf &c, const float (&x)[FR_
     else if constexpr (V == FR_KV_MXINT8)
         fr_kmx<true, H>(c, x, st, t, h);
     else if constexpr (V == FR_KV_NF4)
-        fr_knf4<false, H>(c, x, st, t, h);
+        fr_knf4<false, H>(c, x, st, nf4, t, h);
     else
-        fr_knf4<true, H>(c, x, st, t, h);
+        fr_knf4<true, H>(c, x, st, nf4, t, h);
 }
 
 /* A compile-time variant for the dispatch below. */

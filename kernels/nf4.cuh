@@ -2,8 +2,9 @@
  * NormalFloat-4 on the device (quantizers/nf4.c is the reference): the
  * block absmax from the group bounds, or for -dq the double-quantized a'
  * computed by the pre-pass (engine.cu, fr_knf4_dq) and passed as st.y;
- * elements by fr_nf4_dequant_quot (x * (1/a)) with the definition for
- * elements near a switching point between two codes.
+ * elements by fr_nf4_dequant_quot (x * (1/a) and the bucket table, which
+ * the kernels keep in shared memory) with the definition for elements near
+ * a switching point between two codes.
  */
 #ifndef FR_KNF4_CUH
 #define FR_KNF4_CUH
@@ -13,7 +14,8 @@
 
 template <bool DQ, bool H>
 __device__ __forceinline__ void fr_knf4(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
-                                        float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+                                        float2 st, const fr_nf4_bucket *table, fr_kterms &t,
+                                        float (&h)[FR_K_PER_LANE])
 {
     (void)c;
     const float a = DQ ? st.y : fr_kamax(st.x, st.y);
@@ -21,7 +23,7 @@ __device__ __forceinline__ void fr_knf4(const fr_kconf &c, const float (&x)[FR_K
     int near = 0;
 #pragma unroll
     for (int e = 0; e < FR_K_PER_LANE; e++)
-        h[e] = fr_nf4_dequant_quot(x[e], a, r, &near);
+        h[e] = fr_nf4_dequant_quot(x[e], a, r, table, &near);
     if (FR_KNEAR(near)) {
 #pragma unroll
         for (int e = 0; e < FR_K_PER_LANE; e++)

@@ -14,8 +14,12 @@ template <int V, int K>
 __global__ void fr_probe(const fr_kconf *cp, const float4 *xs, const float2 *st, double *out,
                          int n)
 {
+    __shared__ fr_nf4_bucket nf4[FR_NF4_BUCKETS];
     const fr_kconf c = *cp;
     const int lane = threadIdx.x & 31;
+    for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += blockDim.x)
+        nf4[i] = fr_nf4_bucket_make(i);
+    __syncthreads();
     double se = 0.0, sh = 0.0, sd = 0.0;
     float me = 0.0f;
 #pragma unroll 1
@@ -25,7 +29,7 @@ __global__ void fr_probe(const fr_kconf *cp, const float4 *xs, const float2 *st,
         const float4 a = xs[2 * ((u + k) * 32 + lane)], b = xs[2 * ((u + k) * 32 + lane) + 1];
         float x[FR_K_PER_LANE] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}, h[FR_K_PER_LANE];
         fr_kterms t;
-        fr_keval<V, false>(c, x, st[(u + k) * 32 + lane], t, h);
+        fr_keval<V, false>(c, x, st[(u + k) * 32 + lane], nf4, t, h);
         se += (double)t.se;
         sh += (double)t.sh;
         sd += (double)t.sd;

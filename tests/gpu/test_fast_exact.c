@@ -421,10 +421,12 @@ static void check_mx(long n_random)
     tally_report(&rnd, 0.0);
 }
 
+static fr_nf4_bucket nf4_table[FR_NF4_BUCKETS];
+
 static void nf4_case(tally *t, float x, float a)
 {
     int near = 0;
-    const float got = fr_nf4_dequant_quot(x, a, fr_quot_recip(a), &near);
+    const float got = fr_nf4_dequant_quot(x, a, fr_quot_recip(a), nf4_table, &near);
     const float want = fr_nf4_dequant(x, a);
     tally_one(t, near, same(want, got), x, a, want, got);
 }
@@ -433,6 +435,8 @@ static void check_nf4(long n_random)
 {
     tally rnd = {"nf4", 0, 0, 0}, adv = {"nf4-adv", 0, 0, 0};
     const float codes[16] = FR_NF4_CODES;
+    for (int k = 0; k < FR_NF4_BUCKETS; k++)
+        nf4_table[k] = fr_nf4_bucket_make(k);
     for (long i = 0; i < n_random; i += 64) {
         const float mag = powf(10.0f, -35.0f + 70.0f * uniform());
         float x[64], amax = 0.0f;
@@ -463,8 +467,16 @@ static void check_nf4(long n_random)
             }
         }
     }
+    /* bucket edges: x / a at -1 + k/64 and its neighbours */
+    for (int k = 0; k <= FR_NF4_BUCKETS; k++)
+        for (int d = -8; d <= 8; d++) {
+            nf4_case(&adv, nudge(-1.0f + (float)k / 64.0f, d), 1.0f);
+            nf4_case(&adv, nudge((-1.0f + (float)k / 64.0f) * 3.0f, d), 3.0f);
+        }
     nf4_case(&adv, 0.0f, 0.0f);
     nf4_case(&adv, 1.0f, 0.0f);
+    nf4_case(&adv, 5.0f, 1.0f); /* -dq: a' below the block amax */
+    nf4_case(&adv, -5.0f, 1.0f);
     tally_report(&rnd, 1e-3);
     tally_report(&adv, 1.0);
 }
