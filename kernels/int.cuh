@@ -60,7 +60,7 @@ __device__ __forceinline__ void fr_kint_sym(const fr_kconf &c, const float (&x)[
         s = fr_round_minifloat_quot(amax, c.inv_q, 10, -14, 65504.0f, &near_s);
         if (FR_KNEAR(near_s))
             s = fr_int_sym_scale(amax, c.q);
-        r = fr_quot_recip(s);
+        r = fr_quot_recip_fp16(s);
         limit = fr_int_quot_limit(amax, r);
     }
     int near = 0;
@@ -100,7 +100,7 @@ __device__ __forceinline__ void fr_kint_asym(const fr_kconf &c, const float (&x)
         s = fr_round_minifloat_quot(hi - lo, c.inv_q, 10, -14, 65504.0f, &near_s);
         if (FR_KNEAR(near_s))
             s = fr_int_asym_scale(lo, hi, c.q);
-        r = fr_quot_recip(s);
+        r = fr_quot_recip_fp16(s);
         limit = fr_int_quot_limit(amax, r);
         int near_z = 0;
         z = fr_rint_quot(-lo, r, limit, &near_z); /* |lo| <= amax */

@@ -97,11 +97,11 @@ FR_HD float fr_int_asym_dequant(float x, float s, float z, float levels)
  * >= |x| of every element (the group's, row's or tensor's amax); an element
  * with |y - t| >= that limit is "near" a half-integer and must take the
  * definition. Proof (docs/formats.md, "GPU notes"): A = fl(amax * r) >= |y|
- * (rounding is monotonic); |y - x/s| <= A 2^-23 (1 + 2^-22); a half-integer
- * h next to y has ulp(h)/2 <= (A + 0.5) 2^-24; the limit leaves
- * (A + 1) 2^-21 (minus 2^-26 for its own rounding) between y and every
- * half-integer, more than twice what fl(x/s) can move or tie, so
- * rint(fl(x/s)) = t. When A >= 2^21 the limit is negative and every element
+ * (rounding is monotonic); |y - x/s| <= 1.5 A 2^-23 (1 + 2^-21) (r within
+ * 2^-23 of 1/s, y rounded once); a half-integer h next to y has
+ * ulp(h)/2 <= (A + 0.5) 2^-24; the limit leaves (A + 1) 2^-21 (minus 2^-26
+ * for its own rounding) between y and every half-integer, about twice what
+ * fl(x/s) can move or tie, so rint(fl(x/s)) = t. When A >= 2^21 the limit is negative and every element
  * is near (y - t is exact only while |y| < 2^23). r = 0 (s = 0) gives t = 0
  * and x^ = 0 as the definition; r = NaN makes every element near.
  */

@@ -62,8 +62,9 @@ FR_HD float fr_nf4_dq_absmax(float a, float m, float c)
  * - the definition picks, between codes c_i < c_i+1, c_i+1 exactly when its
  *   argument is at or past a switching point within 2^-24 of the midpoint
  *   (each distance it compares is rounded once); the table's midpoint is
- *   within 2^-25 of the true one; |y - fl(x/a)| <= 2^-22.8 (|y| < 1 where it
- *   matters). 2^-20 covers the three, so fl(x/a) and y get the same code:
+ *   within 2^-25 of the true one; |y - fl(x/a)| <= 2^-22 (|y| < 1 where it
+ *   matters; r within 2^-23 of 1/a). 2^-20 covers the three, so fl(x/a)
+ *   and y get the same code:
  *   the one after the midpoints below y.
  */
 #define FR_NF4_BUCKETS 128

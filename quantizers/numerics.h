@@ -144,20 +144,40 @@ FR_HD float fr_round_fmt_fast(float x, fr_minifloat f)
 
 /*
  * The reciprocal that stands in for a division by s in the *_quot forms:
- * r = fl(1/s) when s is a normal float of magnitude <= 2^126 (so r is a
- * normal float, within 2^-24 relative of 1/s); 0 when s == 0 (every
+ * r within one ulp (2^-23 relative) of 1/s when s is a normal float of
+ * magnitude <= 2^126 (so r is a normal float): fl(1/s) on the CPU, the
+ * hardware's approximate reciprocal on the GPU; 0 when s == 0 (every
  * definition maps a zero scale to 0, and x * 0 = 0 rounds to 0 in every
  * format); NaN otherwise, which makes every quotient "near" and sends it
  * to the exact definition.
  */
+FR_HD float fr_recip_approx(float s)
+{
+#if defined(__CUDA_ARCH__)
+    /* PTX ISA, rcp.approx.f32: "the maximum ulp error is 1 across the full
+     * range of inputs"; normal in, normal out here, so ftz changes nothing */
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(s));
+    return r;
+#else
+    return 1.0f / s;
+#endif
+}
+
 FR_HD float fr_quot_recip(float s)
 {
     const float a = fabsf(s);
     if (s == 0.0f)
         return 0.0f;
     if (a >= 1.17549435e-38f && a <= 8.50705917e+37f) /* 2^-126, 2^126 */
-        return 1.0f / s;
+        return fr_recip_approx(s);
     return fr_bits_to_f32(0x7fc00000u);
+}
+
+/* The same for an fp16 scale (0 or within [2^-24, 65504]: always in range). */
+FR_HD float fr_quot_recip_fp16(float s)
+{
+    return s == 0.0f ? 0.0f : fr_recip_approx(s);
 }
 
 /*
@@ -167,16 +187,18 @@ FR_HD float fr_quot_recip(float s)
  * definition: the caller must use the exact form for that element.
  *
  * Proof sketch (also in docs/formats.md): r = (1/s)(1 + d1), y = (x/s)(1 +
- * d1)(1 + d2), |d1|, |d2| <= 2^-24, so |y - x/s| <= a * 2^-23 (1 + 2^-22)
- * (plus 2^-149 when y is subnormal, far below every boundary). round_fmt
+ * d1)(1 + d2), |d1| <= 2^-23, |d2| <= 2^-24, so |y - x/s| <= 1.5 a 2^-23
+ * (1 + 2^-21) (plus 2^-149 when y is subnormal, far below every
+ * boundary). round_fmt
  * is a non-decreasing step function of its argument whose only jumps are
  * at midpoints between neighbouring grid values: around y those are
  * rr +- Q/2 (rr = y rounded to the grid of y's binade, Q its step) or,
  * below a binade's first value, 2^e - Q/4, which is further. Every
  * midpoint m is a float, so fl(x/s) can only reach m (a tie) or cross it
- * when |x/s - m| <= ulp(m)/2 <= a * 2^-24 (1 + 2^-20). With
- * Q/2 - |a - rr| > a * 2^-21 (what !near says), x/s and fl(x/s) stay on
- * y's side of every midpoint, strictly: round_fmt(fl(x/s)) = round_fmt(y).
+ * when |x/s - m| <= ulp(m)/2 <= a * 2^-24 (1 + 2^-20): together at most
+ * a * 2^-22 (1 + 2^-20), half of the margin. With Q/2 - |a - rr| >
+ * a * 2^-21 (what !near says), x/s and fl(x/s) stay on y's side of every
+ * midpoint, strictly: round_fmt(fl(x/s)) = round_fmt(y).
  * The test is computed with one fma, rounded once: fl(v) < Q/2 implies
  * v < Q/2 (Q/2 is a float, rounding is monotonic). Non-finite y (r NaN,
  * or x * r overflowing) always counts as near.
