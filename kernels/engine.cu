@@ -509,11 +509,7 @@ typedef struct fr_kfused_args {
     bool vec;                 /* aligned 16-byte loads (cols % 8 == 0) */
     bool vec_out;             /* ... and aligned 16-byte stores of w_hat */
     const float *tensor_lohi; /* [2], or NULL */
-    const float *row_lohi;    /* chunk-local, or NULL */
-    const float *tile_amax;   /* chunk-local, or NULL */
-    int64_t tpr;
-    const float *nf4_scale;   /* chunk-local, or NULL */
-    int64_t spr;
+    fr_kstatbufs stats;       /* chunk-local row/tile/nf4-dq statistics */
     fr_kpart *partials;       /* [gridDim.x][n_specs + 1] */
     float *w_hat;             /* quantize mode (n_specs == 1), or NULL */
     int n_specs;
@@ -532,6 +528,86 @@ __device__ __forceinline__ void fr_kwarp_sum(double &a, double &b, double &c, fl
         b += __shfl_xor_sync(0xffffffffu, b, off);
         c += __shfl_xor_sync(0xffffffffu, c, off);
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    }
+}
+
+/* A lane's running sums of one configuration. */
+typedef struct fr_kacc {
+    double se, sh, sd;
+    float me;
+} fr_kacc;
+
+__device__ __forceinline__ void fr_kacc_add(fr_kacc &a, const fr_kterms &t)
+{
+    a.se += (double)t.se;
+    a.sh += (double)t.sh;
+    a.sd += (double)t.sd;
+    a.me = fmaxf(a.me, t.me);
+}
+
+/* What a thread learns about the elements it loaded: sum w^2 (float per
+ * unit, then double), non-finite counts, -(flat index of the first). */
+typedef struct fr_kseen {
+    double sq, nan, inf, first;
+} fr_kseen;
+
+/* Converts a lane's 8 loaded elements and notes their norm and non-finite
+ * values; returns the lane's lo/hi (min(min x, 0), max(max x, 0)). */
+template <int DT>
+__device__ __forceinline__ float2 fr_kintake(const uint32_t (&raw)[fr_kraw_words<DT>::n],
+                                             float (&x)[FR_K_PER_LANE], int64_t flat,
+                                             fr_kseen &seen)
+{
+    fr_kconvert<DT>(raw, x);
+    float sq = 0.0f, lo = 0.0f, hi = 0.0f;
+    int bad = 0;
+#pragma unroll
+    for (int e = 0; e < FR_K_PER_LANE; e++) {
+        sq = fmaf(x[e], x[e], sq);
+        bad += !(x[e] - x[e] == 0.0f); /* NaN or +-Inf (common.h's test) */
+        fr_klohi(x[e], lo, hi);
+    }
+    seen.sq += (double)sq;
+    if (bad) {
+        /* rare: the tensor will be skipped; say what and where */
+        for (int e = 0; e < FR_K_PER_LANE; e++) {
+            if (x[e] - x[e] == 0.0f)
+                continue;
+            if (x[e] != x[e])
+                seen.nan += 1.0;
+            else
+                seen.inf += 1.0;
+            seen.first = fmax(seen.first, -(double)(flat + e));
+        }
+    }
+    return make_float2(lo, hi);
+}
+
+/* The block's extra column: warp butterflies, then warps in order. */
+__device__ __forceinline__ void fr_kseen_reduce(fr_kseen &seen, int warp, int lane,
+                                                fr_kpart *red, fr_kpart *out)
+{
+    float unused_max = 0.0f;
+    fr_kwarp_sum(seen.sq, seen.nan, seen.inf, unused_max);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        seen.first = fmax(seen.first, __shfl_xor_sync(0xffffffffu, seen.first, off));
+    if (lane == 0) {
+        red[warp].sq_err = seen.sq;
+        red[warp].sq_hat = seen.nan;
+        red[warp].dot = seen.inf;
+        red[warp].max_abs = seen.first;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        fr_kpart t = red[0];
+        for (int k = 1; k < FR_K_WARPS; k++) {
+            t.sq_err += red[k].sq_err;
+            t.sq_hat += red[k].sq_hat;
+            t.dot += red[k].dot;
+            t.max_abs = fmax(t.max_abs, red[k].max_abs);
+        }
+        *out = t;
     }
 }
 
@@ -554,17 +630,22 @@ __device__ __forceinline__ void fr_kprefetch(const fr_kfused_args &a, int64_t ti
     }
 }
 
-template <int DT, bool WRITE>
+/*
+ * The fused kernel (many configurations, one read). Each (configuration,
+ * tile) runs a unit loop specialised for the configuration's variant
+ * (kquant.cuh): the switch on the variant is outside the loop.
+ */
+template <int DT>
 static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr_kfused_args a)
 {
     __shared__ __align__(16) float xs[FR_K_TILE_UNITS][FR_K_UNIT];
-    __shared__ float group_lohi[FR_K_TILE_UNITS][64]; /* 31 minima, then 31 maxima at +32 */
+    __shared__ float2 group_lohi[FR_K_TILE_UNITS][32]; /* the unit's 31 groups (lo, hi) */
     __shared__ int64_t unit_row[FR_K_TILE_UNITS];
     __shared__ int64_t unit_col[FR_K_TILE_UNITS];
     __shared__ fr_kpart acc[FR_K_MAX_SPECS];
-    __shared__ fr_kspec sp[FR_K_MAX_SPECS];
-    __shared__ float2 kconst[FR_K_MAX_SPECS];
+    __shared__ fr_kconf conf[FR_K_MAX_SPECS];
     __shared__ fr_kpart red[FR_K_WARPS];
+    __shared__ fr_nf4_bucket nf4_table[FR_NF4_BUCKETS];
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int n = a.n_specs;
@@ -574,18 +655,15 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
     const int Q = FR_K_WARPS / P;
     const int slot = warp / P, sub = warp % P;
 
-    for (int i = threadIdx.x; i < n; i += FR_K_THREADS) {
-        sp[i] = a.specs[i];
-        kconst[i] = fr_kspec_consts(a.specs[i], a.tensor_lohi);
-    }
+    for (int i = threadIdx.x; i < n; i += FR_K_THREADS)
+        conf[i] = fr_kconf_make(a.specs[i], a.tensor_lohi);
+    for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
+        nf4_table[i] = fr_nf4_bucket_make(i);
     for (int i = threadIdx.x; i < FR_K_MAX_SPECS; i += FR_K_THREADS) {
         acc[i].sq_err = acc[i].sq_hat = acc[i].dot = acc[i].max_abs = 0.0;
     }
 
-    double my_sq = 0.0;            /* sum w^2 of what this thread loaded */
-    double my_nan = 0.0, my_inf = 0.0; /* non-finite elements it loaded */
-    double my_first = -INFINITY;   /* -(flat index of the first of them) */
-    float unused_max = 0.0f;
+    fr_kseen seen = {0.0, 0.0, 0.0, -INFINITY};
     const int64_t n_tiles = a.n_units / FR_K_TILE_UNITS + (a.n_units % FR_K_TILE_UNITS != 0);
     int64_t tile = blockIdx.x;
     uint32_t raw0[fr_kraw_words<DT>::n], raw1[fr_kraw_words<DT>::n];
@@ -597,33 +675,14 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             const int u = 2 * warp + k;
+            const int64_t unit = tile * FR_K_TILE_UNITS + u;
+            const int64_t row = unit < a.n_units ? fr_kdiv(unit, a.upr) : 0;
+            const int64_t col0 = (unit - row * a.upr) * FR_K_UNIT;
             float x[FR_K_PER_LANE];
-            fr_kconvert<DT>(k == 0 ? raw0 : raw1, x);
-            float sq = 0.0f;
-            float lo = 0.0f, hi = 0.0f;
-            int bad = 0;
-#pragma unroll
-            for (int e = 0; e < FR_K_PER_LANE; e++) {
-                sq = fmaf(x[e], x[e], sq);
-                bad += !(x[e] - x[e] == 0.0f); /* NaN or +-Inf (common.h's test) */
-                fr_klohi(x[e], lo, hi);
-            }
-            my_sq += (double)sq;
-            if (bad) {
-                /* rare: the tensor will be skipped; say what and where */
-                const int64_t unit = tile * FR_K_TILE_UNITS + u;
-                const int64_t row = fr_kdiv(unit, a.upr);
-                const int64_t col = (unit - row * a.upr) * FR_K_UNIT + lane * FR_K_PER_LANE;
-                for (int e = 0; e < FR_K_PER_LANE; e++) {
-                    if (x[e] - x[e] == 0.0f)
-                        continue;
-                    if (x[e] != x[e])
-                        my_nan += 1.0;
-                    else
-                        my_inf += 1.0;
-                    my_first = fmax(my_first, -(double)(a.index_base + row * a.cols + col + e));
-                }
-            }
+            float2 b = fr_kintake<DT>(k == 0 ? raw0 : raw1, x,
+                                      a.index_base + row * a.cols + col0 + lane * FR_K_PER_LANE,
+                                      seen);
+            float lo = b.x, hi = b.y;
             float4 *dst = reinterpret_cast<float4 *>(&xs[u][lane * FR_K_PER_LANE]);
             dst[0] = make_float4(x[0], x[1], x[2], x[3]);
             dst[1] = make_float4(x[4], x[5], x[6], x[7]);
@@ -632,17 +691,12 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
             for (int level = 0; level < 5; level++) {
                 fr_klohi(__shfl_xor_sync(0xffffffffu, lo, 1 << level), lo, hi);
                 fr_klohi(__shfl_xor_sync(0xffffffffu, hi, 1 << level), lo, hi);
-                if ((lane & ((2 << level) - 1)) == 0) {
-                    const int g = fr_klevel_index(level, lane);
-                    group_lohi[u][g] = lo;
-                    group_lohi[u][32 + g] = hi;
-                }
+                if ((lane & ((2 << level) - 1)) == 0)
+                    group_lohi[u][fr_klevel_index(level, lane)] = make_float2(lo, hi);
             }
             if (lane == 0) {
-                const int64_t unit = tile * FR_K_TILE_UNITS + u;
-                const int64_t row = unit < a.n_units ? fr_kdiv(unit, a.upr) : 0;
                 unit_row[u] = row;
-                unit_col[u] = (unit - row * a.upr) * FR_K_UNIT;
+                unit_col[u] = col0;
             }
         }
         __syncthreads(); /* the tile is in shared memory */
@@ -650,83 +704,50 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
             fr_kprefetch<DT>(a, tile + gridDim.x, warp, lane, raw0, raw1);
 
         for (int ci = slot; ci < n; ci += Q) {
-            const fr_kspec s = sp[ci];
-            const float2 kc = kconst[ci];
-            double acc_err = 0.0, acc_hat = 0.0, acc_dot = 0.0;
-            float acc_max = 0.0f;
-            for (int u = sub; u < FR_K_TILE_UNITS; u += P) {
-                const int64_t unit = tile * FR_K_TILE_UNITS + u;
-                if (unit >= a.n_units)
-                    break;
-                fr_klane L;
-                L.group_lo = group_lohi[u];
-                L.lane = lane;
-                L.row = unit_row[u];
-                L.col = unit_col[u] + lane * FR_K_PER_LANE;
-                L.cols = a.cols;
-                L.row_lohi = a.row_lohi;
-                L.tile_amax = a.tile_amax;
-                L.tiles_per_row = a.tpr;
-                L.nf4_scale = a.nf4_scale;
-                L.segs_per_row = a.spr;
-                float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
-                const float4 *src = reinterpret_cast<const float4 *>(&xs[u][lane * FR_K_PER_LANE]);
-                float4 x0 = src[0], x1 = src[1];
-                x[0] = x0.x; x[1] = x0.y; x[2] = x0.z; x[3] = x0.w;
-                x[4] = x1.x; x[5] = x1.y; x[6] = x1.z; x[7] = x1.w;
-                fr_kquantize8(s, kc, L, x, h);
-                /* zero-padded elements past the row end give x = x_hat = 0
-                 * for every format, so they add nothing */
-                float se = 0.0f, sh = 0.0f, sd = 0.0f, me = 0.0f;
-#pragma unroll
-                for (int e = 0; e < FR_K_PER_LANE; e++) {
-                    const float d = x[e] - h[e];
-                    se = fmaf(d, d, se);
-                    sh = fmaf(h[e], h[e], sh);
-                    sd = fmaf(x[e], h[e], sd);
-                    me = fmaxf(me, fabsf(d));
+            const fr_kconf c = conf[ci];
+            fr_kacc s = {0.0, 0.0, 0.0, 0.0f};
+            const bool known = fr_kv_dispatch(c.variant, [&](auto vc) {
+                constexpr int V = decltype(vc)::value;
+                constexpr int SRC = fr_kv_source(V);
+                const int g = fr_klevel_index(c.level, lane);
+                for (int u = sub; u < FR_K_TILE_UNITS; u += P) {
+                    if (tile * FR_K_TILE_UNITS + u >= a.n_units)
+                        break;
+                    float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
+                    const float4 *src =
+                        reinterpret_cast<const float4 *>(&xs[u][lane * FR_K_PER_LANE]);
+                    const float4 x0 = src[0], x1 = src[1];
+                    x[0] = x0.x; x[1] = x0.y; x[2] = x0.z; x[3] = x0.w;
+                    x[4] = x1.x; x[5] = x1.y; x[6] = x1.z; x[7] = x1.w;
+                    float2 st = make_float2(0.0f, 0.0f);
+                    if constexpr (SRC == FR_KSRC_GROUP)
+                        st = group_lohi[u][g];
+                    else if constexpr (SRC != FR_KSRC_NONE)
+                        st = fr_kstat<SRC>(a.stats, unit_row[u],
+                                           unit_col[u] + lane * FR_K_PER_LANE, st);
+                    fr_kterms t;
+                    /* zero-padded elements past the row end give x = x^ = 0
+                     * for every format, so they add nothing */
+                    fr_keval<V, false>(c, x, st, nf4_table, t, h);
+                    fr_kacc_add(s, t);
                 }
-                acc_err += (double)se;
-                acc_hat += (double)sh;
-                acc_dot += (double)sd;
-                acc_max = fmaxf(acc_max, me);
-                if (WRITE && L.col < a.cols) {
-                    float *out = a.w_hat + L.row * a.cols + L.col;
-                    if (a.vec_out) {
-                        reinterpret_cast<float4 *>(out)[0] = make_float4(h[0], h[1], h[2], h[3]);
-                        reinterpret_cast<float4 *>(out)[1] = make_float4(h[4], h[5], h[6], h[7]);
-                    } else {
-#pragma unroll
-                        for (int e = 0; e < FR_K_PER_LANE; e++)
-                            if (L.col + e < a.cols)
-                                out[e] = h[e];
-                    }
-                }
-            }
-            fr_kwarp_sum(acc_err, acc_hat, acc_dot, acc_max);
+            });
+            if (!known) /* an unknown variant: NaN, caught by the tests */
+                s.se = s.sh = s.sd = __int_as_float(0x7fc00000);
+            fr_kwarp_sum(s.se, s.sh, s.sd, s.me);
             if (lane == 0) {
                 fr_kpart *p = &acc[ci * P + sub];
-                p->sq_err += acc_err;
-                p->sq_hat += acc_hat;
-                p->dot += acc_dot;
-                p->max_abs = fmax(p->max_abs, (double)acc_max);
+                p->sq_err += s.se;
+                p->sq_hat += s.sh;
+                p->dot += s.sd;
+                p->max_abs = fmax(p->max_abs, (double)s.me);
             }
         }
     }
 
-    /* sum w^2 and the non-finite counts: warp butterfly, then warps in order */
-    fr_kwarp_sum(my_sq, my_nan, my_inf, unused_max);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-        my_first = fmax(my_first, __shfl_xor_sync(0xffffffffu, my_first, off));
-    if (lane == 0) {
-        red[warp].sq_err = my_sq;
-        red[warp].sq_hat = my_nan;
-        red[warp].dot = my_inf;
-        red[warp].max_abs = my_first;
-    }
-    __syncthreads();
     fr_kpart *out = a.partials + (size_t)blockIdx.x * (n + 1);
+    fr_kseen_reduce(seen, warp, lane, red, out + n);
+    __syncthreads();
     for (int ci = threadIdx.x; ci < n; ci += FR_K_THREADS) {
         fr_kpart t = acc[ci * P];
         for (int j = 1; j < P; j++) {
@@ -738,15 +759,133 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
         }
         out[ci] = t;
     }
-    if (threadIdx.x == 0) {
-        fr_kpart t = red[0];
-        for (int k = 1; k < FR_K_WARPS; k++) {
-            t.sq_err += red[k].sq_err;
-            t.sq_hat += red[k].sq_hat;
-            t.dot += red[k].dot;
-            t.max_abs = fmax(t.max_abs, red[k].max_abs);
+}
+
+/*
+ * One configuration alone (a one-configuration sweep, and quantize with
+ * WRITE): a streaming kernel without the shared tile. Each warp walks its
+ * units (warp w of the grid takes units w, w + W, ...), two at a time,
+ * loading the next two while it evaluates these; group bounds come from warp
+ * shuffles up to the configuration's level; the sums stay in registers
+ * until the end. Same partials layout ([grid][2]) and reduction as the
+ * fused kernel, so the results are reduced in a fixed order too.
+ */
+template <int DT, bool WRITE>
+static __global__ void __launch_bounds__(FR_K_THREADS) fr_kstream_kernel(const fr_kfused_args a)
+{
+    __shared__ fr_kpart red[FR_K_WARPS];
+    __shared__ fr_kpart red2[FR_K_WARPS];
+    __shared__ fr_nf4_bucket nf4_table[FR_NF4_BUCKETS];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const fr_kconf c = fr_kconf_make(a.specs[0], a.tensor_lohi);
+    if (c.kind == FR_K_NF4 || c.kind == FR_K_NF4_DQ) { /* block-uniform */
+        for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
+            nf4_table[i] = fr_nf4_bucket_make(i);
+        __syncthreads();
+    }
+    const int64_t nw = (int64_t)gridDim.x * FR_K_WARPS;
+    const int64_t step_row = nw / a.upr, step_ut = nw % a.upr;
+    fr_kseen seen = {0.0, 0.0, 0.0, -INFINITY};
+    fr_kacc s = {0.0, 0.0, 0.0, 0.0f};
+
+    const bool known = fr_kv_dispatch(c.variant, [&](auto vc) {
+        constexpr int V = decltype(vc)::value;
+        constexpr int SRC = fr_kv_source(V);
+        constexpr int NW = fr_kraw_words<DT>::n;
+        /* units u and u + W in registers while u + 2W and u + 3W load:
+         * four loads in flight per warp */
+        int64_t unit = (int64_t)blockIdx.x * FR_K_WARPS + warp;
+        int64_t row[2], ut[2];
+        uint32_t raw[2][NW];
+        row[0] = fr_kdiv(unit, a.upr);
+        ut[0] = unit - row[0] * a.upr;
+        row[1] = row[0] + step_row;
+        ut[1] = ut[0] + step_ut;
+        if (ut[1] >= a.upr) {
+            ut[1] -= a.upr;
+            row[1]++;
         }
-        out[n] = t;
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+            fr_kload<DT>(a.w, a.cols, row[k], ut[k] * FR_K_UNIT + lane * FR_K_PER_LANE,
+                         unit + k * nw < a.n_units, a.vec, raw[k]);
+        for (; unit < a.n_units; unit += 2 * nw) {
+            int64_t nrow[2], nut[2];
+            uint32_t next[2][NW];
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                nrow[k] = row[k] + 2 * step_row;
+                nut[k] = ut[k] + 2 * step_ut;
+                while (nut[k] >= a.upr) {
+                    nut[k] -= a.upr;
+                    nrow[k]++;
+                }
+                fr_kload<DT>(a.w, a.cols, nrow[k], nut[k] * FR_K_UNIT + lane * FR_K_PER_LANE,
+                             unit + (2 + k) * nw < a.n_units, a.vec, next[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                if (unit + k * nw >= a.n_units)
+                    break;
+                const int64_t col = ut[k] * FR_K_UNIT + lane * FR_K_PER_LANE;
+                float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
+                float2 st = fr_kintake<DT>(raw[k], x, a.index_base + row[k] * a.cols + col, seen);
+                if constexpr (SRC == FR_KSRC_GROUP) {
+                    /* lo/hi of the lane's group of 16 << level */
+                    for (int level = 0; level <= c.level; level++) {
+                        fr_klohi(__shfl_xor_sync(0xffffffffu, st.x, 1 << level), st.x, st.y);
+                        fr_klohi(__shfl_xor_sync(0xffffffffu, st.y, 1 << level), st.x, st.y);
+                    }
+                } else {
+                    st = fr_kstat<SRC>(a.stats, row[k], col, st);
+                }
+                fr_kterms t;
+                fr_keval<V, WRITE>(c, x, st, nf4_table, t, h);
+                fr_kacc_add(s, t);
+                if (WRITE && col < a.cols) {
+                    float *out = a.w_hat + row[k] * a.cols + col;
+                    if (a.vec_out) {
+                        reinterpret_cast<float4 *>(out)[0] = make_float4(h[0], h[1], h[2], h[3]);
+                        reinterpret_cast<float4 *>(out)[1] = make_float4(h[4], h[5], h[6], h[7]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < FR_K_PER_LANE; e++)
+                            if (col + e < a.cols)
+                                out[e] = h[e];
+                    }
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+#pragma unroll
+                for (int j = 0; j < NW; j++)
+                    raw[k][j] = next[k][j];
+                row[k] = nrow[k];
+                ut[k] = nut[k];
+            }
+        }
+    });
+    if (!known)
+        s.se = s.sh = s.sd = __int_as_float(0x7fc00000);
+
+    fr_kpart *out = a.partials + (size_t)blockIdx.x * 2;
+    fr_kwarp_sum(s.se, s.sh, s.sd, s.me);
+    if (lane == 0) {
+        red2[warp].sq_err = s.se;
+        red2[warp].sq_hat = s.sh;
+        red2[warp].dot = s.sd;
+        red2[warp].max_abs = (double)s.me;
+    }
+    fr_kseen_reduce(seen, warp, lane, red, out + 1); /* synchronises the block */
+    if (threadIdx.x == 0) {
+        fr_kpart t = red2[0];
+        for (int k = 1; k < FR_K_WARPS; k++) {
+            t.sq_err += red2[k].sq_err;
+            t.sq_hat += red2[k].sq_hat;
+            t.dot += red2[k].dot;
+            t.max_abs = fmax(t.max_abs, red2[k].max_abs);
+        }
+        out[0] = t;
     }
 }
 
@@ -790,10 +929,12 @@ static fr_status fr_kfused_launch(const fr_kfused_args &args, unsigned grid, boo
                                   cudaStream_t s, fr_error *err)
 {
     fr_status st = FR_OK;
-    if (write)
-        FR_LAUNCH(fr_kfused_kernel<DT, true><<<grid, FR_K_THREADS, 0, s>>>(args));
+    if (args.n_specs > 1)
+        FR_LAUNCH(fr_kfused_kernel<DT><<<grid, FR_K_THREADS, 0, s>>>(args));
+    else if (write)
+        FR_LAUNCH(fr_kstream_kernel<DT, true><<<grid, FR_K_THREADS, 0, s>>>(args));
     else
-        FR_LAUNCH(fr_kfused_kernel<DT, false><<<grid, FR_K_THREADS, 0, s>>>(args));
+        FR_LAUNCH(fr_kstream_kernel<DT, false><<<grid, FR_K_THREADS, 0, s>>>(args));
 cleanup:
     return st;
 }
@@ -812,7 +953,11 @@ fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview
         const int64_t upr = fr_kceil(v->cols, FR_K_UNIT);
         const int64_t n_units = v->chunk_rows * upr;
         const int64_t n_tiles = fr_kceil(n_units, FR_K_TILE_UNITS);
-        const unsigned grid = n_tiles < FR_K_GRID ? (unsigned)n_tiles : FR_K_GRID;
+        /* the fused kernel takes a tile per block, the streaming kernel
+         * (n == 1) a unit per warp: a function of the shape only, so the
+         * sums' order is fixed */
+        const int64_t blocks = n == 1 ? fr_kceil(n_units, FR_K_WARPS) : n_tiles;
+        const unsigned grid = blocks < FR_K_GRID ? (unsigned)blocks : FR_K_GRID;
         args = (fr_kfused_args *)calloc(1, sizeof *args);
         if (!args)
             return fr_fail(err, FR_E_NOMEM, "cannot allocate kernel arguments");
@@ -824,11 +969,12 @@ fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview
         args->vec = fr_kvec_ok(v) != 0;
         args->vec_out = args->vec && ((uintptr_t)w_hat & 15u) == 0;
         args->tensor_lohi = needs.tensor ? (const float *)work->tstats.p : NULL;
-        args->row_lohi = needs.rows ? (const float *)work->row_lohi.p + 2 * v->row0 : NULL;
-        args->tpr = fr_kceil(v->cols, 128);
-        args->tile_amax = needs.tiles ? (const float *)work->tile_amax.p + (v->row0 / 128) * args->tpr : NULL;
-        args->spr = fr_kceil(v->cols, FR_K_SEG);
-        args->nf4_scale = needs.nf4dq ? (const float *)work->nf4_scale.p + v->row0 * args->spr : NULL;
+        args->stats.cols = v->cols;
+        args->stats.row_lohi = needs.rows ? (const float2 *)work->row_lohi.p + v->row0 : NULL;
+        args->stats.tpr = fr_kceil(v->cols, 128);
+        args->stats.tile_amax = needs.tiles ? (const float *)work->tile_amax.p + (v->row0 / 128) * args->stats.tpr : NULL;
+        args->stats.spr = fr_kceil(v->cols, FR_K_SEG);
+        args->stats.nf4_scale = needs.nf4dq ? (const float *)work->nf4_scale.p + v->row0 * args->stats.spr : NULL;
         args->partials = (fr_kpart *)work->partials.p;
         args->w_hat = w_hat;
         args->n_specs = n;

@@ -1,7 +1,15 @@
 /*
  * Integer round-to-nearest on the device (docs/formats.md; quantizers/int.c
- * is the reference): scales from the group, row or tensor bounds, elements
- * through int_group.h's FR_HD rules.
+ * is the reference): one lane's 8 elements of one unit under one sym or
+ * asym configuration. Scales are the definitions' (fp16(amax / qmax),
+ * fp16((hi - lo) / (2^b - 1)), the zero point), computed by the fast forms
+ * of int_group.h / numerics.h; codes are rint(x * r) with the proven
+ * near-half-integer fallback to rint(x / s). Every fallback gives the
+ * definition's value, so x^ is the CPU's bit for bit.
+ *
+ * The error terms skip x^ where they can: with an fp16 scale (groups, rows)
+ * q * s is exact (8 x 11 significant bits), so x - x^ is one fma, sum x^^2
+ * = s^2 sum q^2 (exact in float) and sum x x^ = s sum x q.
  */
 #ifndef FR_KINT_CUH
 #define FR_KINT_CUH
@@ -9,32 +17,112 @@
 #include "kstats.cuh"
 #include "quantizers/int_group.h"
 
-__device__ __forceinline__ void fr_kint8(const fr_kspec &s, float2 kc, const fr_klane &L,
-                                         const float (&x)[FR_K_PER_LANE],
-                                         float (&h)[FR_K_PER_LANE])
+/* x^ terms of 8 codes q (already clamped) with scale s. */
+template <bool TENSOR, bool H>
+__device__ __forceinline__ void fr_kint_terms(const float (&x)[FR_K_PER_LANE],
+                                              const float (&q)[FR_K_PER_LANE], float s,
+                                              fr_kterms &t, float (&h)[FR_K_PER_LANE])
 {
-    if (s.kind == FR_K_INT_SYM) {
-        float scale = kc.x; /* FR_KS_TENSOR: amax / qmax in fp32, no fp16 rounding */
-        if (s.scope != FR_KS_TENSOR) {
-            float lo, hi;
-            fr_kbounds(s, L, lo, hi);
-            scale = fr_int_sym_scale(fr_kamax(lo, hi), s.qmax);
-        }
+    if constexpr (TENSOR) {
+        /* fp32 scale: q * s rounds; the terms of x^ itself */
 #pragma unroll
         for (int e = 0; e < FR_K_PER_LANE; e++)
-            h[e] = fr_int_sym_dequant(x[e], scale, s.qmax);
+            h[e] = q[e] * s;
+        fr_kterms_of(x, h, t);
     } else {
-        float scale = kc.x, zero = kc.y;
-        if (s.scope != FR_KS_TENSOR) {
-            float lo, hi;
-            fr_kbounds(s, L, lo, hi);
-            scale = fr_int_asym_scale(lo, hi, s.qmax);
-            zero = fr_int_asym_zero(lo, scale, s.qmax);
+        float se = 0.0f, me = 0.0f, sq = 0.0f, sxq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < FR_K_PER_LANE; e++) {
+            const float d = fmaf(-q[e], s, x[e]); /* x - q s, q s exact */
+            se = fmaf(d, d, se);
+            me = fmaxf(me, fabsf(d));
+            sq = fmaf(q[e], q[e], sq);
+            sxq = fmaf(x[e], q[e], sxq);
+            if constexpr (H)
+                h[e] = q[e] * s;
         }
+        t.se = se;
+        t.me = me;
+        t.sh = (s * s) * sq;
+        t.sd = s * sxq;
+    }
+}
+
+/* sym: st = the group's or row's (lo, hi); tensor scope uses c.s/r/limit. */
+template <bool TENSOR, bool H>
+__device__ __forceinline__ void fr_kint_sym(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
+                                            float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+{
+    float s = c.s, r = c.r, limit = c.limit, amax = c.amax;
+    if constexpr (!TENSOR) {
+        amax = fr_kamax(st.x, st.y);
+        int near_s = 0;
+        s = fr_round_minifloat_quot(amax, c.inv_q, 10, -14, 65504.0f, &near_s);
+        if (FR_KNEAR(near_s))
+            s = fr_int_sym_scale(amax, c.q);
+        r = fr_quot_recip_fp16(s);
+        limit = fr_int_quot_limit(amax, r);
+    }
+    int near = 0;
+    float q[FR_K_PER_LANE];
+#pragma unroll
+    for (int e = 0; e < FR_K_PER_LANE; e++)
+        q[e] = fr_rint_quot(x[e], r, limit, &near);
+    if (FR_KNEAR(near)) {
 #pragma unroll
         for (int e = 0; e < FR_K_PER_LANE; e++)
-            h[e] = fr_int_asym_dequant(x[e], scale, zero, s.qmax);
+            q[e] = fr_int_sym_code(x[e], s, c.q);
     }
+    /* The clamp to +-qmax only acts when some |x / s| rounds past qmax,
+     * which a normal fp16 scale rules out (|x / s| <= qmax (1 + 2^-10) <
+     * qmax + 1/2 for qmax <= 127): fl(amax r) <= qmax + 1/4 proves it for
+     * the group (then |y| <= qmax + 1/4 and t, equal to the definition's
+     * code, is at most qmax). A warp-uniform vote keeps lanes together. */
+    if (__any_sync(0xffffffffu, !(amax * r <= c.q + 0.25f))) {
+#pragma unroll
+        for (int e = 0; e < FR_K_PER_LANE; e++)
+            q[e] = fminf(fmaxf(q[e], -c.q), c.q);
+    }
+    fr_kint_terms<TENSOR, H>(x, q, s, t, h);
+}
+
+/* asym: codes q - z = clamp(t, -z, L - z) (t + z and the clamp are exact
+ * small integers, so this is clamp(t + z, 0, L) - z). */
+template <bool TENSOR, bool H>
+__device__ __forceinline__ void fr_kint_asym(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
+                                             float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+{
+    float s = c.s, r = c.r, limit = c.limit, z = c.z;
+    if constexpr (!TENSOR) {
+        const float lo = st.x, hi = st.y;
+        const float amax = fr_kamax(lo, hi);
+        int near_s = 0;
+        s = fr_round_minifloat_quot(hi - lo, c.inv_q, 10, -14, 65504.0f, &near_s);
+        if (FR_KNEAR(near_s))
+            s = fr_int_asym_scale(lo, hi, c.q);
+        r = fr_quot_recip_fp16(s);
+        limit = fr_int_quot_limit(amax, r);
+        int near_z = 0;
+        z = fr_rint_quot(-lo, r, limit, &near_z); /* |lo| <= amax */
+        z = z < 0.0f ? 0.0f : (z > c.q ? c.q : z);
+        if (FR_KNEAR(near_z))
+            z = fr_int_asym_zero(lo, s, c.q);
+    }
+    int near = 0;
+    float q[FR_K_PER_LANE];
+#pragma unroll
+    for (int e = 0; e < FR_K_PER_LANE; e++)
+        q[e] = fr_rint_quot(x[e], r, limit, &near);
+    if (FR_KNEAR(near)) {
+#pragma unroll
+        for (int e = 0; e < FR_K_PER_LANE; e++)
+            q[e] = fr_int_asym_code(x[e], s, z, c.q);
+    }
+    const float qlo = -z, qhi = c.q - z;
+#pragma unroll
+    for (int e = 0; e < FR_K_PER_LANE; e++)
+        q[e] = fminf(fmaxf(q[e], qlo), qhi);
+    fr_kint_terms<TENSOR, H>(x, q, s, t, h);
 }
 
 #endif

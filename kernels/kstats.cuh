@@ -115,6 +115,65 @@ __device__ __forceinline__ float fr_kamax(float lo, float hi)
     return -lo > hi ? -lo : hi;
 }
 
+/*
+ * Per-configuration constants, computed once per block from the spec and
+ * the tensor statistics (fr_kconf_make in kquant.cuh), read warp-uniformly
+ * from shared memory.
+ */
+typedef struct fr_kconf {
+    int kind, scope, level, is_int8; /* from fr_kspec */
+    int mbits, emin, emax_elem, variant; /* variant: enum fr_kvariant (kquant.cuh) */
+    float q;     /* int: qmax (sym) or 2^b - 1 (asym); fp8/mx: element max */
+    float inv_q; /* fr_quot_recip(q): the int scale quotient amax / q */
+    float s, r;  /* tensor scope: the scale and fr_quot_recip(s); nvfp4: s = gs */
+    float limit; /* int tensor scope: fr_int_quot_limit(tensor amax, r) */
+    float z;     /* int asym tensor scope: the zero point */
+    float amax;  /* tensor scope: the tensor's amax */
+    float pad;
+} fr_kconf;
+
+/* A lane's error terms over its 8 elements of one unit, in float:
+ * sum (x - x^)^2, sum x^2 hat, sum x x^, max |x - x^|. */
+typedef struct fr_kterms {
+    float se, sh, sd, me;
+} fr_kterms;
+
+/* The terms from the reconstruction (fused multiply-adds: the error sums
+ * are specified to 1e-6, not to the bit; docs/gpu.md, "Reductions"). */
+__device__ __forceinline__ void fr_kterms_of(const float (&x)[FR_K_PER_LANE],
+                                             const float (&h)[FR_K_PER_LANE], fr_kterms &t)
+{
+    float se = 0.0f, sh = 0.0f, sd = 0.0f, me = 0.0f;
+#pragma unroll
+    for (int e = 0; e < FR_K_PER_LANE; e++) {
+        const float d = x[e] - h[e];
+        se = fmaf(d, d, se);
+        sh = fmaf(h[e], h[e], sh);
+        sd = fmaf(x[e], h[e], sd);
+        me = fmaxf(me, fabsf(d));
+    }
+    t.se = se;
+    t.sh = sh;
+    t.sd = sd;
+    t.me = me;
+}
+
+/*
+ * The test of a lane's "near" flag before the fallback to the definitions.
+ * bench/sass/count.sh builds with FR_PROBE_FALLBACK_TRAP to count the fast
+ * path's instructions alone (the fallback becomes a trap).
+ */
+#ifdef FR_PROBE_FALLBACK_TRAP
+#define FR_KNEAR(flag) ((flag) ? (__trap(), false) : false)
+#else
+#define FR_KNEAR(flag) (flag)
+#endif
+
+/* Where a configuration's statistic comes from (the template parameter of
+ * the unit loops): the lane's group in the unit, its row, its 128 x 128
+ * tile, the nf4-dq scale of its block, or nothing (tensor constants). */
+enum fr_ksource { FR_KSRC_GROUP = 0, FR_KSRC_ROW, FR_KSRC_TILE, FR_KSRC_DQ, FR_KSRC_NONE };
+
 /* Offset of level L (group size 16 << L) in a unit's 31 group statistics:
  * 16 groups of 16, then 8 of 32, 4 of 64, 2 of 128, 1 of 256. */
 __device__ __forceinline__ int fr_klevel_index(int level, int lane)
@@ -122,40 +181,35 @@ __device__ __forceinline__ int fr_klevel_index(int level, int lane)
     return (32 - (32 >> level)) + (lane >> (level + 1));
 }
 
-__device__ __forceinline__ fr_minifloat fr_kelem_format(const fr_kspec &s)
-{
-    fr_minifloat f;
-    f.mbits = s.mbits;
-    f.emin = s.emin;
-    f.max = s.fmax;
-    return f;
-}
+/* The pre-pass statistics a launch reads (chunk-local), or NULL. */
+typedef struct fr_kstatbufs {
+    const float2 *row_lohi;
+    const float *tile_amax;
+    const float *nf4_scale;
+    int64_t cols, tpr, spr;
+} fr_kstatbufs;
 
-/* Where one lane's 8 elements sit, and the statistics around them. */
-typedef struct fr_klane {
-    const float *group_lo; /* shared: the unit's 31 group minima (then maxima at +32) */
-    int lane;
-    int64_t row;           /* chunk-local */
-    int64_t col;           /* first of the 8 columns */
-    int64_t cols;
-    const float *row_lohi; /* chunk-local rows, or NULL */
-    const float *tile_amax; /* chunk-local tiles, or NULL */
-    int64_t tiles_per_row;
-    const float *nf4_scale; /* chunk-local blocks, or NULL */
-    int64_t segs_per_row;
-} fr_klane;
-
-/* lo/hi of the lane's group at `level`, or of its row. */
-__device__ __forceinline__ void fr_kbounds(const fr_kspec &s, const fr_klane &L, float &lo,
-                                           float &hi)
+/*
+ * The statistic of a lane's 8 elements at (row, col) as (lo, hi): lo/hi of
+ * the group or row; (0, amax) of the tile; (0, a') for nf4-dq. `group` is
+ * the unit's lo/hi of the lane's group at the configuration's level (only
+ * read for FR_KSRC_GROUP). Lanes past the row end hold zeros and have no
+ * tile or nf4 block of their own: (0, 0).
+ */
+template <int SRC>
+__device__ __forceinline__ float2 fr_kstat(const fr_kstatbufs &b, int64_t row, int64_t col,
+                                           float2 group)
 {
-    if (s.scope == FR_KS_ROW) {
-        lo = L.row_lohi[2 * L.row];
-        hi = L.row_lohi[2 * L.row + 1];
+    if constexpr (SRC == FR_KSRC_GROUP) {
+        return group;
+    } else if constexpr (SRC == FR_KSRC_ROW) {
+        return b.row_lohi[row];
+    } else if constexpr (SRC == FR_KSRC_TILE) {
+        return make_float2(0.0f, col < b.cols ? b.tile_amax[(row >> 7) * b.tpr + (col >> 7)] : 0.0f);
+    } else if constexpr (SRC == FR_KSRC_DQ) {
+        return make_float2(0.0f, col < b.cols ? b.nf4_scale[row * b.spr + (col >> 6)] : 0.0f);
     } else {
-        int g = fr_klevel_index(s.level, L.lane);
-        lo = L.group_lo[g];
-        hi = L.group_lo[32 + g];
+        return make_float2(0.0f, 0.0f);
     }
 }
 

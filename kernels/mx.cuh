@@ -1,6 +1,7 @@
 /*
- * OCP MX on the device (quantizers/mx.c is the reference): E8M0 scale per
- * block of 32 from the block amax, elements through mx_block.h.
+ * OCP MX on the device (quantizers/mx.c is the reference): E8M0 scale X per
+ * block of 32 from the block amax; x / X is exactly x * 2^-e, so no check
+ * (mx_block.h, fr_mx_dequant_fast); elements by the add-magic rounding.
  */
 #ifndef FR_KMX_CUH
 #define FR_KMX_CUH
@@ -8,17 +9,23 @@
 #include "kstats.cuh"
 #include "quantizers/mx_block.h"
 
-__device__ __forceinline__ void fr_kmx8(const fr_kspec &s, const fr_klane &L,
-                                        const float (&x)[FR_K_PER_LANE],
-                                        float (&h)[FR_K_PER_LANE])
+template <bool INT8, bool H>
+__device__ __forceinline__ void fr_kmx(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
+                                       float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
 {
-    float lo, hi;
-    fr_kbounds(s, L, lo, hi);
-    const float scale = fr_mx_block_scale(fr_kamax(lo, hi), s.emax_elem);
-    const fr_minifloat f = fr_kelem_format(s);
+    const int e = fr_mx_scale_exp(fr_kamax(st.x, st.y), c.emax_elem);
+    const float scale = fr_pow2f(e), inv_scale = fr_pow2f(-e);
+    const fr_minifloat f = {c.mbits, c.emin, c.q};
+    if constexpr (INT8) {
 #pragma unroll
-    for (int e = 0; e < FR_K_PER_LANE; e++)
-        h[e] = fr_mx_dequant(x[e], scale, s.is_int8, f);
+        for (int k = 0; k < FR_K_PER_LANE; k++)
+            h[k] = fr_round_mxint8(x[k] * inv_scale) * scale;
+    } else {
+#pragma unroll
+        for (int k = 0; k < FR_K_PER_LANE; k++)
+            h[k] = fr_round_fmt_fast(x[k] * inv_scale, f) * scale;
+    }
+    fr_kterms_of(x, h, t);
 }
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * NormalFloat-4 on the device (quantizers/nf4.c is the reference): the
  * block absmax from the group bounds, or for -dq the double-quantized a'
- * computed by the pre-pass (engine.cu, fr_knf4_dq), elements through
- * nf4_block.h.
+ * computed by the pre-pass (engine.cu, fr_knf4_dq) and passed as st.y;
+ * elements by fr_nf4_dequant_quot (x * (1/a) and the bucket table, which
+ * the kernels keep in shared memory) with the definition for elements near
+ * a switching point between two codes.
  */
 #ifndef FR_KNF4_CUH
 #define FR_KNF4_CUH
@@ -10,21 +12,24 @@
 #include "kstats.cuh"
 #include "quantizers/nf4_block.h"
 
-__device__ __forceinline__ void fr_knf4_8(const fr_kspec &s, const fr_klane &L,
-                                          const float (&x)[FR_K_PER_LANE],
-                                          float (&h)[FR_K_PER_LANE])
+template <bool DQ, bool H>
+__device__ __forceinline__ void fr_knf4(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
+                                        float2 st, const fr_nf4_bucket *table, fr_kterms &t,
+                                        float (&h)[FR_K_PER_LANE])
 {
-    float absmax;
-    if (s.kind == FR_K_NF4_DQ) {
-        absmax = L.col < L.cols ? L.nf4_scale[L.row * L.segs_per_row + (L.col >> 6)] : 0.0f;
-    } else {
-        float lo, hi;
-        fr_kbounds(s, L, lo, hi);
-        absmax = fr_kamax(lo, hi);
-    }
+    (void)c;
+    const float a = DQ ? st.y : fr_kamax(st.x, st.y);
+    const float r = fr_quot_recip(a);
+    int near = 0;
 #pragma unroll
     for (int e = 0; e < FR_K_PER_LANE; e++)
-        h[e] = fr_nf4_dequant(x[e], absmax);
+        h[e] = fr_nf4_dequant_quot(x[e], a, r, table, &near);
+    if (FR_KNEAR(near)) {
+#pragma unroll
+        for (int e = 0; e < FR_K_PER_LANE; e++)
+            h[e] = fr_nf4_dequant(x[e], a);
+    }
+    fr_kterms_of(x, h, t);
 }
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * NVFP4 on the device (quantizers/nvfp4.c is the reference): E4M3 scale per
- * group of 16 from the group amax and the fp32 global scale (computed once
- * per block from the tensor amax, fr_kspec_consts), elements through
- * nvfp4_group.h.
+ * group of 16 from the group amax and the fp32 global scale gs (c.s,
+ * computed once per block from the tensor amax), elements by
+ * fr_nvfp4_dequant_quot (no per-element division) with the definition for
+ * elements near an E2M1 midpoint.
  */
 #ifndef FR_KNVFP4_CUH
 #define FR_KNVFP4_CUH
@@ -10,17 +11,24 @@
 #include "kstats.cuh"
 #include "quantizers/nvfp4_group.h"
 
-__device__ __forceinline__ void fr_knvfp4_8(const fr_kspec &s, float2 kc, const fr_klane &L,
-                                            const float (&x)[FR_K_PER_LANE],
-                                            float (&h)[FR_K_PER_LANE])
+template <bool H>
+__device__ __forceinline__ void fr_knvfp4(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
+                                          float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
 {
-    float lo, hi;
-    fr_kbounds(s, L, lo, hi);
-    const float gs = kc.x;
-    const float scale = fr_nvfp4_group_scale(fr_kamax(lo, hi), gs);
+    const float gs = c.s;
+    const float s = fr_nvfp4_group_scale_fast(fr_kamax(st.x, st.y), gs);
+    float r, d1, d15;
+    fr_nvfp4_group_quot(s, gs, &r, &d1, &d15);
+    int near = 0;
 #pragma unroll
     for (int e = 0; e < FR_K_PER_LANE; e++)
-        h[e] = fr_nvfp4_dequant(x[e], scale, gs);
+        h[e] = fr_nvfp4_dequant_quot(x[e], gs, r, d1, d15, &near);
+    if (FR_KNEAR(near)) {
+#pragma unroll
+        for (int e = 0; e < FR_K_PER_LANE; e++)
+            h[e] = fr_nvfp4_dequant(x[e], s, gs);
+    }
+    fr_kterms_of(x, h, t);
 }
 
 #endif

@@ -36,4 +36,11 @@ FR_HD float fr_fp8_dequant(float x, float s, fr_minifloat elem)
     return fr_round_fmt(x / s, elem) * s;
 }
 
+/* The fast form (numerics.h): r = fr_quot_recip(s); *near as in
+ * fr_round_fmt_quot, and then the caller takes fr_fp8_dequant. */
+FR_HD float fr_fp8_dequant_quot(float x, float s, float r, fr_minifloat elem, int *near)
+{
+    return fr_round_fmt_quot(x, r, elem, near) * s;
+}
+
 #endif

@@ -32,4 +32,19 @@ FR_HD float fr_mx_dequant(float x, float scale, int is_int8, fr_minifloat elem)
     return r * scale;
 }
 
+/*
+ * The fast form: inv_scale = 2^-e (fr_pow2f(-e), a float for every e in
+ * [-127, 127], subnormal at e = 127 but exact). x * 2^-e and x / 2^e are
+ * the correct roundings of the same real number, so y is the definition's
+ * bit for bit and no check is needed; the element rounding is the
+ * add-magic form, equal to fr_round_fmt everywhere.
+ */
+FR_HD float fr_mx_dequant_fast(float x, float scale, float inv_scale, int is_int8,
+                               fr_minifloat elem)
+{
+    float y = x * inv_scale;
+    float r = is_int8 ? fr_round_mxint8(y) : fr_round_fmt_fast(y, elem);
+    return r * scale;
+}
+
 #endif

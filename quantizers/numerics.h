@@ -31,10 +31,14 @@ FR_HD int fr_floor_log2f(float a)
     if (e != 0)
         return e - 127;
     /* subnormal: value = man * 2^-149 */
+#if defined(__CUDA_ARCH__)
+    return 31 - __clz((int)u) - 149; /* the index of the top set bit, without a loop */
+#else
     int msb = 31;
     while (msb > 0 && !(u & (1u << msb)))
         msb--;
     return msb - 149;
+#endif
 }
 
 /*
@@ -91,6 +95,130 @@ FR_HD float fr_round_minifloat(float x, int mbits, int emin, float max)
 FR_HD float fr_round_fmt(float x, fr_minifloat f)
 {
     return fr_round_minifloat(x, f.mbits, f.emin, f.max);
+}
+
+/*
+ * ---- Fast forms for the GPU (docs/formats.md, "GPU notes") ----
+ *
+ * The functions above are the definitions. The *_fast and *_quot forms
+ * below return the same bits for every input the quantizers give them
+ * (finite x; tests/gpu/test_fast_exact.c checks them exhaustively or on
+ * 1e7+ random and adversarial inputs) with fewer device instructions: no
+ * loops, no per-element IEEE division.
+ */
+
+/*
+ * fr_round_minifloat by the add-magic-number trick: for a = |x| in the
+ * binade [2^e, 2^(e+1)) (e clamped to [emin, exponent of max]) the grid
+ * step is Q = 2^(e - mbits); magic = 2^(e - mbits + 23) has ulp Q on
+ * [magic, 2 magic), and a < 2^(e+1) <= magic, so a + magic rounds a to a
+ * multiple of Q, ties to even (magic / Q = 2^23 is even), and subtracting
+ * magic is exact. a past the top binade: a + magic - magic >= max (the
+ * clamp only lowers magic), so it saturates as the definition does. Valid
+ * for 1 <= mbits <= 22 and formats whose emin - mbits + 150 > 0 (all of
+ * numerics.h's).
+ */
+FR_HD float fr_minifloat_magic(float x, int mbits, int emin, float max)
+{
+    const uint32_t lo = (uint32_t)(emin + 127) << 23;
+    const uint32_t hi = fr_f32_to_bits(max) & 0x7f800000u;
+    uint32_t e = fr_f32_to_bits(x) & 0x7f800000u;
+    e = e < lo ? lo : (e > hi ? hi : e);
+    return fr_bits_to_f32(e + ((uint32_t)(23 - mbits) << 23));
+}
+
+FR_HD float fr_round_minifloat_fast(float x, int mbits, int emin, float max)
+{
+    const float magic = fr_minifloat_magic(x, mbits, emin, max);
+    const float r = (fabsf(x) + magic) - magic;
+    return copysignf(fminf(r, max), x);
+}
+
+FR_HD float fr_round_fmt_fast(float x, fr_minifloat f)
+{
+    return fr_round_minifloat_fast(x, f.mbits, f.emin, f.max);
+}
+
+/* 2^-21: the margin factor of the quotient forms below. */
+#define FR_QUOT_MARGIN 4.76837158203125e-07f
+
+/*
+ * The reciprocal that stands in for a division by s in the *_quot forms:
+ * r within one ulp (2^-23 relative) of 1/s when s is a normal float of
+ * magnitude <= 2^126 (so r is a normal float): fl(1/s) on the CPU, the
+ * hardware's approximate reciprocal on the GPU; 0 when s == 0 (every
+ * definition maps a zero scale to 0, and x * 0 = 0 rounds to 0 in every
+ * format); NaN otherwise, which makes every quotient "near" and sends it
+ * to the exact definition.
+ */
+FR_HD float fr_recip_approx(float s)
+{
+#if defined(__CUDA_ARCH__)
+    /* PTX ISA, rcp.approx.f32: "the maximum ulp error is 1 across the full
+     * range of inputs"; normal in, normal out here, so ftz changes nothing */
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(s));
+    return r;
+#else
+    return 1.0f / s;
+#endif
+}
+
+FR_HD float fr_quot_recip(float s)
+{
+    const float a = fabsf(s);
+    if (s == 0.0f)
+        return 0.0f;
+    if (a >= 1.17549435e-38f && a <= 8.50705917e+37f) /* 2^-126, 2^126 */
+        return fr_recip_approx(s);
+    return fr_bits_to_f32(0x7fc00000u);
+}
+
+/* The same for an fp16 scale (0 or within [2^-24, 65504]: always in range). */
+FR_HD float fr_quot_recip_fp16(float s)
+{
+    return s == 0.0f ? 0.0f : fr_recip_approx(s);
+}
+
+/*
+ * round_fmt(fl(x / s)) computed as round_fmt(y), y = fl(x * r), r =
+ * fr_quot_recip(s). Sets *near when y lies within a * 2^-21 (a = |y|) of a
+ * rounding boundary of the format, and then the result may differ from the
+ * definition: the caller must use the exact form for that element.
+ *
+ * Proof sketch (also in docs/formats.md): r = (1/s)(1 + d1), y = (x/s)(1 +
+ * d1)(1 + d2), |d1| <= 2^-23, |d2| <= 2^-24, so |y - x/s| <= 1.5 a 2^-23
+ * (1 + 2^-21) (plus 2^-149 when y is subnormal, far below every
+ * boundary). round_fmt
+ * is a non-decreasing step function of its argument whose only jumps are
+ * at midpoints between neighbouring grid values: around y those are
+ * rr +- Q/2 (rr = y rounded to the grid of y's binade, Q its step) or,
+ * below a binade's first value, 2^e - Q/4, which is further. Every
+ * midpoint m is a float, so fl(x/s) can only reach m (a tie) or cross it
+ * when |x/s - m| <= ulp(m)/2 <= a * 2^-24 (1 + 2^-20): together at most
+ * a * 2^-22 (1 + 2^-20), half of the margin. With Q/2 - |a - rr| >
+ * a * 2^-21 (what !near says), x/s and fl(x/s) stay on y's side of every
+ * midpoint, strictly: round_fmt(fl(x/s)) = round_fmt(y).
+ * The test is computed with one fma, rounded once: fl(v) < Q/2 implies
+ * v < Q/2 (Q/2 is a float, rounding is monotonic). Non-finite y (r NaN,
+ * or x * r overflowing) always counts as near.
+ */
+FR_HD float fr_round_minifloat_quot(float x, float r, int mbits, int emin, float max, int *near)
+{
+    const float y = x * r;
+    const float magic = fr_minifloat_magic(y, mbits, emin, max);
+    const float a = fabsf(y);
+    const float rr = (a + magic) - magic;
+    /* Q/2 = magic * 2^-24: an exponent 24 lower (never subnormal here) */
+    const float half_q = fr_bits_to_f32(fr_f32_to_bits(magic) - (24u << 23));
+    const float v = fmaf(a, FR_QUOT_MARGIN, fabsf(a - rr));
+    *near |= !(v < half_q);
+    return copysignf(fminf(rr, max), y);
+}
+
+FR_HD float fr_round_fmt_quot(float x, float r, fr_minifloat f, int *near)
+{
+    return fr_round_minifloat_quot(x, r, f.mbits, f.emin, f.max, near);
 }
 
 /* fp16 rounding of a scale (saturates at 65504 instead of overflowing to

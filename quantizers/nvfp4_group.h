@@ -35,12 +35,49 @@ FR_HD float fr_nvfp4_group_scale(float amax_group, float gs)
     return fr_round_e4m3(v < 448.0f ? v : 448.0f);
 }
 
+/* The same with the add-magic E4M3 rounding (numerics.h). */
+FR_HD float fr_nvfp4_group_scale_fast(float amax_group, float gs)
+{
+    float v = amax_group / 6.0f * gs;
+    return fr_round_minifloat_fast(v < 448.0f ? v : 448.0f, 3, -6, 448.0f);
+}
+
 /* x^ = E2M1(x * gs / s) * s / gs; a zero group scale gives 0. */
 FR_HD float fr_nvfp4_dequant(float x, float s, float gs)
 {
     if (s == 0.0f)
         return 0.0f;
     return fr_round_e2m1(x * gs / s) * s / gs;
+}
+
+/*
+ * ---- Fast form for the GPU (numerics.h, "Fast forms") ----
+ * Per group: r = fr_quot_recip(s), d1 = fl(s / gs), d15 = fl(1.5 s / gs).
+ * The element: u = fl(x * gs) as the definition, E = E2M1(fl(u / s)) by
+ * fr_round_minifloat_quot (near when u * r is close to an E2M1 midpoint),
+ * and the dequantization fl(fl(E * s) / gs) without a division: E = p * m
+ * with p = +-2^k (E's sign and exponent) and m in {1, 1.5} (its one
+ * mantissa bit); E * s and m * s are exact (2 x 4 significant bits), and
+ * rounding commutes with scaling by p while nothing under- or overflows,
+ * so fl(E * s / gs) = p * fl(m * s / gs) = p * (m == 1 ? d1 : d15).
+ * fr_nvfp4_group_quot makes r NaN (every element near) when d1 or d15 is
+ * outside [2^-125, 2^124], where p * d could leave the normal range.
+ */
+FR_HD void fr_nvfp4_group_quot(float s, float gs, float *r, float *d1, float *d15)
+{
+    *r = fr_quot_recip(s);
+    *d1 = s / gs;
+    *d15 = (1.5f * s) / gs;
+    if (s != 0.0f && !(*d1 >= 2.3509887e-38f && *d15 <= 2.1267648e+37f)) /* 2^-125, 2^124 */
+        *r = fr_bits_to_f32(0x7fc00000u);
+}
+
+FR_HD float fr_nvfp4_dequant_quot(float x, float gs, float r, float d1, float d15, int *near)
+{
+    const float e = fr_round_minifloat_quot(x * gs, r, 1, 0, 6.0f, near);
+    const uint32_t b = fr_f32_to_bits(e);
+    const float p = fr_bits_to_f32(b & 0xff800000u);
+    return p * ((b & 0x00400000u) ? d15 : d1);
 }
 
 #endif

@@ -77,6 +77,18 @@ template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int of
     return out;
 }
 
+/* any lane's predicate: an OR over the same butterfly of real shuffles
+ * (so a lane that skips the vote deadlocks here, as it would misbehave on
+ * a GPU) */
+static inline int __any_sync(unsigned mask, int pred)
+{
+    uint64_t v = pred != 0;
+    for (int off = 1; off < 32; off <<= 1)
+        v |= emu_shfl_xor(v, off);
+    (void)mask;
+    return (int)v;
+}
+
 template <typename T> static inline T __ldg(const T *p)
 {
     return *p;
