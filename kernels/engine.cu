@@ -513,6 +513,7 @@ typedef struct fr_kfused_args {
     fr_kpart *partials;       /* [gridDim.x][n_specs + 1] */
     float *w_hat;             /* quantize mode (n_specs == 1), or NULL */
     int n_specs;
+    bool seen;                /* this launch fills the extra column (the first of a tensor) */
     fr_kspec specs[FR_K_MAX_SPECS];
 } fr_kfused_args;
 
@@ -551,36 +552,60 @@ typedef struct fr_kseen {
     double sq, nan, inf, first;
 } fr_kseen;
 
-/* Converts a lane's 8 loaded elements and notes their norm and non-finite
- * values; returns the lane's lo/hi (min(min x, 0), max(max x, 0)). */
+/*
+ * Converts a lane's 8 loaded elements and, when `seen_on` (the launch that
+ * fills the extra column), notes their norm and non-finite values; returns
+ * the lane's lo/hi (min(min x, 0), max(max x, 0)).
+ *
+ * The bounds are fminf/fmaxf from 0, then a -0.0 bound becomes +0.0: the
+ * same values as the CPU's `x < lo ? x : lo` from 0 (NaN is never taken by
+ * either; the two differ only in the sign of a zero bound, which the last
+ * step fixes) in 1 instruction per element instead of 2. A non-finite
+ * element makes the float sum of squares NaN or Inf; so can a finite one
+ * whose square overflows, so that case only leads to the exact test.
+ */
 template <int DT>
 __device__ __forceinline__ float2 fr_kintake(const uint32_t (&raw)[fr_kraw_words<DT>::n],
                                              float (&x)[FR_K_PER_LANE], int64_t flat,
-                                             fr_kseen &seen)
+                                             bool seen_on, fr_kseen &seen)
 {
     fr_kconvert<DT>(raw, x);
-    float sq = 0.0f, lo = 0.0f, hi = 0.0f;
-    int bad = 0;
+    float lo = 0.0f, hi = 0.0f;
 #pragma unroll
     for (int e = 0; e < FR_K_PER_LANE; e++) {
-        sq = fmaf(x[e], x[e], sq);
-        bad += !(x[e] - x[e] == 0.0f); /* NaN or +-Inf (common.h's test) */
-        fr_klohi(x[e], lo, hi);
+        lo = fminf(lo, x[e]);
+        hi = fmaxf(hi, x[e]);
     }
-    seen.sq += (double)sq;
-    if (bad) {
-        /* rare: the tensor will be skipped; say what and where */
-        for (int e = 0; e < FR_K_PER_LANE; e++) {
-            if (x[e] - x[e] == 0.0f)
-                continue;
-            if (x[e] != x[e])
-                seen.nan += 1.0;
-            else
-                seen.inf += 1.0;
-            seen.first = fmax(seen.first, -(double)(flat + e));
+    lo = lo < 0.0f ? lo : 0.0f;
+    hi = hi > 0.0f ? hi : 0.0f;
+    if (seen_on) {
+        float sq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < FR_K_PER_LANE; e++)
+            sq = fmaf(x[e], x[e], sq);
+        seen.sq += (double)sq;
+        if (!(sq - sq == 0.0f)) {
+            /* rare: the tensor will be skipped; say what and where */
+            for (int e = 0; e < FR_K_PER_LANE; e++) {
+                if (x[e] - x[e] == 0.0f) /* finite (common.h's test) */
+                    continue;
+                if (x[e] != x[e])
+                    seen.nan += 1.0;
+                else
+                    seen.inf += 1.0;
+                seen.first = fmax(seen.first, -(double)(flat + e));
+            }
         }
     }
     return make_float2(lo, hi);
+}
+
+/* Bounds of two parts of a group (both from fr_kintake or this: never
+ * -0.0 nor NaN, so fminf/fmaxf are the CPU's comparisons exactly). */
+__device__ __forceinline__ void fr_kmerge(float olo, float ohi, float &lo, float &hi)
+{
+    lo = fminf(lo, olo);
+    hi = fmaxf(hi, ohi);
 }
 
 /* The block's extra column: warp butterflies, then warps in order. */
@@ -630,12 +655,41 @@ __device__ __forceinline__ void fr_kprefetch(const fr_kfused_args &a, int64_t ti
     }
 }
 
+/* Where the statistic of entry g of unit u of a tile comes from (the
+ * fused kernel's scale tables): the group at the configuration's level,
+ * the unit's row, its g-th 128-column tile, its g-th 64-column nf4 block.
+ * Entries past the row end read as (0, 0); their lanes hold zeros, which
+ * reconstruct to 0 under any scale. */
+template <int SRC>
+__device__ __forceinline__ float2 fr_kentry_stat(const fr_kstatbufs &b,
+                                                 const float2 (&group)[32], int level,
+                                                 int64_t row, int64_t col0, int g)
+{
+    if constexpr (SRC == FR_KSRC_GROUP) {
+        return group[(32 - (32 >> level)) + g];
+    } else if constexpr (SRC == FR_KSRC_ROW) {
+        return b.row_lohi[row];
+    } else {
+        constexpr int width = SRC == FR_KSRC_TILE ? 128 : FR_NF4_BLOCK;
+        return fr_kstat<SRC>(b, row, col0 + (int64_t)g * width, make_float2(0.0f, 0.0f));
+    }
+}
+
+/* Scale-table entries per warp (float4 each, 2 KiB): 16 units of 8 groups
+ * of 32 in one round; smaller groups (nvfp4's 16) take two rounds. */
+#define FR_K_SCALES 128
+
 /*
- * The fused kernel (many configurations, one read). Each (configuration,
- * tile) runs a unit loop specialised for the configuration's variant
- * (kquant.cuh): the switch on the variant is outside the loop.
+ * The fused kernel of variant V (many configurations of one variant, one
+ * read). A block loads a tile of 16 units into shared memory and the lo/hi
+ * of all their groups; each warp then takes configurations and, for each,
+ * first computes the scale of every group of its units once (lane i takes
+ * entries i, i + 32, ...; fr_kscale) into its table in shared memory, then
+ * evaluates its units, each lane reading its group's entry (fr_kapply).
+ * Before, every lane of a group computed the same scale: 4 lanes per group
+ * for g32, 32 for g256 and rows.
  */
-template <int DT>
+template <int DT, int V>
 static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr_kfused_args a)
 {
     __shared__ __align__(16) float xs[FR_K_TILE_UNITS][FR_K_UNIT];
@@ -645,7 +699,9 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
     __shared__ fr_kpart acc[FR_K_MAX_SPECS];
     __shared__ fr_kconf conf[FR_K_MAX_SPECS];
     __shared__ fr_kpart red[FR_K_WARPS];
-    __shared__ fr_nf4_bucket nf4_table[FR_NF4_BUCKETS];
+    __shared__ fr_nf4_bucket nf4_table[V == FR_KV_NF4 || V == FR_KV_NF4_DQ ? FR_NF4_BUCKETS : 1];
+    constexpr int SRC = fr_kv_source(V);
+    __shared__ float4 scales[FR_K_WARPS][SRC == FR_KSRC_NONE ? 1 : FR_K_SCALES];
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int n = a.n_specs;
@@ -657,8 +713,10 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
 
     for (int i = threadIdx.x; i < n; i += FR_K_THREADS)
         conf[i] = fr_kconf_make(a.specs[i], a.tensor_lohi);
-    for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
-        nf4_table[i] = fr_nf4_bucket_make(i);
+    if constexpr (V == FR_KV_NF4 || V == FR_KV_NF4_DQ) {
+        for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
+            nf4_table[i] = fr_nf4_bucket_make(i);
+    }
     for (int i = threadIdx.x; i < FR_K_MAX_SPECS; i += FR_K_THREADS) {
         acc[i].sq_err = acc[i].sq_hat = acc[i].dot = acc[i].max_abs = 0.0;
     }
@@ -681,7 +739,7 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
             float x[FR_K_PER_LANE];
             float2 b = fr_kintake<DT>(k == 0 ? raw0 : raw1, x,
                                       a.index_base + row * a.cols + col0 + lane * FR_K_PER_LANE,
-                                      seen);
+                                      a.seen, seen);
             float lo = b.x, hi = b.y;
             float4 *dst = reinterpret_cast<float4 *>(&xs[u][lane * FR_K_PER_LANE]);
             dst[0] = make_float4(x[0], x[1], x[2], x[3]);
@@ -689,8 +747,8 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
             /* the groups of 16, 32, ..., 256 containing this lane */
 #pragma unroll
             for (int level = 0; level < 5; level++) {
-                fr_klohi(__shfl_xor_sync(0xffffffffu, lo, 1 << level), lo, hi);
-                fr_klohi(__shfl_xor_sync(0xffffffffu, hi, 1 << level), lo, hi);
+                fr_kmerge(__shfl_xor_sync(0xffffffffu, lo, 1 << level),
+                          __shfl_xor_sync(0xffffffffu, hi, 1 << level), lo, hi);
                 if ((lane & ((2 << level) - 1)) == 0)
                     group_lohi[u][fr_klevel_index(level, lane)] = make_float2(lo, hi);
             }
@@ -702,38 +760,53 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
         __syncthreads(); /* the tile is in shared memory */
         if (tile + gridDim.x < n_tiles)
             fr_kprefetch<DT>(a, tile + gridDim.x, warp, lane, raw0, raw1);
+        /* this warp's units of the tile that exist (the last tile may be
+         * partial): sub + j P for j < j_valid */
+        const int64_t left = a.n_units - tile * FR_K_TILE_UNITS;
+        const int n_valid = left < FR_K_TILE_UNITS ? (int)left : FR_K_TILE_UNITS;
+        const int j_valid = n_valid > sub ? (n_valid - sub + P - 1) / P : 0;
 
         for (int ci = slot; ci < n; ci += Q) {
             const fr_kconf c = conf[ci];
             fr_kacc s = {0.0, 0.0, 0.0, 0.0f};
-            const bool known = fr_kv_dispatch(c.variant, [&](auto vc) {
-                constexpr int V = decltype(vc)::value;
-                constexpr int SRC = fr_kv_source(V);
-                const int g = fr_klevel_index(c.level, lane);
-                for (int u = sub; u < FR_K_TILE_UNITS; u += P) {
-                    if (tile * FR_K_TILE_UNITS + u >= a.n_units)
-                        break;
+            const int shift = fr_kv_lane_shift<V>(c.level);
+            const int lg = 5 - shift; /* log2 of the entries per unit */
+            const int per_round = FR_K_SCALES >> lg;
+            float4 *table = scales[warp];
+            /* tensor scopes: the configuration's constants */
+            const float4 tensor_scale = fr_kscale<V>(c, make_float2(0.0f, 0.0f));
+            for (int j0 = 0; j0 < j_valid; j0 += per_round) {
+                const int jn = j_valid - j0 < per_round ? j_valid - j0 : per_round;
+                if constexpr (SRC != FR_KSRC_NONE) {
+                    __syncwarp(); /* the previous round's entries are read */
+                    for (int i = lane; i < (jn << lg); i += 32) {
+                        const int u = sub + (j0 + (i >> lg)) * P;
+                        table[i] = fr_kscale<V>(
+                            c, fr_kentry_stat<SRC>(a.stats, group_lohi[u], c.level, unit_row[u],
+                                                   unit_col[u], i & ((1 << lg) - 1)));
+                    }
+                    __syncwarp(); /* the entries are written */
+                }
+                const float4 *xp =
+                    reinterpret_cast<const float4 *>(&xs[sub + j0 * P][lane * FR_K_PER_LANE]);
+                const float4 *tp = table + (lane >> shift);
+                for (int jj = 0; jj < jn; jj++) {
                     float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
-                    const float4 *src =
-                        reinterpret_cast<const float4 *>(&xs[u][lane * FR_K_PER_LANE]);
-                    const float4 x0 = src[0], x1 = src[1];
+                    const float4 x0 = xp[0], x1 = xp[1];
                     x[0] = x0.x; x[1] = x0.y; x[2] = x0.z; x[3] = x0.w;
                     x[4] = x1.x; x[5] = x1.y; x[6] = x1.z; x[7] = x1.w;
-                    float2 st = make_float2(0.0f, 0.0f);
-                    if constexpr (SRC == FR_KSRC_GROUP)
-                        st = group_lohi[u][g];
-                    else if constexpr (SRC != FR_KSRC_NONE)
-                        st = fr_kstat<SRC>(a.stats, unit_row[u],
-                                           unit_col[u] + lane * FR_K_PER_LANE, st);
+                    float4 sc = tensor_scale;
+                    if constexpr (SRC != FR_KSRC_NONE)
+                        sc = *tp;
                     fr_kterms t;
                     /* zero-padded elements past the row end give x = x^ = 0
                      * for every format, so they add nothing */
-                    fr_keval<V, false>(c, x, st, nf4_table, t, h);
+                    fr_kapply<V, false>(c, x, sc, nf4_table, t, h);
                     fr_kacc_add(s, t);
+                    xp += P * (FR_K_UNIT / 4);
+                    tp += 1 << lg;
                 }
-            });
-            if (!known) /* an unknown variant: NaN, caught by the tests */
-                s.se = s.sh = s.sd = __int_as_float(0x7fc00000);
+            }
             fr_kwarp_sum(s.se, s.sh, s.sd, s.me);
             if (lane == 0) {
                 fr_kpart *p = &acc[ci * P + sub];
@@ -763,22 +836,30 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
 
 /*
  * One configuration alone (a one-configuration sweep, and quantize with
- * WRITE): a streaming kernel without the shared tile. Each warp walks its
- * units (warp w of the grid takes units w, w + W, ...), two at a time,
- * loading the next two while it evaluates these; group bounds come from warp
- * shuffles up to the configuration's level; the sums stay in registers
- * until the end. Same partials layout ([grid][2]) and reduction as the
- * fused kernel, so the results are reduced in a fixed order too.
+ * WRITE), of variant V: a streaming kernel without the shared tile. Each
+ * warp walks its units (warp w of the grid takes units w, w + W, ...), two
+ * at a time, loading the next two while it evaluates these; group bounds
+ * come from warp shuffles up to the configuration's level and every lane
+ * computes its group's scale; the sums stay in registers until the end.
+ * Same partials layout ([grid][2]) and reduction as the fused kernel, so
+ * the results are reduced in a fixed order too.
  */
-template <int DT, bool WRITE>
-static __global__ void __launch_bounds__(FR_K_THREADS) fr_kstream_kernel(const fr_kfused_args a)
+/* 3 blocks per SM for 16-bit inputs (at most 80 registers): ptxas then
+ * keeps one or two loop-invariant values in local memory (L1), reloaded once
+ * per two units, for 24 instead of 16 warps per SM; f32 inputs would spill
+ * 40-140 bytes, so they keep 2 blocks (docs/gpu.md, "Register budget"). */
+template <int DT, int V, bool WRITE>
+static __global__ void __launch_bounds__(FR_K_THREADS, DT == FRONTIER_DTYPE_F32 ? 2 : 3)
+    fr_kstream_kernel(const fr_kfused_args a)
 {
     __shared__ fr_kpart red[FR_K_WARPS];
     __shared__ fr_kpart red2[FR_K_WARPS];
-    __shared__ fr_nf4_bucket nf4_table[FR_NF4_BUCKETS];
+    __shared__ fr_nf4_bucket nf4_table[V == FR_KV_NF4 || V == FR_KV_NF4_DQ ? FR_NF4_BUCKETS : 1];
+    constexpr int SRC = fr_kv_source(V);
+    constexpr int NW = fr_kraw_words<DT>::n;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const fr_kconf c = fr_kconf_make(a.specs[0], a.tensor_lohi);
-    if (c.kind == FR_K_NF4 || c.kind == FR_K_NF4_DQ) { /* block-uniform */
+    if constexpr (V == FR_KV_NF4 || V == FR_KV_NF4_DQ) {
         for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
             nf4_table[i] = fr_nf4_bucket_make(i);
         __syncthreads();
@@ -787,86 +868,89 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kstream_kernel(const f
     const int64_t step_row = nw / a.upr, step_ut = nw % a.upr;
     fr_kseen seen = {0.0, 0.0, 0.0, -INFINITY};
     fr_kacc s = {0.0, 0.0, 0.0, 0.0f};
+    const bool seen_on = a.seen;
 
-    const bool known = fr_kv_dispatch(c.variant, [&](auto vc) {
-        constexpr int V = decltype(vc)::value;
-        constexpr int SRC = fr_kv_source(V);
-        constexpr int NW = fr_kraw_words<DT>::n;
-        /* units u and u + W in registers while u + 2W and u + 3W load:
-         * four loads in flight per warp */
-        int64_t unit = (int64_t)blockIdx.x * FR_K_WARPS + warp;
-        int64_t row[2], ut[2];
-        uint32_t raw[2][NW];
-        row[0] = fr_kdiv(unit, a.upr);
-        ut[0] = unit - row[0] * a.upr;
-        row[1] = row[0] + step_row;
-        ut[1] = ut[0] + step_ut;
-        if (ut[1] >= a.upr) {
-            ut[1] -= a.upr;
-            row[1]++;
+    /* units u and u + W in registers while u + 2W and u + 3W load:
+     * four loads in flight per warp */
+    int64_t unit = (int64_t)blockIdx.x * FR_K_WARPS + warp;
+    int64_t row[2], ut[2];
+    uint32_t raw[2][NW];
+    row[0] = fr_kdiv(unit, a.upr);
+    ut[0] = unit - row[0] * a.upr;
+    row[1] = row[0] + step_row;
+    ut[1] = ut[0] + step_ut;
+    if (ut[1] >= a.upr) {
+        ut[1] -= a.upr;
+        row[1]++;
+    }
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        fr_kload<DT>(a.w, a.cols, row[k], ut[k] * FR_K_UNIT + lane * FR_K_PER_LANE,
+                     unit + k * nw < a.n_units, a.vec, raw[k]);
+    for (; unit < a.n_units; unit += 2 * nw) {
+        int64_t nrow[2], nut[2];
+        uint32_t next[2][NW];
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            nrow[k] = row[k] + 2 * step_row;
+            nut[k] = ut[k] + 2 * step_ut;
+            /* 2 * step_ut < 2 * upr: at most two wraps */
+            if (nut[k] >= a.upr) {
+                nut[k] -= a.upr;
+                nrow[k]++;
+            }
+            if (nut[k] >= a.upr) {
+                nut[k] -= a.upr;
+                nrow[k]++;
+            }
+            fr_kload<DT>(a.w, a.cols, nrow[k], nut[k] * FR_K_UNIT + lane * FR_K_PER_LANE,
+                         unit + (2 + k) * nw < a.n_units, a.vec, next[k]);
         }
 #pragma unroll
-        for (int k = 0; k < 2; k++)
-            fr_kload<DT>(a.w, a.cols, row[k], ut[k] * FR_K_UNIT + lane * FR_K_PER_LANE,
-                         unit + k * nw < a.n_units, a.vec, raw[k]);
-        for (; unit < a.n_units; unit += 2 * nw) {
-            int64_t nrow[2], nut[2];
-            uint32_t next[2][NW];
+        for (int k = 0; k < 2; k++) {
+            if (unit + k * nw >= a.n_units)
+                break;
+            const int64_t col = ut[k] * FR_K_UNIT + lane * FR_K_PER_LANE;
+            float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
+            float2 st = fr_kintake<DT>(raw[k], x, a.index_base + row[k] * a.cols + col, seen_on,
+                                       seen);
+            if constexpr (SRC == FR_KSRC_GROUP) {
+                /* lo/hi of the lane's group of 16 << level */
 #pragma unroll
-            for (int k = 0; k < 2; k++) {
-                nrow[k] = row[k] + 2 * step_row;
-                nut[k] = ut[k] + 2 * step_ut;
-                while (nut[k] >= a.upr) {
-                    nut[k] -= a.upr;
-                    nrow[k]++;
+                for (int level = 0; level < 5; level++) {
+                    if (level > c.level)
+                        break;
+                    fr_kmerge(__shfl_xor_sync(0xffffffffu, st.x, 1 << level),
+                              __shfl_xor_sync(0xffffffffu, st.y, 1 << level), st.x, st.y);
                 }
-                fr_kload<DT>(a.w, a.cols, nrow[k], nut[k] * FR_K_UNIT + lane * FR_K_PER_LANE,
-                             unit + (2 + k) * nw < a.n_units, a.vec, next[k]);
+            } else {
+                st = fr_kstat<SRC>(a.stats, row[k], col, st);
             }
-#pragma unroll
-            for (int k = 0; k < 2; k++) {
-                if (unit + k * nw >= a.n_units)
-                    break;
-                const int64_t col = ut[k] * FR_K_UNIT + lane * FR_K_PER_LANE;
-                float x[FR_K_PER_LANE], h[FR_K_PER_LANE];
-                float2 st = fr_kintake<DT>(raw[k], x, a.index_base + row[k] * a.cols + col, seen);
-                if constexpr (SRC == FR_KSRC_GROUP) {
-                    /* lo/hi of the lane's group of 16 << level */
-                    for (int level = 0; level <= c.level; level++) {
-                        fr_klohi(__shfl_xor_sync(0xffffffffu, st.x, 1 << level), st.x, st.y);
-                        fr_klohi(__shfl_xor_sync(0xffffffffu, st.y, 1 << level), st.x, st.y);
-                    }
+            fr_kterms t;
+            fr_keval<V, WRITE>(c, x, st, nf4_table, t, h);
+            fr_kacc_add(s, t);
+            if (WRITE && col < a.cols) {
+                float *out = a.w_hat + row[k] * a.cols + col;
+                if (a.vec_out) {
+                    reinterpret_cast<float4 *>(out)[0] = make_float4(h[0], h[1], h[2], h[3]);
+                    reinterpret_cast<float4 *>(out)[1] = make_float4(h[4], h[5], h[6], h[7]);
                 } else {
-                    st = fr_kstat<SRC>(a.stats, row[k], col, st);
+#pragma unroll
+                    for (int e = 0; e < FR_K_PER_LANE; e++)
+                        if (col + e < a.cols)
+                            out[e] = h[e];
                 }
-                fr_kterms t;
-                fr_keval<V, WRITE>(c, x, st, nf4_table, t, h);
-                fr_kacc_add(s, t);
-                if (WRITE && col < a.cols) {
-                    float *out = a.w_hat + row[k] * a.cols + col;
-                    if (a.vec_out) {
-                        reinterpret_cast<float4 *>(out)[0] = make_float4(h[0], h[1], h[2], h[3]);
-                        reinterpret_cast<float4 *>(out)[1] = make_float4(h[4], h[5], h[6], h[7]);
-                    } else {
-#pragma unroll
-                        for (int e = 0; e < FR_K_PER_LANE; e++)
-                            if (col + e < a.cols)
-                                out[e] = h[e];
-                    }
-                }
-            }
-#pragma unroll
-            for (int k = 0; k < 2; k++) {
-#pragma unroll
-                for (int j = 0; j < NW; j++)
-                    raw[k][j] = next[k][j];
-                row[k] = nrow[k];
-                ut[k] = nut[k];
             }
         }
-    });
-    if (!known)
-        s.se = s.sh = s.sd = __int_as_float(0x7fc00000);
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+#pragma unroll
+            for (int j = 0; j < NW; j++)
+                raw[k][j] = next[k][j];
+            row[k] = nrow[k];
+            ut[k] = nut[k];
+        }
+    }
 
     fr_kpart *out = a.partials + (size_t)blockIdx.x * 2;
     fr_kwarp_sum(s.se, s.sh, s.sd, s.me);
@@ -929,17 +1013,27 @@ static __global__ void __launch_bounds__(256)
         out[map.dst[c]] = s[0];
 }
 
+/* The kernel instance of (dtype DT, variant v). */
 template <int DT>
-static fr_status fr_kfused_launch(const fr_kfused_args &args, unsigned grid, bool write,
-                                  cudaStream_t s, fr_error *err)
+static fr_status fr_kfused_launch(const fr_kfused_args &args, int variant, unsigned grid,
+                                  bool write, cudaStream_t s, fr_error *err)
 {
     fr_status st = FR_OK;
-    if (args.n_specs > 1)
-        FR_LAUNCH(fr_kfused_kernel<DT><<<grid, FR_K_THREADS, 0, s>>>(args));
-    else if (write)
-        FR_LAUNCH(fr_kstream_kernel<DT, true><<<grid, FR_K_THREADS, 0, s>>>(args));
-    else
-        FR_LAUNCH(fr_kstream_kernel<DT, false><<<grid, FR_K_THREADS, 0, s>>>(args));
+    switch (variant) {
+#define FR_KCASE(V)                                                                              \
+    case V:                                                                                      \
+        if (args.n_specs > 1)                                                                    \
+            FR_LAUNCH(fr_kfused_kernel<DT, V><<<grid, FR_K_THREADS, 0, s>>>(args));              \
+        else if (write)                                                                          \
+            FR_LAUNCH(fr_kstream_kernel<DT, V, true><<<grid, FR_K_THREADS, 0, s>>>(args));       \
+        else                                                                                     \
+            FR_LAUNCH(fr_kstream_kernel<DT, V, false><<<grid, FR_K_THREADS, 0, s>>>(args));      \
+        break;
+        FR_KV_FOR_EACH(FR_KCASE)
+#undef FR_KCASE
+    default:
+        return fr_fail(err, FR_E_FAIL, "internal: kernel variant %d", variant);
+    }
 cleanup:
     return st;
 }
@@ -1009,6 +1103,7 @@ fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview
                 map.dst[m++] = i;
             }
             map.dst[m] = first_launch ? n : -1;
+            args->seen = first_launch;
             first_launch = false;
             args->n_specs = m;
             /* the fused kernel takes a tile per block, the streaming kernel
@@ -1018,13 +1113,16 @@ fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview
             const unsigned grid = blocks < FR_K_GRID ? (unsigned)blocks : FR_K_GRID;
             switch (v->dtype) {
             case FRONTIER_DTYPE_F32:
-                FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_F32>(*args, grid, w_hat != NULL, work->stream, err));
+                FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_F32>(*args, variant, grid, w_hat != NULL,
+                                                              work->stream, err));
                 break;
             case FRONTIER_DTYPE_F16:
-                FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_F16>(*args, grid, w_hat != NULL, work->stream, err));
+                FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_F16>(*args, variant, grid, w_hat != NULL,
+                                                              work->stream, err));
                 break;
             case FRONTIER_DTYPE_BF16:
-                FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_BF16>(*args, grid, w_hat != NULL, work->stream, err));
+                FR_TRY(fr_kfused_launch<FRONTIER_DTYPE_BF16>(*args, variant, grid, w_hat != NULL,
+                                                              work->stream, err));
                 break;
             default:
                 st = fr_fail(err, FR_E_FAIL, "internal: device dtype %d", v->dtype);

@@ -10,15 +10,23 @@
 #include "kstats.cuh"
 #include "quantizers/fp8_group.h"
 
-template <bool TENSOR, bool H>
-__device__ __forceinline__ void fr_kfp8(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
-                                        float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+/* {s, r}: the scale and its reciprocal (the rule's scale half; int.cuh) */
+template <bool TENSOR>
+__device__ __forceinline__ float4 fr_kfp8_scale(const fr_kconf &c, float2 st)
 {
     float s = c.s, r = c.r;
     if constexpr (!TENSOR) {
         s = fr_fp8_scale(fr_kamax(st.x, st.y), c.q);
         r = fr_quot_recip(s);
     }
+    return make_float4(s, r, 0.0f, 0.0f);
+}
+
+template <bool H>
+__device__ __forceinline__ void fr_kfp8_apply(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
+                                              float4 sc, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+{
+    const float s = sc.x, r = sc.y;
     const fr_minifloat f = {c.mbits, c.emin, c.q};
     int near = 0;
 #pragma unroll

@@ -48,10 +48,23 @@ __device__ __forceinline__ void fr_kint_terms(const float (&x)[FR_K_PER_LANE],
     }
 }
 
-/* sym: st = the group's or row's (lo, hi); tensor scope uses c.s/r/limit. */
-template <bool TENSOR, bool H>
-__device__ __forceinline__ void fr_kint_sym(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
-                                            float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+/*
+ * Each rule is split in two: the *scale* of a group (from its statistic st,
+ * or the tensor constants of c), four floats that every lane of the group
+ * shares, and its *application* to a lane's 8 elements. The fused kernel
+ * computes the scales of a tile once per group into shared memory
+ * (engine.cu); the streaming kernel computes them per lane. The arithmetic
+ * is the same either way, so x^ is too.
+ */
+
+/* sym: {s, r, limit, clamp}: the fp16 scale, its reciprocal, the near
+ * limit, and 1 when the clamp to +-qmax may act. The clamp only acts when
+ * some |x / s| rounds past qmax, which a normal fp16 scale rules out
+ * (|x / s| <= qmax (1 + 2^-10) < qmax + 1/2 for qmax <= 127): fl(amax r) <=
+ * qmax + 1/4 proves it for the group (then |y| <= qmax + 1/4 and t, equal
+ * to the definition's code, is at most qmax). */
+template <bool TENSOR>
+__device__ __forceinline__ float4 fr_kint_sym_scale(const fr_kconf &c, float2 st)
 {
     float s = c.s, r = c.r, limit = c.limit, amax = c.amax;
     if constexpr (!TENSOR) {
@@ -63,6 +76,15 @@ __device__ __forceinline__ void fr_kint_sym(const fr_kconf &c, const float (&x)[
         r = fr_quot_recip_fp16(s);
         limit = fr_int_quot_limit(amax, r);
     }
+    return make_float4(s, r, limit, !(amax * r <= c.q + 0.25f) ? 1.0f : 0.0f);
+}
+
+template <bool TENSOR, bool H>
+__device__ __forceinline__ void fr_kint_sym_apply(const fr_kconf &c,
+                                                  const float (&x)[FR_K_PER_LANE], float4 sc,
+                                                  fr_kterms &t, float (&h)[FR_K_PER_LANE])
+{
+    const float s = sc.x, r = sc.y, limit = sc.z;
     int near = 0;
     float q[FR_K_PER_LANE];
 #pragma unroll
@@ -73,12 +95,8 @@ __device__ __forceinline__ void fr_kint_sym(const fr_kconf &c, const float (&x)[
         for (int e = 0; e < FR_K_PER_LANE; e++)
             q[e] = fr_int_sym_code(x[e], s, c.q);
     }
-    /* The clamp to +-qmax only acts when some |x / s| rounds past qmax,
-     * which a normal fp16 scale rules out (|x / s| <= qmax (1 + 2^-10) <
-     * qmax + 1/2 for qmax <= 127): fl(amax r) <= qmax + 1/4 proves it for
-     * the group (then |y| <= qmax + 1/4 and t, equal to the definition's
-     * code, is at most qmax). A warp-uniform vote keeps lanes together. */
-    if (__any_sync(0xffffffffu, !(amax * r <= c.q + 0.25f))) {
+    /* a warp-uniform vote keeps the lanes together */
+    if (__any_sync(0xffffffffu, sc.w != 0.0f)) {
 #pragma unroll
         for (int e = 0; e < FR_K_PER_LANE; e++)
             q[e] = fminf(fmaxf(q[e], -c.q), c.q);
@@ -86,11 +104,9 @@ __device__ __forceinline__ void fr_kint_sym(const fr_kconf &c, const float (&x)[
     fr_kint_terms<TENSOR, H>(x, q, s, t, h);
 }
 
-/* asym: codes q - z = clamp(t, -z, L - z) (t + z and the clamp are exact
- * small integers, so this is clamp(t + z, 0, L) - z). */
-template <bool TENSOR, bool H>
-__device__ __forceinline__ void fr_kint_asym(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
-                                             float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+/* asym: {s, r, limit, z}. */
+template <bool TENSOR>
+__device__ __forceinline__ float4 fr_kint_asym_scale(const fr_kconf &c, float2 st)
 {
     float s = c.s, r = c.r, limit = c.limit, z = c.z;
     if constexpr (!TENSOR) {
@@ -108,6 +124,17 @@ __device__ __forceinline__ void fr_kint_asym(const fr_kconf &c, const float (&x)
         if (FR_KNEAR(near_z))
             z = fr_int_asym_zero(lo, s, c.q);
     }
+    return make_float4(s, r, limit, z);
+}
+
+/* codes q - z = clamp(t, -z, L - z) (t + z and the clamp are exact small
+ * integers, so this is clamp(t + z, 0, L) - z). */
+template <bool TENSOR, bool H>
+__device__ __forceinline__ void fr_kint_asym_apply(const fr_kconf &c,
+                                                   const float (&x)[FR_K_PER_LANE], float4 sc,
+                                                   fr_kterms &t, float (&h)[FR_K_PER_LANE])
+{
+    const float s = sc.x, r = sc.y, limit = sc.z, z = sc.w;
     int near = 0;
     float q[FR_K_PER_LANE];
 #pragma unroll

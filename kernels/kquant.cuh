@@ -8,8 +8,10 @@
  * the CPU's, bit for bit.
  *
  * A configuration's *variant* (family, scope) is a compile-time parameter
- * of the unit loops: a kernel switches on it once per configuration
- * (warp-uniform) and runs a loop specialised for it over its units.
+ * of the kernels: the host launches the instance of the variant (one
+ * launch per variant, FR_KV_FOR_EACH), so a kernel holds one variant's
+ * code. Each rule comes in two halves, the group's scale (fr_kscale) and
+ * its application to a lane's elements (fr_kapply).
  */
 #ifndef FR_KQUANT_CUH
 #define FR_KQUANT_CUH
@@ -93,12 +95,12 @@ __device__ __forceinline__ fr_kconf fr_kconf_make(const fr_kspec &s, const float
     c.mbits = s.mbits;
     c.emin = s.emin;
     c.emax_elem = s.emax_elem;
-    c.variant = fr_kvariant_of(s);
+    c.variant = (int8_t)fr_kvariant_of(s);
     c.q = (s.kind == FR_K_INT_SYM || s.kind == FR_K_INT_ASYM) ? s.qmax : s.fmax;
     c.inv_q = fr_quot_recip(c.q);
     c.s = c.r = c.z = 0.0f;
     c.limit = 0.5f;
-    c.amax = c.pad = 0.0f;
+    c.amax = 0.0f;
     if (!tensor_lohi)
         return c;
     const float lo = tensor_lohi[0], hi = tensor_lohi[1];
@@ -121,64 +123,92 @@ __device__ __forceinline__ fr_kconf fr_kconf_make(const fr_kspec &s, const float
     return c;
 }
 
-/* x^ (when H) and the error terms of a lane's 8 elements under variant V;
- * st is the statistic fr_kstat<fr_kv_source(V)> gave; nf4 is the bucket
- * table (fr_nf4_bucket_make) in shared memory. */
+/* The scale half of variant V's rule for a group with statistic st
+ * (fr_kstat<fr_kv_source(V)>; ignored by the tensor scopes): four floats
+ * that every lane of the group shares (the family headers say which). */
+template <int V> __device__ __forceinline__ float4 fr_kscale(const fr_kconf &c, float2 st)
+{
+    if constexpr (V == FR_KV_INT_SYM_GROUP || V == FR_KV_INT_SYM_ROW)
+        return fr_kint_sym_scale<false>(c, st);
+    else if constexpr (V == FR_KV_INT_SYM_TENSOR)
+        return fr_kint_sym_scale<true>(c, st);
+    else if constexpr (V == FR_KV_INT_ASYM_GROUP || V == FR_KV_INT_ASYM_ROW)
+        return fr_kint_asym_scale<false>(c, st);
+    else if constexpr (V == FR_KV_INT_ASYM_TENSOR)
+        return fr_kint_asym_scale<true>(c, st);
+    else if constexpr (V == FR_KV_FP8_TENSOR)
+        return fr_kfp8_scale<true>(c, st);
+    else if constexpr (V == FR_KV_FP8_ROW || V == FR_KV_FP8_TILE)
+        return fr_kfp8_scale<false>(c, st);
+    else if constexpr (V == FR_KV_NVFP4)
+        return fr_knvfp4_scale(c, st);
+    else if constexpr (V == FR_KV_MX || V == FR_KV_MXINT8)
+        return fr_kmx_scale(c, st);
+    else if constexpr (V == FR_KV_NF4)
+        return fr_knf4_scale<false>(c, st);
+    else
+        return fr_knf4_scale<true>(c, st);
+}
+
+/* x^ (when H) and the error terms of a lane's 8 elements under variant V
+ * with its group's scale sc (fr_kscale); nf4 is the bucket table
+ * (fr_nf4_bucket_make) in shared memory. */
+template <int V, bool H>
+__device__ __forceinline__ void fr_kapply(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
+                                          float4 sc, const fr_nf4_bucket *nf4, fr_kterms &t,
+                                          float (&h)[FR_K_PER_LANE])
+{
+    if constexpr (V == FR_KV_INT_SYM_GROUP || V == FR_KV_INT_SYM_ROW)
+        fr_kint_sym_apply<false, H>(c, x, sc, t, h);
+    else if constexpr (V == FR_KV_INT_SYM_TENSOR)
+        fr_kint_sym_apply<true, H>(c, x, sc, t, h);
+    else if constexpr (V == FR_KV_INT_ASYM_GROUP || V == FR_KV_INT_ASYM_ROW)
+        fr_kint_asym_apply<false, H>(c, x, sc, t, h);
+    else if constexpr (V == FR_KV_INT_ASYM_TENSOR)
+        fr_kint_asym_apply<true, H>(c, x, sc, t, h);
+    else if constexpr (V == FR_KV_FP8_TENSOR || V == FR_KV_FP8_ROW || V == FR_KV_FP8_TILE)
+        fr_kfp8_apply<H>(c, x, sc, t, h);
+    else if constexpr (V == FR_KV_NVFP4)
+        fr_knvfp4_apply<H>(c, x, sc, t, h);
+    else if constexpr (V == FR_KV_MX)
+        fr_kmx_apply<false, H>(c, x, sc, t, h);
+    else if constexpr (V == FR_KV_MXINT8)
+        fr_kmx_apply<true, H>(c, x, sc, t, h);
+    else
+        fr_knf4_apply<H>(x, sc, nf4, t, h);
+}
+
+/* Both halves for one lane (the streaming kernel, the probe). */
 template <int V, bool H>
 __device__ __forceinline__ void fr_keval(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
                                          float2 st, const fr_nf4_bucket *nf4, fr_kterms &t,
                                          float (&h)[FR_K_PER_LANE])
 {
-    if constexpr (V == FR_KV_INT_SYM_GROUP || V == FR_KV_INT_SYM_ROW)
-        fr_kint_sym<false, H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_INT_SYM_TENSOR)
-        fr_kint_sym<true, H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_INT_ASYM_GROUP || V == FR_KV_INT_ASYM_ROW)
-        fr_kint_asym<false, H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_INT_ASYM_TENSOR)
-        fr_kint_asym<true, H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_FP8_TENSOR)
-        fr_kfp8<true, H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_FP8_ROW || V == FR_KV_FP8_TILE)
-        fr_kfp8<false, H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_NVFP4)
-        fr_knvfp4<H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_MX)
-        fr_kmx<false, H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_MXINT8)
-        fr_kmx<true, H>(c, x, st, t, h);
-    else if constexpr (V == FR_KV_NF4)
-        fr_knf4<false, H>(c, x, st, nf4, t, h);
-    else
-        fr_knf4<true, H>(c, x, st, nf4, t, h);
+    fr_kapply<V, H>(c, x, fr_kscale<V>(c, st), nf4, t, h);
 }
 
-/* A compile-time variant for the dispatch below. */
-template <int V> struct fr_kvc {
-    static constexpr int value = V;
-};
-
-/* Calls f(fr_kvc<V>()) for the runtime variant v (warp-uniform); false for
- * an unknown variant. */
-template <typename F> __device__ __forceinline__ bool fr_kv_dispatch(int v, F &&f)
+/*
+ * Lanes per scale of variant V as a shift: a lane's scale is entry
+ * lane >> shift of its unit's 32 >> shift (groups of 16 << level elements:
+ * 2 << level lanes; a row: the whole unit; a 128 x 128 tile: 16 lanes; an
+ * nf4-dq block of 64: 8 lanes).
+ */
+template <int V> __device__ __forceinline__ int fr_kv_lane_shift(int level)
 {
-    switch (v) {
-    case FR_KV_INT_SYM_GROUP: f(fr_kvc<FR_KV_INT_SYM_GROUP>()); return true;
-    case FR_KV_INT_SYM_ROW: f(fr_kvc<FR_KV_INT_SYM_ROW>()); return true;
-    case FR_KV_INT_SYM_TENSOR: f(fr_kvc<FR_KV_INT_SYM_TENSOR>()); return true;
-    case FR_KV_INT_ASYM_GROUP: f(fr_kvc<FR_KV_INT_ASYM_GROUP>()); return true;
-    case FR_KV_INT_ASYM_ROW: f(fr_kvc<FR_KV_INT_ASYM_ROW>()); return true;
-    case FR_KV_INT_ASYM_TENSOR: f(fr_kvc<FR_KV_INT_ASYM_TENSOR>()); return true;
-    case FR_KV_FP8_TENSOR: f(fr_kvc<FR_KV_FP8_TENSOR>()); return true;
-    case FR_KV_FP8_ROW: f(fr_kvc<FR_KV_FP8_ROW>()); return true;
-    case FR_KV_FP8_TILE: f(fr_kvc<FR_KV_FP8_TILE>()); return true;
-    case FR_KV_NVFP4: f(fr_kvc<FR_KV_NVFP4>()); return true;
-    case FR_KV_MX: f(fr_kvc<FR_KV_MX>()); return true;
-    case FR_KV_MXINT8: f(fr_kvc<FR_KV_MXINT8>()); return true;
-    case FR_KV_NF4: f(fr_kvc<FR_KV_NF4>()); return true;
-    case FR_KV_NF4_DQ: f(fr_kvc<FR_KV_NF4_DQ>()); return true;
-    default: return false;
-    }
+    constexpr int src = fr_kv_source(V);
+    return src == FR_KSRC_GROUP  ? level + 1
+           : src == FR_KSRC_TILE ? 4
+           : src == FR_KSRC_DQ   ? 3
+                                 : 5; /* a row, or the tensor constants */
 }
+
+/* Every variant, for the host's choice of a kernel instance (one per
+ * variant: each gets the registers its own code needs, and the
+ * instruction cache holds one variant's code). */
+#define FR_KV_FOR_EACH(X)                                                                    \
+    X(FR_KV_INT_SYM_GROUP) X(FR_KV_INT_SYM_ROW) X(FR_KV_INT_SYM_TENSOR)                        \
+    X(FR_KV_INT_ASYM_GROUP) X(FR_KV_INT_ASYM_ROW) X(FR_KV_INT_ASYM_TENSOR)                     \
+    X(FR_KV_FP8_TENSOR) X(FR_KV_FP8_ROW) X(FR_KV_FP8_TILE) X(FR_KV_NVFP4) X(FR_KV_MX)          \
+    X(FR_KV_MXINT8) X(FR_KV_NF4) X(FR_KV_NF4_DQ)
 
 #endif

@@ -121,15 +121,15 @@ __device__ __forceinline__ float fr_kamax(float lo, float hi)
  * from shared memory.
  */
 typedef struct fr_kconf {
-    int kind, scope, level, is_int8; /* from fr_kspec */
-    int mbits, emin, emax_elem, variant; /* variant: enum fr_kvariant (kquant.cuh) */
+    /* from fr_kspec; variant: enum fr_kvariant (kquant.cuh). Bytes, so
+     * that 128 configurations' constants take 4.5 KiB of shared memory. */
+    int8_t kind, scope, level, is_int8, mbits, emin, emax_elem, variant;
     float q;     /* int: qmax (sym) or 2^b - 1 (asym); fp8/mx: element max */
     float inv_q; /* fr_quot_recip(q): the int scale quotient amax / q */
     float s, r;  /* tensor scope: the scale and fr_quot_recip(s); nvfp4: s = gs */
     float limit; /* int tensor scope: fr_int_quot_limit(tensor amax, r) */
     float z;     /* int asym tensor scope: the zero point */
     float amax;  /* tensor scope: the tensor's amax */
-    float pad;
 } fr_kconf;
 
 /* A lane's error terms over its 8 elements of one unit, in float:

@@ -9,12 +9,19 @@
 #include "kstats.cuh"
 #include "quantizers/mx_block.h"
 
-template <bool INT8, bool H>
-__device__ __forceinline__ void fr_kmx(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
-                                       float2 st, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+/* {2^e, 2^-e}: the block's E8M0 scale and its exact inverse (the rule's
+ * scale half; int.cuh) */
+__device__ __forceinline__ float4 fr_kmx_scale(const fr_kconf &c, float2 st)
 {
     const int e = fr_mx_scale_exp(fr_kamax(st.x, st.y), c.emax_elem);
-    const float scale = fr_pow2f(e), inv_scale = fr_pow2f(-e);
+    return make_float4(fr_pow2f(e), fr_pow2f(-e), 0.0f, 0.0f);
+}
+
+template <bool INT8, bool H>
+__device__ __forceinline__ void fr_kmx_apply(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
+                                             float4 sc, fr_kterms &t, float (&h)[FR_K_PER_LANE])
+{
+    const float scale = sc.x, inv_scale = sc.y;
     const fr_minifloat f = {c.mbits, c.emin, c.q};
     if constexpr (INT8) {
 #pragma unroll

@@ -12,14 +12,22 @@
 #include "kstats.cuh"
 #include "quantizers/nf4_block.h"
 
-template <bool DQ, bool H>
-__device__ __forceinline__ void fr_knf4(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
-                                        float2 st, const fr_nf4_bucket *table, fr_kterms &t,
-                                        float (&h)[FR_K_PER_LANE])
+/* {a, 1/a}: the block's absmax (or a') and its reciprocal (the rule's
+ * scale half; int.cuh) */
+template <bool DQ>
+__device__ __forceinline__ float4 fr_knf4_scale(const fr_kconf &c, float2 st)
 {
     (void)c;
     const float a = DQ ? st.y : fr_kamax(st.x, st.y);
-    const float r = fr_quot_recip(a);
+    return make_float4(a, fr_quot_recip(a), 0.0f, 0.0f);
+}
+
+template <bool H>
+__device__ __forceinline__ void fr_knf4_apply(const float (&x)[FR_K_PER_LANE], float4 sc,
+                                              const fr_nf4_bucket *table, fr_kterms &t,
+                                              float (&h)[FR_K_PER_LANE])
+{
+    const float a = sc.x, r = sc.y;
     int near = 0;
 #pragma unroll
     for (int e = 0; e < FR_K_PER_LANE; e++)

@@ -25,11 +25,16 @@ for mode in fast full; do
         / EXIT / { done = 1 }
         END { for (k in n) print k, n[k] }' > "$tmp/$mode.txt"
 done
-printf "%-16s %12s %12s   (instructions per lane per unit of 8 elements; /8 per element)\n" variant fast full
+# "scale+apply": a lane computes its group's scale and applies it (the
+# streaming kernel); "apply": the scale comes from the table in shared
+# memory (the fused kernel, which computes each group's scale once)
+printf "%-16s %12s %12s %12s   (instructions per lane per unit of 8 elements; /8 per element)\n" \
+    variant "scale+apply" full "apply"
 for v in $(seq 0 13); do
-    get() { awk -v p="_Z8fr_probeILi${v}ELi$2E" 'index($1, p) == 1 { print $2 }' "$tmp/$1.txt"; }
-    f1=$(get fast 1); f2=$(get fast 2); a1=$(get full 1); a2=$(get full 2)
+    get() { awk -v p="_Z8fr_probeILi${v}ELi$2ELb$3E" 'index($1, p) == 1 { print $2 }' "$tmp/$1.txt"; }
+    f1=$(get fast 1 0); f2=$(get fast 2 0); a1=$(get full 1 0); a2=$(get full 2 0)
+    p1=$(get fast 1 1); p2=$(get fast 2 1)
     [ -z "$f1" ] && continue
-    printf "%-16s %6d %5.1f %6d %5.1f\n" "${names[$v]}" $((f2 - f1)) "$(echo "($f2 - $f1) / 8" | bc -l)" \
-        $((a2 - a1)) "$(echo "($a2 - $a1) / 8" | bc -l)"
+    printf "%-16s %6d %5.1f %6d %5.1f %6d %5.1f\n" "${names[$v]}" $((f2 - f1)) "$(echo "($f2 - $f1) / 8" | bc -l)" \
+        $((a2 - a1)) "$(echo "($a2 - $a1) / 8" | bc -l)" $((p2 - p1)) "$(echo "($p2 - $p1) / 8" | bc -l)"
 done

@@ -10,7 +10,7 @@
  */
 #include "kernels/kquant.cuh"
 
-template <int V, int K>
+template <int V, int K, bool APPLY>
 __global__ void fr_probe(const fr_kconf *cp, const float4 *xs, const float2 *st, double *out,
                          int n)
 {
@@ -29,7 +29,11 @@ __global__ void fr_probe(const fr_kconf *cp, const float4 *xs, const float2 *st,
         const float4 a = xs[2 * ((u + k) * 32 + lane)], b = xs[2 * ((u + k) * 32 + lane) + 1];
         float x[FR_K_PER_LANE] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}, h[FR_K_PER_LANE];
         fr_kterms t;
-        fr_keval<V, false>(c, x, st[(u + k) * 32 + lane], nf4, t, h);
+        if constexpr (APPLY) /* the fused kernel: the group's scale from its table */
+            fr_kapply<V, false>(c, x, reinterpret_cast<const float4 *>(st)[(u + k) * 32 + lane],
+                                nf4, t, h);
+        else /* the streaming kernel: every lane computes its group's scale */
+            fr_keval<V, false>(c, x, st[(u + k) * 32 + lane], nf4, t, h);
         se += (double)t.se;
         sh += (double)t.sh;
         sd += (double)t.sd;
@@ -44,11 +48,12 @@ __global__ void fr_probe(const fr_kconf *cp, const float4 *xs, const float2 *st,
 
 /* one and two evaluations per iteration: the difference of their sizes is
  * one (unit, configuration) evaluation of a lane, loads and sums included */
+#define FR_PROBE_AT(v, k, apply)                                                             \
+    template __global__ void fr_probe<v, k, apply>(const fr_kconf *, const float4 *,           \
+                                                   const float2 *, double *, int);
 #define FR_PROBE(v)                                                                          \
-    template __global__ void fr_probe<v, 1>(const fr_kconf *, const float4 *, const float2 *,  \
-                                            double *, int);                                  \
-    template __global__ void fr_probe<v, 2>(const fr_kconf *, const float4 *, const float2 *,  \
-                                            double *, int);
+    FR_PROBE_AT(v, 1, false) FR_PROBE_AT(v, 2, false) FR_PROBE_AT(v, 1, true)                  \
+    FR_PROBE_AT(v, 2, true)
 FR_PROBE(FR_KV_INT_SYM_GROUP)
 FR_PROBE(FR_KV_INT_SYM_TENSOR)
 FR_PROBE(FR_KV_INT_ASYM_GROUP)

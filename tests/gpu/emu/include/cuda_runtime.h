@@ -89,6 +89,13 @@ static inline int __any_sync(unsigned mask, int pred)
     return (int)v;
 }
 
+/* a warp barrier: one real shuffle waits for every lane of the warp */
+static inline void __syncwarp(unsigned mask = 0xffffffffu)
+{
+    (void)mask;
+    (void)emu_shfl_xor(0, 1);
+}
+
 template <typename T> static inline T __ldg(const T *p)
 {
     return *p;
