@@ -147,22 +147,11 @@ static const frontier_quantizer fp8_quantizer = {
     .name = "fp8",
     .description = "FP8 E4M3FN / E5M2 with an fp32 scale per tensor, row or 128x128 tile",
     .version = FRONTIER_VERSION,
-#ifdef FRONTIER_HAVE_CUDA /* kernels/fp8.cu */
-    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
-#else
-    .flags = FRONTIER_Q_DETERMINISTIC,
-#endif
+    FR_Q_BUILTIN_GPU(fp8), /* kernels/fp8.cu */
     .n_configs = sizeof fp8_configs / sizeof fp8_configs[0],
     .configs = fp8_configs,
     .size_bits = fp8_size_bits,
     .quantize_cpu = fp8_quantize_cpu,
-#ifdef FRONTIER_HAVE_CUDA
-    .quantize_cuda = fr_fp8_quantize_cuda,
-    .sweep_cuda = fr_fp8_sweep_cuda,
-#else
-    .quantize_cuda = NULL,
-    .sweep_cuda = NULL,
-#endif
 };
 
 const frontier_quantizer *fr_fp8_entry(const frontier_host_api *host)

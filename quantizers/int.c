@@ -176,22 +176,11 @@ static const frontier_quantizer int_quantizer = {
     .description = "integer round-to-nearest, int2..int8, sym/asym, fp16 group or row "
                    "scales, or one fp32 tensor scale",
     .version = FRONTIER_VERSION,
-#ifdef FRONTIER_HAVE_CUDA /* kernels/int.cu */
-    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
-#else
-    .flags = FRONTIER_Q_DETERMINISTIC,
-#endif
+    FR_Q_BUILTIN_GPU(int), /* kernels/int.cu */
     .n_configs = sizeof int_configs / sizeof int_configs[0],
     .configs = int_configs,
     .size_bits = int_size_bits,
     .quantize_cpu = int_quantize_cpu,
-#ifdef FRONTIER_HAVE_CUDA
-    .quantize_cuda = fr_int_quantize_cuda,
-    .sweep_cuda = fr_int_sweep_cuda,
-#else
-    .quantize_cuda = NULL,
-    .sweep_cuda = NULL,
-#endif
 };
 
 const frontier_quantizer *fr_int_entry(const frontier_host_api *host)

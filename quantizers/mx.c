@@ -102,22 +102,11 @@ static const frontier_quantizer mx_quantizer = {
     .name = "mx",
     .description = "OCP Microscaling v1.0: mxfp8, mxfp6, mxfp4, mxint8 (blocks of 32, E8M0 scale)",
     .version = FRONTIER_VERSION,
-#ifdef FRONTIER_HAVE_CUDA /* kernels/mx.cu */
-    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
-#else
-    .flags = FRONTIER_Q_DETERMINISTIC,
-#endif
+    FR_Q_BUILTIN_GPU(mx), /* kernels/mx.cu */
     .n_configs = sizeof mx_configs / sizeof mx_configs[0],
     .configs = mx_configs,
     .size_bits = mx_size_bits,
     .quantize_cpu = mx_quantize_cpu,
-#ifdef FRONTIER_HAVE_CUDA
-    .quantize_cuda = fr_mx_quantize_cuda,
-    .sweep_cuda = fr_mx_sweep_cuda,
-#else
-    .quantize_cuda = NULL,
-    .sweep_cuda = NULL,
-#endif
 };
 
 const frontier_quantizer *fr_mx_entry(const frontier_host_api *host)

@@ -170,22 +170,11 @@ static const frontier_quantizer nf4_quantizer = {
     .name = "nf4",
     .description = "NormalFloat-4 (QLoRA) in blocks of 64, with or without double quantization",
     .version = FRONTIER_VERSION,
-#ifdef FRONTIER_HAVE_CUDA /* kernels/nf4.cu */
-    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
-#else
-    .flags = FRONTIER_Q_DETERMINISTIC,
-#endif
+    FR_Q_BUILTIN_GPU(nf4), /* kernels/nf4.cu */
     .n_configs = sizeof nf4_configs / sizeof nf4_configs[0],
     .configs = nf4_configs,
     .size_bits = nf4_size_bits,
     .quantize_cpu = nf4_quantize_cpu,
-#ifdef FRONTIER_HAVE_CUDA
-    .quantize_cuda = fr_nf4_quantize_cuda,
-    .sweep_cuda = fr_nf4_sweep_cuda,
-#else
-    .quantize_cuda = NULL,
-    .sweep_cuda = NULL,
-#endif
 };
 
 const frontier_quantizer *fr_nf4_entry(const frontier_host_api *host)

@@ -88,22 +88,11 @@ static const frontier_quantizer nvfp4_quantizer = {
     .name = "nvfp4",
     .description = "NVFP4: E2M1 elements, E4M3 scale per 16, fp32 global scale",
     .version = FRONTIER_VERSION,
-#ifdef FRONTIER_HAVE_CUDA /* kernels/nvfp4.cu */
-    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,
-#else
-    .flags = FRONTIER_Q_DETERMINISTIC,
-#endif
+    FR_Q_BUILTIN_GPU(nvfp4), /* kernels/nvfp4.cu */
     .n_configs = sizeof nvfp4_configs / sizeof nvfp4_configs[0],
     .configs = nvfp4_configs,
     .size_bits = nvfp4_size_bits,
     .quantize_cpu = nvfp4_quantize_cpu,
-#ifdef FRONTIER_HAVE_CUDA
-    .quantize_cuda = fr_nvfp4_quantize_cuda,
-    .sweep_cuda = fr_nvfp4_sweep_cuda,
-#else
-    .quantize_cuda = NULL,
-    .sweep_cuda = NULL,
-#endif
 };
 
 const frontier_quantizer *fr_nvfp4_entry(const frontier_host_api *host)
