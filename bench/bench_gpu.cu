@@ -183,7 +183,7 @@ static bench_cfg *list_configs(const fr_registry *reg, double lo, double hi, int
             continue;
         v[n].name = ref->cfg->name;
         v[n].nominal_bits = ref->cfg->nominal_bits;
-        fr_kspec_from(fr_config_quantizer(reg, ref)->name, ref->cfg, &v[n].spec);
+        fr_kspec_of(reg->entries[ref->quantizer].family, ref->cfg, &v[n].spec);
         n++;
     }
     *n_out = n;

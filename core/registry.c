@@ -22,7 +22,6 @@
 #include "call.h"
 #include "parallel.h"
 #include "log.h"
-#include "quantizers/builtin.h"
 
 /* The v1 descriptor ends with sweep_cuda; a plugin built against a later
  * header may be larger, never smaller. */
@@ -229,29 +228,6 @@ void fr_registry_init_empty(fr_registry *reg)
     memset(reg, 0, sizeof *reg);
 }
 
-fr_status fr_registry_init(fr_registry *reg, fr_error *err)
-{
-    fr_registry_init_empty(reg);
-    fr_status st = FR_OK;
-    for (size_t i = 0; i < fr_n_builtin_entries; i++) {
-        const frontier_quantizer *q = fr_builtin_entries[i](fr_host_api());
-        st = fr_registry_add(reg, q, FR_ORIGIN_BUILTIN, NULL, err);
-        if (st != FR_OK) {
-            /* a broken built-in is a bug in this program, not in the input */
-            if (st == FR_E_PLUGIN) {
-                st = FR_E_FAIL;
-                if (err)
-                    err->code = st;
-            }
-            goto fail;
-        }
-    }
-    return FR_OK;
-fail:
-    fr_registry_free(reg);
-    return st;
-}
-
 void fr_registry_free(fr_registry *reg)
 {
     if (!reg)
@@ -266,8 +242,8 @@ void fr_registry_free(fr_registry *reg)
     memset(reg, 0, sizeof *reg);
 }
 
-fr_status fr_registry_add(fr_registry *reg, const frontier_quantizer *q, const char *origin,
-                          void *dl, fr_error *err)
+static fr_status registry_add(fr_registry *reg, const frontier_quantizer *q, const char *origin,
+                              void *dl, int family, fr_error *err)
 {
     fr_status st = validate(reg, q, origin, err);
     if (st != FR_OK)
@@ -288,12 +264,26 @@ fr_status fr_registry_add(fr_registry *reg, const frontier_quantizer *q, const c
     }
 
     size_t index = reg->n_entries++;
-    reg->entries[index] = (fr_qentry){.q = q, .origin = origin_copy, .dl = dl};
+    reg->entries[index] = (fr_qentry){.q = q, .origin = origin_copy, .dl = dl, .family = family};
     for (size_t i = 0; i < q->n_configs; i++)
         reg->configs[reg->n_configs++] = (fr_config_ref){.quantizer = index, .cfg = &q->configs[i]};
     fr_debug("registered quantizer '%s' (%zu configurations) from %s", q->name, q->n_configs,
              reg->entries[index].origin);
     return FR_OK;
+}
+
+fr_status fr_registry_add(fr_registry *reg, const frontier_quantizer *q, const char *origin,
+                          void *dl, fr_error *err)
+{
+    return registry_add(reg, q, origin, dl, -1, err);
+}
+
+fr_status fr_registry_add_builtin(fr_registry *reg, const frontier_quantizer *q, int family,
+                                  fr_error *err)
+{
+    if (family < 0)
+        return fr_fail(err, FR_E_FAIL, "internal: built-in family %d", family);
+    return registry_add(reg, q, FR_ORIGIN_BUILTIN, NULL, family, err);
 }
 
 const fr_config_ref *fr_registry_find_config(const fr_registry *reg, const char *name)
@@ -461,10 +451,10 @@ static void find_non_finite(void *arg, int64_t begin, int64_t end)
     }
 }
 
-fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref *ref,
-                                    const float *w, float *w_hat, int64_t rows, int64_t cols,
-                                    const frontier_calib *calib, const char *tensor,
-                                    frontier_call *call, fr_error *err)
+/* A quantizer flagged as needing statistics is not called without them. */
+static fr_status check_statistics(const fr_registry *reg, const fr_config_ref *ref,
+                                  const frontier_calib *calib, const char *tensor, int64_t rows,
+                                  int64_t cols, fr_error *err)
 {
     const frontier_quantizer *q = fr_config_quantizer(reg, ref);
     char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
@@ -479,6 +469,19 @@ fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref 
         return fr_fail(err, FR_E_USAGE, "%s: needs activation statistics from calibration (%s)",
                        what, from);
     }
+    return FR_OK;
+}
+
+fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref *ref,
+                                    const float *w, float *w_hat, int64_t rows, int64_t cols,
+                                    const frontier_calib *calib, const char *tensor,
+                                    frontier_call *call, fr_error *err)
+{
+    const frontier_quantizer *q = fr_config_quantizer(reg, ref);
+    char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
+    fr_status st = check_statistics(reg, ref, calib, tensor, rows, cols, err);
+    if (st != FR_OK)
+        return st;
     int64_t n = rows * cols;
     /* NaN in every element first: an element the quantizer never writes is
      * then caught by the same finiteness check as a NaN it computed */
@@ -496,5 +499,69 @@ fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref 
                        what, isnan(w_hat[bad]) ? "nan" : "inf", (long long)(bad / cols),
                        (long long)(bad % cols), from);
     }
+    return FR_OK;
+}
+
+/* The function `function` of the descriptor is absent or not covered by
+ * its struct_size. */
+static fr_status missing_function(const fr_registry *reg, const fr_config_ref *ref,
+                                  const char *tensor, int64_t rows, int64_t cols,
+                                  const char *function, fr_error *err)
+{
+    char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
+    call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+    return fr_fail(err, FR_E_USAGE, "%s: the quantizer has no %s (%s)", what, function, from);
+}
+
+fr_status fr_quantizer_sweep_cuda(const fr_registry *reg, const fr_config_ref *ref,
+                                  const void *w, int dtype, int64_t rows, int64_t cols,
+                                  const frontier_calib *calib, const char *tensor, void *stream,
+                                  frontier_call *call, frontier_error_sums *sums, fr_error *err)
+{
+    const frontier_quantizer *q = fr_config_quantizer(reg, ref);
+    if (!(q->flags & FRONTIER_Q_HAS_CUDA) || !FR_QUANTIZER_HAS(q, sweep_cuda) || !q->sweep_cuda)
+        return missing_function(reg, ref, tensor, rows, cols, "sweep_cuda", err);
+    fr_status st = check_statistics(reg, ref, calib, tensor, rows, cols, err);
+    if (st != FR_OK)
+        return st;
+    prepare_call(reg, ref, tensor, call);
+    const frontier_config *cfg = ref->cfg;
+    frontier_error_sums got = {NAN, NAN, NAN, NAN, NAN};
+    int rc = q->sweep_cuda(&cfg, 1, w, dtype, rows, cols, calib, &got, stream, call);
+    if (rc != FRONTIER_OK)
+        return call_failed(reg, ref, tensor, rows, cols, "sweep_cuda", rc, call, err);
+    /* NaN fails every comparison, so each test is written to pass only on
+     * a finite, non-negative value */
+    if (!(isfinite(got.sq_err) && got.sq_err >= 0.0) ||
+        !(isfinite(got.sq_hat) && got.sq_hat >= 0.0) || !isfinite(got.dot) ||
+        !(isfinite(got.max_abs_err) && got.max_abs_err >= 0.0) || !isfinite(got.sq_ref)) {
+        char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
+        call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s: sweep_cuda returned sums that are not finite and non-negative "
+                       "(sq_err %g, sq_hat %g, max_abs_err %g) (%s)",
+                       what, got.sq_err, got.sq_hat, got.max_abs_err, from);
+    }
+    *sums = got;
+    return FR_OK;
+}
+
+fr_status fr_quantizer_quantize_cuda(const fr_registry *reg, const fr_config_ref *ref,
+                                     const void *w, int dtype, float *w_hat, int64_t rows,
+                                     int64_t cols, const frontier_calib *calib,
+                                     const char *tensor, void *stream, frontier_call *call,
+                                     fr_error *err)
+{
+    const frontier_quantizer *q = fr_config_quantizer(reg, ref);
+    if (!(q->flags & FRONTIER_Q_HAS_CUDA) || !FR_QUANTIZER_HAS(q, quantize_cuda) ||
+        !q->quantize_cuda)
+        return missing_function(reg, ref, tensor, rows, cols, "quantize_cuda", err);
+    fr_status st = check_statistics(reg, ref, calib, tensor, rows, cols, err);
+    if (st != FR_OK)
+        return st;
+    prepare_call(reg, ref, tensor, call);
+    int rc = q->quantize_cuda(ref->cfg, w, dtype, w_hat, rows, cols, calib, stream, call);
+    if (rc != FRONTIER_OK)
+        return call_failed(reg, ref, tensor, rows, cols, "quantize_cuda", rc, call, err);
     return FR_OK;
 }

@@ -20,6 +20,8 @@ typedef struct fr_qentry {
     const frontier_quantizer *q;
     char *origin;  /* "builtin" or the plugin's path */
     void *dl;      /* dlopen handle, NULL for built-ins */
+    int family;    /* the built-in family (enum fr_family of quantizers/families.h),
+                    * -1 for a plugin: what the GPU dispatch keys on */
 } fr_qentry;
 
 typedef struct fr_config_ref {
@@ -37,10 +39,12 @@ typedef struct fr_registry {
 /* Origin of every built-in quantizer. */
 #define FR_ORIGIN_BUILTIN "builtin"
 
-/* Registers the built-in quantizers. */
-fr_status fr_registry_init(fr_registry *reg, fr_error *err);
-/* A registry without the built-ins (loading a built-in family as a plugin). */
+/* An empty registry. The built-ins are registered from above core/ by
+ * fr_registry_init (quantizers/builtin.h), which is what callers use. */
 void fr_registry_init_empty(fr_registry *reg);
+/* Declared here for the callers that predate quantizers/builtin.h;
+ * defined there. */
+fr_status fr_registry_init(fr_registry *reg, fr_error *err);
 /* Unregisters everything and dlclose()s the plugins. */
 void fr_registry_free(fr_registry *reg);
 
@@ -50,6 +54,11 @@ void fr_registry_free(fr_registry *reg);
  * failure nothing is kept and dl stays the caller's. */
 fr_status fr_registry_add(fr_registry *reg, const frontier_quantizer *q, const char *origin,
                           void *dl, fr_error *err);
+
+/* fr_registry_add of a built-in descriptor of family `family` (enum
+ * fr_family, >= 0): origin "builtin", no shared object. */
+fr_status fr_registry_add_builtin(fr_registry *reg, const frontier_quantizer *q, int family,
+                                  fr_error *err);
 
 /* dlopen()s a plugin and registers its descriptor; on failure nothing is
  * kept and the object is dlclose()d (FR_E_PLUGIN). Loading an object that is
@@ -124,5 +133,46 @@ fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref 
                                     const float *w, float *w_hat, int64_t rows, int64_t cols,
                                     const frontier_calib *calib, const char *tensor,
                                     frontier_call *call, fr_error *err);
+
+/* True when the descriptor's struct_size covers `field`: a field past the
+ * end of a plugin's struct is absent, whatever the bytes there hold. */
+#define FR_QUANTIZER_HAS(q, field)                                                           \
+    ((size_t)(q)->struct_size >= offsetof(frontier_quantizer, field) + sizeof((q)->field))
+
+/* The descriptor's GPU functions as the host may call them: NULL when the
+ * quantizer has no CUDA path or its struct does not reach the field. */
+static inline int fr_quantizer_has_cuda(const frontier_quantizer *q)
+{
+    return (q->flags & FRONTIER_Q_HAS_CUDA) &&
+           ((FR_QUANTIZER_HAS(q, sweep_cuda) && q->sweep_cuda) ||
+            (FR_QUANTIZER_HAS(q, quantize_cuda) && q->quantize_cuda));
+}
+
+/*
+ * The GPU side of the checked calls. w is a device tensor of `dtype`
+ * (enum frontier_dtype), stream a cudaStream_t; core/ calls the
+ * descriptor's function and checks what comes back, never touching the
+ * device itself.
+ *
+ * fr_quantizer_sweep_cuda: sweep_cuda of one configuration; the sums it
+ * returns must be finite with sq_err, sq_hat, max_abs_err >= 0 (a NaN or
+ * negative sum is the quantizer's failure, not a measurement).
+ *
+ * fr_quantizer_quantize_cuda: quantize_cuda into the device buffer w_hat
+ * (enqueued on stream; the caller synchronises and measures).
+ *
+ * Both: FR_E_USAGE when the function is absent (FR_QUANTIZER_HAS) or the
+ * quantizer needs statistics it was not given; FR_E_PLUGIN / FR_E_NOMEM
+ * when it fails, with the message naming configuration, tensor and origin.
+ */
+fr_status fr_quantizer_sweep_cuda(const fr_registry *reg, const fr_config_ref *ref,
+                                  const void *w, int dtype, int64_t rows, int64_t cols,
+                                  const frontier_calib *calib, const char *tensor, void *stream,
+                                  frontier_call *call, frontier_error_sums *sums, fr_error *err);
+fr_status fr_quantizer_quantize_cuda(const fr_registry *reg, const fr_config_ref *ref,
+                                     const void *w, int dtype, float *w_hat, int64_t rows,
+                                     int64_t cols, const frontier_calib *calib,
+                                     const char *tensor, void *stream, frontier_call *call,
+                                     fr_error *err);
 
 #endif

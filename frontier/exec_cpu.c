@@ -29,8 +29,9 @@
 #include "frontier/executor.h"
 #include "frontier/metrics.h"
 
-/* Defaults; FRONTIER_CPU_BATCH_BYTES and FRONTIER_CPU_PARALLEL_BYTES
- * override them (tests use tiny values to exercise every schedule). */
+/* Defaults; fr_executor_options.cpu_batch_bytes and cpu_parallel_bytes
+ * override them (the command line's --cpu-batch-bytes and
+ * --cpu-parallel-bytes: tests use tiny values to exercise every schedule). */
 #define FR_CPU_BATCH_BYTES ((size_t)64 << 20)
 #define FR_CPU_PARALLEL_BYTES ((size_t)1 << 30)
 /* A batch stops growing once it holds this many jobs per thread. */
@@ -258,14 +259,6 @@ static void jobs_range(void *arg, int64_t begin, int64_t end)
     }
 }
 
-static size_t env_bytes(const char *name, size_t fallback)
-{
-    const char *v = getenv(name);
-    char *end = NULL;
-    unsigned long long n = v ? strtoull(v, &end, 10) : 0;
-    return v && end != v && *end == '\0' ? (size_t)n : fallback;
-}
-
 static size_t item_bytes(const fr_sweep_item *it)
 {
     return (size_t)(it->rows * it->cols) * sizeof(float);
@@ -286,8 +279,9 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
     pthread_mutex_init(&b.sink_lock, NULL);
     b.pool = pool;
     int threads = fr_pool_threads(pool);
-    size_t batch_bytes = env_bytes("FRONTIER_CPU_BATCH_BYTES", FR_CPU_BATCH_BYTES);
-    size_t parallel_bytes = env_bytes("FRONTIER_CPU_PARALLEL_BYTES", FR_CPU_PARALLEL_BYTES);
+    size_t batch_bytes = opt->cpu_batch_bytes ? opt->cpu_batch_bytes : FR_CPU_BATCH_BYTES;
+    size_t parallel_bytes =
+        opt->cpu_parallel_bytes ? opt->cpu_parallel_bytes : FR_CPU_PARALLEL_BYTES;
 
     for (size_t first = 0; first < n_items;) {
         if (sink->cancelled && sink->cancelled(sink->ctx)) {

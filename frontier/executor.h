@@ -1,9 +1,9 @@
 /*
  * The split between the sweep engine (what to measure) and an executor (where
  * it runs). The engine builds a plan of items, one per tensor, each with the
- * configurations to evaluate; an executor (the CPU one in frontier/, the CUDA
- * one in kernels/) evaluates them and hands back error sums through the sink,
- * in any order. The engine turns sums into dataset rows.
+ * configurations to evaluate; an executor (the CPU one, exec_cpu.c, or the CUDA
+ * one, exec_cuda.cu, both here in frontier/) evaluates them and
+ * hands back error sums through the sink, in any order. The engine turns sums into dataset rows.
  */
 #ifndef FR_EXECUTOR_H
 #define FR_EXECUTOR_H
@@ -50,17 +50,66 @@ typedef struct fr_sweep_sink {
     int (*cancelled)(void *ctx);
 } fr_sweep_sink;
 
+/* Totals of a CUDA executor run (the benchmark, the log line at the end
+ * of a run, `frontier sweep --device-stats FILE`). */
+typedef struct fr_cuda_run_stats {
+    double wall_s;       /* from entry to return */
+    double gpu_s;        /* compute stream busy time: generation, statistics, fused sweeps */
+    double generate_s;   /* of which: synthetic tensors generated on the device */
+    double h2d_s;        /* copy stream busy time (host -> device transfers) */
+    double stage_s;      /* host time spent filling the pinned staging buffers */
+    uint64_t h2d_bytes;
+    uint64_t tensor_bytes; /* bytes of every tensor evaluated (as stored) */
+    uint64_t elements;
+    uint64_t fused_configs; /* (tensor, config) pairs evaluated by fused kernels */
+    uint64_t plugin_configs; /* ... through a plugin's CUDA functions */
+    uint64_t cpu_configs;   /* ... handed to the CPU executor */
+    uint64_t chunked_tensors; /* tensors larger than the cap, streamed in row chunks */
+    uint64_t nf4_mean_fallbacks; /* nf4-dq means recomputed sequentially (docs/gpu.md) */
+} fr_cuda_run_stats;
+
+/* How an executor runs. Every setting arrives here from the command line
+ * (frontier/cli/cmd_sweep.c); nothing below reads the environment. Zero
+ * sizes mean the documented defaults. */
 typedef struct fr_executor_options {
     int threads;       /* CPU threads, <= 0: all */
     int device;        /* CUDA device index, -1 for CPU */
     uint64_t seed;     /* run seed (synthetic tensors, plugin RNG) */
+    /* CPU: tensors whose float32 copies together stay under batch_bytes are
+     * evaluated as one batch (default 64 MiB); when one float32 copy per
+     * thread would exceed parallel_bytes, a tensor's configurations run one
+     * after the other, each on every thread (default 1 GiB). */
+    size_t cpu_batch_bytes;
+    size_t cpu_parallel_bytes;
+    /* CUDA: the size of each of the two staging/device input buffers; larger
+     * tensors stream in row chunks (default 1 GiB, at most a quarter of free
+     * device memory). docs/gpu.md, "Streaming". */
+    size_t cuda_buffer_bytes;
+    /* CUDA: where the run's totals go when not NULL */
+    fr_cuda_run_stats *cuda_stats;
 } fr_executor_options;
 
 /* The CPU executor (frontier/exec_cpu.c). */
 fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
                       const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err);
 
-/* The CUDA executor (kernels/exec_cuda.cu); declared in kernels/launchers.h:
- * fr_status fr_exec_cuda(...same arguments...); int fr_cuda_device_count(void); */
+#ifdef FRONTIER_HAVE_CUDA
+/*
+ * The CUDA executor (frontier/exec_cuda.cu). Evaluates every (item, config)
+ * of the plan on device opt->device (0 when negative): built-in data-free
+ * configurations in one fused read per tensor and variant, plugins through
+ * the registry's checked sweep_cuda / quantize_cuda, and whatever has no
+ * CUDA path (calibrated items, CPU-only plugins, tensors whose plugin needs
+ * them whole but which exceed the staging cap) through fr_exec_cpu. Tensors
+ * stream host -> device through pinned double buffers on a copy stream
+ * overlapped with the compute stream; synthetic tensors are generated on
+ * the device.
+ */
+fr_status fr_exec_cuda(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
+                       const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err);
+
+/* The totals of the last fr_exec_cuda run in this process (tests). */
+void fr_cuda_last_run_stats(fr_cuda_run_stats *out);
+#endif
 
 #endif

@@ -11,12 +11,7 @@ void fr_error_sums_init(frontier_error_sums *sums)
 
 void fr_error_sums_add(frontier_error_sums *out, const frontier_error_sums *more)
 {
-    out->sq_err += more->sq_err;
-    out->sq_ref += more->sq_ref;
-    out->sq_hat += more->sq_hat;
-    out->dot += more->dot;
-    if (more->max_abs_err > out->max_abs_err)
-        out->max_abs_err = more->max_abs_err;
+    fr_error_sums_merge(out, more);
 }
 
 typedef struct sums_job {
@@ -27,24 +22,8 @@ typedef struct sums_job {
 static void sums_chunk(void *arg, int64_t begin, int64_t end)
 {
     sums_job *job = arg;
-    double sq_err = 0.0, sq_ref = 0.0, sq_hat = 0.0, dot = 0.0, max_abs = 0.0;
-    for (int64_t i = begin; i < end; i++) {
-        /* float -> double is exact, and so is the difference of two floats in double */
-        double w = job->w[i], w_hat = job->w_hat[i];
-        double d = w - w_hat;
-        sq_err += d * d;
-        sq_ref += w * w;
-        sq_hat += w_hat * w_hat;
-        dot += w * w_hat;
-        double a = fabs(d);
-        max_abs = a > max_abs ? a : max_abs;
-    }
-    frontier_error_sums *p = &job->partial[begin / FR_METRICS_CHUNK];
-    p->sq_err = sq_err;
-    p->sq_ref = sq_ref;
-    p->sq_hat = sq_hat;
-    p->dot = dot;
-    p->max_abs_err = max_abs;
+    FR_ERROR_SUMS_OF_RANGE(&job->partial[begin / FR_METRICS_CHUNK], begin, end, job->w[i],
+                           job->w_hat[i]);
 }
 
 fr_status fr_error_sums_accumulate(const float *w, const float *w_hat, int64_t n, fr_pool *pool,
@@ -52,7 +31,7 @@ fr_status fr_error_sums_accumulate(const float *w, const float *w_hat, int64_t n
 {
     if (n <= 0)
         return FR_OK;
-    int64_t n_chunks = n / FR_METRICS_CHUNK + (n % FR_METRICS_CHUNK != 0);
+    int64_t n_chunks = fr_error_sums_chunks(n);
     sums_job job = {.w = w, .w_hat = w_hat};
     job.partial = malloc((size_t)n_chunks * sizeof *job.partial);
     if (!job.partial)

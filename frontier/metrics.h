@@ -9,13 +9,14 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/error_sums.h"
 #include "core/parallel.h"
 #include "frontier/plugin.h"
 
 /* Elements per partial sum. Chunk k covers [k * 65536, (k + 1) * 65536);
  * the partials are added in chunk order, so the sums do not depend on the
  * thread count. The CUDA reduction uses the same chunking. */
-#define FR_METRICS_CHUNK 65536
+#define FR_METRICS_CHUNK FR_ERROR_SUMS_CHUNK
 
 typedef struct fr_metrics {
     double rel_err;     /* ||W - Q(W)||_F / ||W||_F */

@@ -30,16 +30,14 @@
 #include "frontier/metrics.h"
 #include "frontier/sweep.h"
 
-#if defined(FRONTIER_HAVE_CUDA) && defined(__has_include)
-#if __has_include("kernels/launchers.h")
-#include "kernels/launchers.h"
+#ifdef FRONTIER_HAVE_CUDA
+#include "kernels/launchers.h" /* fr_cuda_device_count */
 #define FR_SWEEP_HAVE_CUDA 1
-#endif
 #endif
 
 /* Default seconds between commits; adaptively at least 10x the time the
  * last commit took, so rewriting a large file never costs more than ~10%
- * (an interval set with FRONTIER_COMMIT_INTERVAL is used as it is). */
+ * (an interval asked for, --commit-interval, is used as it is). */
 #define FR_COMMIT_INTERVAL 2.0
 #define FR_COMMIT_COST_FACTOR 10.0
 /* Warnings per configuration before further failures go to /skipped only. */
@@ -799,16 +797,11 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     if (sw->n_sources == 0)
         return fr_fail(err, FR_E_USAGE, "no model to sweep");
 
-    /* an interval asked for (option or environment) is kept as it is;
-     * the default adapts to the cost of a commit */
+    /* an interval asked for is kept as it is; the default adapts to the
+     * cost of a commit */
     sw->fixed_interval = sw->opt.commit_interval > 0;
-    if (sw->opt.commit_interval <= 0) {
-        const char *env = getenv("FRONTIER_COMMIT_INTERVAL");
-        char *end = NULL;
-        double v = env ? strtod(env, &end) : 0;
-        sw->fixed_interval = env && end != env && v > 0;
-        sw->opt.commit_interval = sw->fixed_interval ? v : FR_COMMIT_INTERVAL;
-    }
+    if (sw->opt.commit_interval <= 0)
+        sw->opt.commit_interval = FR_COMMIT_INTERVAL;
     /* resume: the output must be a frontier dataset of this schema made
      * from the same sources; nothing is written before all checks pass */
     if (sw->opt.resume && access(sw->opt.output, F_OK) == 0) {
@@ -873,8 +866,13 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     fr_sweep_sink sink = {.ctx = sw, .outcome = on_outcome, .item_skipped = on_item_skipped,
                           .item_done = on_item_done, .item_norm = on_item_norm,
                           .cancelled = on_cancelled};
-    fr_executor_options xopt = {.threads = sw->opt.threads, .device = sw->device,
-                                .seed = sw->opt.seed};
+    fr_executor_options xopt = {.threads = sw->opt.threads,
+                                .device = sw->device,
+                                .seed = sw->opt.seed,
+                                .cpu_batch_bytes = sw->opt.cpu_batch_bytes,
+                                .cpu_parallel_bytes = sw->opt.cpu_parallel_bytes,
+                                .cuda_buffer_bytes = sw->opt.cuda_buffer_bytes,
+                                .cuda_stats = sw->opt.cuda_stats};
     fr_error xerr = {0};
     double t0 = now_seconds();
     sw->progress = fr_progress_start("tensors", sw->n_items, sw->stats.bytes, sw->opt.quiet);

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/registry.h"
+#include "frontier/executor.h"
 #include "core/source.h"
 #include "frontier/dataset.h"
 
@@ -39,8 +40,12 @@ typedef struct fr_sweep_options {
     const char *command_line;    /* recorded in the dataset */
     volatile sig_atomic_t *stop; /* becomes nonzero to stop early (SIGINT), or NULL */
     double commit_interval;      /* seconds between commits, used as given; <= 0:
-                                  * $FRONTIER_COMMIT_INTERVAL, else 2 s stretched to
-                                  * 10x the time a commit takes */
+                                  * 2 s stretched to 10x the time a commit takes */
+    /* executor settings (frontier/executor.h): 0 means the default */
+    size_t cpu_batch_bytes;
+    size_t cpu_parallel_bytes;
+    size_t cuda_buffer_bytes;
+    fr_cuda_run_stats *cuda_stats; /* filled after a run on a CUDA device, or NULL */
 } fr_sweep_options;
 
 typedef struct fr_sweep_stats {

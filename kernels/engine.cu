@@ -26,8 +26,8 @@
 
 extern "C" {
 #include "core/call.h"
-#include "frontier/metrics.h"
 }
+#include "core/error_sums.h"
 
 /* ---- errors ---- */
 
@@ -62,22 +62,35 @@ int fr_kreport(frontier_call *call, fr_status st, const fr_error *err)
 
 /* ---- configurations ---- */
 
-int fr_kspec_from(const char *family, const frontier_config *cfg, fr_kspec *out)
+/* Each family's spec builder (kernels/<family>.cu), by enum fr_family. */
+typedef int (*fr_kspec_builder)(const frontier_config *cfg, fr_kspec *out);
+static const fr_kspec_builder fr_kspec_builders[FR_FAMILY_COUNT] = {
+#define FR_KSPEC_BUILDER(ID, stem, ggml) fr_kspec_##stem,
+    FR_BUILTIN_FAMILIES(FR_KSPEC_BUILDER)
+#undef FR_KSPEC_BUILDER
+};
+
+int fr_kspec_of(int family, const frontier_config *cfg, fr_kspec *out)
 {
     memset(out, 0, sizeof *out);
-    if (!family || !cfg)
+    if (family < 0 || family >= FR_FAMILY_COUNT || !cfg)
         return 0;
-    if (!strcmp(family, "int"))
-        return fr_kspec_int(cfg, out);
-    if (!strcmp(family, "fp8"))
-        return fr_kspec_fp8(cfg, out);
-    if (!strcmp(family, "nvfp4"))
-        return fr_kspec_nvfp4(cfg, out);
-    if (!strcmp(family, "mx"))
-        return fr_kspec_mx(cfg, out);
-    if (!strcmp(family, "nf4"))
-        return fr_kspec_nf4(cfg, out);
-    return 0;
+    if (!fr_kspec_builders[family](cfg, out))
+        return 0;
+    /* a builder's variant must be one of the kernels' */
+    return out->variant >= 0 && out->variant < FR_KV_COUNT;
+}
+
+void fr_kspec_norm_probe(fr_kspec *out)
+{
+    /* mxfp8-e4m3: a group variant, no pre-pass */
+    memset(out, 0, sizeof *out);
+    out->variant = FR_KV_MX;
+    out->level = 1;
+    out->mbits = 3;
+    out->emin = -6;
+    out->q = 448.0f;
+    out->emax_elem = 8;
 }
 
 /* The group sizes the shuffles provide must be the formats' own. */
@@ -90,13 +103,14 @@ fr_kneeds fr_kneeds_of(const fr_kspec *specs, size_t n)
     fr_kneeds k;
     memset(&k, 0, sizeof k);
     for (size_t i = 0; i < n; i++) {
-        if (specs[i].scope == FR_KS_ROW)
+        const int needs = fr_kv_needs_table[specs[i].variant];
+        if (needs & (FR_KNEED_ROWS | FR_KNEED_TENSOR))
             k.rows = 1;
-        if (specs[i].scope == FR_KS_TENSOR || specs[i].kind == FR_K_NVFP4)
-            k.rows = k.tensor = 1;
-        if (specs[i].scope == FR_KS_TILE)
+        if (needs & FR_KNEED_TENSOR)
+            k.tensor = 1;
+        if (needs & FR_KNEED_TILES)
             k.tiles = 1;
-        if (specs[i].kind == FR_K_NF4_DQ)
+        if (needs & FR_KNEED_NF4DQ)
             k.nf4dq = 1;
     }
     k.segs = k.rows || k.tensor || k.tiles || k.nf4dq;
@@ -517,7 +531,7 @@ typedef struct fr_kfused_args {
     fr_kspec specs[FR_K_MAX_SPECS];
 } fr_kfused_args;
 
-static_assert(sizeof(fr_kspec) == 16, "fr_kspec travels in kernel parameters");
+static_assert(sizeof(fr_kspec) == 12, "fr_kspec travels in kernel parameters");
 static_assert(sizeof(fr_kfused_args) <= 4096, "kernel parameters are limited to 4 KiB");
 
 /* Warp butterfly: every lane ends with the same, order-fixed sum. */
@@ -699,8 +713,8 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
     __shared__ fr_kpart acc[FR_K_MAX_SPECS];
     __shared__ fr_kconf conf[FR_K_MAX_SPECS];
     __shared__ fr_kpart red[FR_K_WARPS];
-    __shared__ fr_nf4_bucket nf4_table[V == FR_KV_NF4 || V == FR_KV_NF4_DQ ? FR_NF4_BUCKETS : 1];
-    constexpr int SRC = fr_kv_source(V);
+    __shared__ fr_nf4_bucket nf4_table[fr_kv<V>::nf4_table ? FR_NF4_BUCKETS : 1];
+    constexpr int SRC = fr_kv_source<V>();
     __shared__ float4 scales[FR_K_WARPS][SRC == FR_KSRC_NONE ? 1 : FR_K_SCALES];
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -712,8 +726,8 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
     const int slot = warp / P, sub = warp % P;
 
     for (int i = threadIdx.x; i < n; i += FR_K_THREADS)
-        conf[i] = fr_kconf_make(a.specs[i], a.tensor_lohi);
-    if constexpr (V == FR_KV_NF4 || V == FR_KV_NF4_DQ) {
+        conf[i] = fr_kconf_make<V>(a.specs[i], a.tensor_lohi);
+    if constexpr (fr_kv<V>::nf4_table) {
         for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
             nf4_table[i] = fr_nf4_bucket_make(i);
     }
@@ -854,12 +868,12 @@ static __global__ void __launch_bounds__(FR_K_THREADS, DT == FRONTIER_DTYPE_F32 
 {
     __shared__ fr_kpart red[FR_K_WARPS];
     __shared__ fr_kpart red2[FR_K_WARPS];
-    __shared__ fr_nf4_bucket nf4_table[V == FR_KV_NF4 || V == FR_KV_NF4_DQ ? FR_NF4_BUCKETS : 1];
-    constexpr int SRC = fr_kv_source(V);
+    __shared__ fr_nf4_bucket nf4_table[fr_kv<V>::nf4_table ? FR_NF4_BUCKETS : 1];
+    constexpr int SRC = fr_kv_source<V>();
     constexpr int NW = fr_kraw_words<DT>::n;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const fr_kconf c = fr_kconf_make(a.specs[0], a.tensor_lohi);
-    if constexpr (V == FR_KV_NF4 || V == FR_KV_NF4_DQ) {
+    const fr_kconf c = fr_kconf_make<V>(a.specs[0], a.tensor_lohi);
+    if constexpr (fr_kv<V>::nf4_table) {
         for (int i = threadIdx.x; i < FR_NF4_BUCKETS; i += FR_K_THREADS)
             nf4_table[i] = fr_nf4_bucket_make(i);
         __syncthreads();
@@ -1013,29 +1027,28 @@ static __global__ void __launch_bounds__(256)
         out[map.dst[c]] = s[0];
 }
 
-/* The kernel instance of (dtype DT, variant v). */
-template <int DT>
+/* The kernel instance of (dtype DT, variant v): a compile-time walk over
+ * the variants (V = 0 .. FR_KV_COUNT - 1) to the one asked for. */
+template <int DT, int V = 0>
 static fr_status fr_kfused_launch(const fr_kfused_args &args, int variant, unsigned grid,
                                   bool write, cudaStream_t s, fr_error *err)
 {
-    fr_status st = FR_OK;
-    switch (variant) {
-#define FR_KCASE(V)                                                                              \
-    case V:                                                                                      \
-        if (args.n_specs > 1)                                                                    \
-            FR_LAUNCH(fr_kfused_kernel<DT, V><<<grid, FR_K_THREADS, 0, s>>>(args));              \
-        else if (write)                                                                          \
-            FR_LAUNCH(fr_kstream_kernel<DT, V, true><<<grid, FR_K_THREADS, 0, s>>>(args));       \
-        else                                                                                     \
-            FR_LAUNCH(fr_kstream_kernel<DT, V, false><<<grid, FR_K_THREADS, 0, s>>>(args));      \
-        break;
-        FR_KV_FOR_EACH(FR_KCASE)
-#undef FR_KCASE
-    default:
+    if constexpr (V == FR_KV_COUNT) {
+        (void)args, (void)grid, (void)write, (void)s;
         return fr_fail(err, FR_E_FAIL, "internal: kernel variant %d", variant);
+    } else {
+        if (variant != V)
+            return fr_kfused_launch<DT, V + 1>(args, variant, grid, write, s, err);
+        fr_status st = FR_OK;
+        if (args.n_specs > 1)
+            FR_LAUNCH(fr_kfused_kernel<DT, V><<<grid, FR_K_THREADS, 0, s>>>(args));
+        else if (write)
+            FR_LAUNCH(fr_kstream_kernel<DT, V, true><<<grid, FR_K_THREADS, 0, s>>>(args));
+        else
+            FR_LAUNCH(fr_kstream_kernel<DT, V, false><<<grid, FR_K_THREADS, 0, s>>>(args));
+    cleanup:
+        return st;
     }
-cleanup:
-    return st;
 }
 
 fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview *v,
@@ -1092,11 +1105,11 @@ fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview
         for (int lead = 0; lead < n; lead++) {
             if (done[lead])
                 continue;
-            const int variant = fr_kvariant_of(specs[lead]);
+            const int variant = specs[lead].variant;
             fr_kcolumn_map map;
             int m = 0;
             for (int i = lead; i < n; i++) {
-                if (done[i] || fr_kvariant_of(specs[i]) != variant)
+                if (done[i] || specs[i].variant != variant)
                     continue;
                 done[i] = true;
                 args->specs[m] = specs[i];
@@ -1140,38 +1153,19 @@ cleanup:
 
 /* ---- error sums of a materialised reconstruction (the CPU's chunking) ---- */
 
-/* FR_METRICS_CHUNK of frontier/metrics.h: one thread per chunk, in element
- * order, the very arithmetic of metrics.c's sums_chunk, so the result is
- * bitwise the CPU's. */
-#define FR_KMETRICS_CHUNK 65536
-
+/* One thread per chunk of core/error_sums.h, in element order: the CPU
+ * metrics' own definition, so the result is bitwise the CPU's. */
 static __global__ void __launch_bounds__(128)
     fr_kerror_sums(const void *__restrict__ w, int dt, const float *__restrict__ w_hat, int64_t n,
                    frontier_error_sums *__restrict__ partial)
 {
     const int64_t chunk = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t n_chunks = n / FR_KMETRICS_CHUNK + (n % FR_KMETRICS_CHUNK != 0);
-    if (chunk >= n_chunks)
+    if (chunk >= fr_error_sums_chunks(n))
         return;
-    const int64_t begin = chunk * FR_KMETRICS_CHUNK;
-    const int64_t end = begin + FR_KMETRICS_CHUNK < n ? begin + FR_KMETRICS_CHUNK : n;
-    double sq_err = 0.0, sq_ref = 0.0, sq_hat = 0.0, dot = 0.0, max_abs = 0.0;
-    for (int64_t i = begin; i < end; i++) {
-        double wv = fr_kelem(w, dt, i), hv = w_hat[i];
-        double d = wv - hv;
-        sq_err += d * d;
-        sq_ref += wv * wv;
-        sq_hat += hv * hv;
-        dot += wv * hv;
-        double ab = fabs(d);
-        max_abs = ab > max_abs ? ab : max_abs;
-    }
+    const int64_t begin = chunk * FR_ERROR_SUMS_CHUNK;
+    const int64_t end = begin + FR_ERROR_SUMS_CHUNK < n ? begin + FR_ERROR_SUMS_CHUNK : n;
     frontier_error_sums p;
-    p.sq_err = sq_err;
-    p.sq_ref = sq_ref;
-    p.sq_hat = sq_hat;
-    p.dot = dot;
-    p.max_abs_err = max_abs;
+    FR_ERROR_SUMS_OF_RANGE(&p, begin, end, fr_kelem(w, dt, i), w_hat[i]);
     partial[chunk] = p;
 }
 
@@ -1181,7 +1175,7 @@ extern "C" fr_status fr_cuda_error_sums(const void *w, int dtype, const float *w
     fr_status st = FR_OK;
     cudaStream_t s = (cudaStream_t)stream;
     frontier_error_sums *d_part = NULL, *h_part = NULL;
-    const int64_t n_chunks = n / FR_KMETRICS_CHUNK + (n % FR_KMETRICS_CHUNK != 0);
+    const int64_t n_chunks = fr_error_sums_chunks(n);
     sums->sq_err = sums->sq_ref = sums->sq_hat = sums->dot = sums->max_abs_err = 0.0;
     if (n <= 0)
         return FR_OK;
@@ -1197,9 +1191,9 @@ extern "C" fr_status fr_cuda_error_sums(const void *w, int dtype, const float *w
     FR_CU(cudaMemcpyAsync(h_part, d_part, (size_t)n_chunks * sizeof *h_part,
                           cudaMemcpyDeviceToHost, s));
     FR_CU(cudaStreamSynchronize(s));
-    /* in chunk order, as fr_error_sums_accumulate adds them */
+    /* in chunk order, as the CPU metrics add them */
     for (int64_t c = 0; c < n_chunks; c++)
-        fr_error_sums_add(sums, &h_part[c]);
+        fr_error_sums_merge(sums, &h_part[c]);
 cleanup:
     if (d_part) {
         cudaFreeAsync(d_part, s);

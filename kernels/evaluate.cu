@@ -19,12 +19,12 @@ static int fr_kspec_of_ref(const fr_registry *reg, const fr_config_ref *ref, fr_
         return 0;
     const fr_qentry *e = &reg->entries[ref->quantizer];
     /* only built-ins: a plugin's impl is not one of the families' structs */
-    if (e->dl || !e->origin || strcmp(e->origin, "builtin") != 0)
+    if (e->family < 0)
         return 0;
     const frontier_quantizer *q = e->q;
     if (ref->cfg < q->configs || ref->cfg >= q->configs + q->n_configs)
         return 0;
-    return fr_kspec_from(q->name, ref->cfg, out);
+    return fr_kspec_of(e->family, ref->cfg, out);
 }
 
 extern "C" int fr_cuda_has_kernel(const fr_registry *reg, const fr_config_ref *ref)
@@ -157,15 +157,16 @@ extern "C" fr_status fr_cuda_quantize(const fr_registry *reg, const fr_config_re
 
 /* ---- the built-in descriptors' quantize_cuda / sweep_cuda ---- */
 
-int fr_kfamily_quantize(const char *family, const frontier_config *cfg, const void *w,
-                               int dtype, float *w_hat, int64_t rows, int64_t cols,
-                               void *stream, frontier_call *call)
+int fr_kfamily_quantize(int family, const frontier_config *cfg, const void *w, int dtype,
+                        float *w_hat, int64_t rows, int64_t cols, void *stream,
+                        frontier_call *call)
 {
     fr_error err;
     fr_kspec spec;
     fr_error_clear(&err);
-    if (!fr_kspec_from(family, cfg, &spec)) {
-        fr_fail(&err, FR_E_PLUGIN, "%s: configuration '%s' has no kernel", family,
+    if (!fr_kspec_of(family, cfg, &spec)) {
+        fr_fail(&err, FR_E_PLUGIN, "%s: configuration '%s' has no kernel",
+                fr_builtin_families[family].name,
                 cfg && cfg->name ? cfg->name : "(null)");
         return fr_kreport(call, FR_E_PLUGIN, &err);
     }
@@ -174,9 +175,9 @@ int fr_kfamily_quantize(const char *family, const frontier_config *cfg, const vo
     return fr_kreport(call, st, &err);
 }
 
-int fr_kfamily_sweep(const char *family, const frontier_config *const *cfgs, size_t n,
-                            const void *w, int dtype, int64_t rows, int64_t cols,
-                            frontier_error_sums *sums, void *stream, frontier_call *call)
+int fr_kfamily_sweep(int family, const frontier_config *const *cfgs, size_t n, const void *w,
+                     int dtype, int64_t rows, int64_t cols, frontier_error_sums *sums,
+                     void *stream, frontier_call *call)
 {
     fr_error err;
     fr_status st = FR_OK;
@@ -187,8 +188,9 @@ int fr_kfamily_sweep(const char *family, const frontier_config *const *cfgs, siz
         return fr_kreport(call, FR_E_NOMEM, &err);
     }
     for (size_t i = 0; i < n; i++) {
-        if (!fr_kspec_from(family, cfgs[i], &specs[i])) {
-            st = fr_fail(&err, FR_E_PLUGIN, "%s: configuration '%s' has no kernel", family,
+        if (!fr_kspec_of(family, cfgs[i], &specs[i])) {
+            st = fr_fail(&err, FR_E_PLUGIN, "%s: configuration '%s' has no kernel",
+                         fr_builtin_families[family].name,
                          cfgs[i] && cfgs[i]->name ? cfgs[i]->name : "(null)");
             goto cleanup;
         }

@@ -4,7 +4,7 @@
  * parameters) and the family's descriptor functions quantize_cuda /
  * sweep_cuda. The device rule is fp8.cuh.
  */
-#include "kcommon.cuh"
+#include "kquant.cuh"
 #include "quantizers/fp8_group.h"
 
 int fr_kspec_fp8(const frontier_config *cfg, fr_kspec *out)
@@ -12,17 +12,16 @@ int fr_kspec_fp8(const frontier_config *cfg, fr_kspec *out)
     const fr_fp8_params *p = (const fr_fp8_params *)cfg->impl;
     if (!p)
         return 0;
-    out->kind = FR_K_FP8;
     out->mbits = (int8_t)p->elem.mbits;
     out->emin = (int8_t)p->elem.emin;
-    out->fmax = p->elem.max;
+    out->q = p->elem.max;
     switch (p->granularity) {
-    case FR_FP8_TENSOR: out->scope = FR_KS_TENSOR; break;
-    case FR_FP8_CHANNEL: out->scope = FR_KS_ROW; break;
-    case FR_FP8_BLOCK128: out->scope = FR_KS_TILE; break;
+    case FR_FP8_TENSOR: out->variant = FR_KV_FP8_TENSOR; break;
+    case FR_FP8_CHANNEL: out->variant = FR_KV_FP8_ROW; break;
+    case FR_FP8_BLOCK128: out->variant = FR_KV_FP8_TILE; break;
     default: return 0;
     }
     return 1;
 }
 
-FR_KFAMILY(fp8)
+FR_KFAMILY(FP8, fp8)

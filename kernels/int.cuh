@@ -152,4 +152,51 @@ __device__ __forceinline__ void fr_kint_asym_apply(const fr_kconf &c,
     fr_kint_terms<TENSOR, H>(x, q, s, t, h);
 }
 
+/* The family's variants (kquant.cuh): sym and asym, each with a scale per
+ * group (16 << level elements), per row (gC) or per tensor (one fp32
+ * scale and zero point, no storage rounding: int.c). */
+template <bool SYM, int SRC> struct fr_kint_traits : fr_kv_base {
+    static constexpr int source = SRC;
+    static constexpr bool tensor = SRC == FR_KSRC_NONE;
+    static constexpr int needs = tensor              ? FR_KNEED_ROWS | FR_KNEED_TENSOR
+                                 : SRC == FR_KSRC_ROW ? FR_KNEED_ROWS
+                                                      : 0;
+    __device__ static __forceinline__ void tensor_constants(fr_kconf &c, float lo, float hi,
+                                                            float amax)
+    {
+        if constexpr (tensor && SYM) {
+            c.s = amax / c.q;
+        } else if constexpr (tensor) {
+            c.s = (hi - lo) / c.q;
+            c.z = fr_int_asym_zero(lo, c.s, c.q);
+        }
+    }
+    __device__ static __forceinline__ float4 scale(const fr_kconf &c, float2 st)
+    {
+        if constexpr (SYM)
+            return fr_kint_sym_scale<tensor>(c, st);
+        else
+            return fr_kint_asym_scale<tensor>(c, st);
+    }
+    template <bool H>
+    __device__ static __forceinline__ void apply(const fr_kconf &c, const float (&x)[FR_K_PER_LANE], float4 sc,
+                                                      const fr_nf4_bucket *nf4, fr_kterms &t,
+                                                      float (&h)[FR_K_PER_LANE])
+    {
+        (void)nf4;
+        if constexpr (SYM)
+            fr_kint_sym_apply<tensor, H>(c, x, sc, t, h);
+        else
+            fr_kint_asym_apply<tensor, H>(c, x, sc, t, h);
+    }
+};
+
+#define FR_KVARIANTS_int(X)                                                                  \
+    X(INT_SYM_GROUP, (fr_kint_traits<true, FR_KSRC_GROUP>))                                  \
+    X(INT_SYM_ROW, (fr_kint_traits<true, FR_KSRC_ROW>))                                      \
+    X(INT_SYM_TENSOR, (fr_kint_traits<true, FR_KSRC_NONE>))                                  \
+    X(INT_ASYM_GROUP, (fr_kint_traits<false, FR_KSRC_GROUP>))                                \
+    X(INT_ASYM_ROW, (fr_kint_traits<false, FR_KSRC_ROW>))                                    \
+    X(INT_ASYM_TENSOR, (fr_kint_traits<false, FR_KSRC_NONE>))
+
 #endif

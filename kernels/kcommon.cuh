@@ -22,6 +22,7 @@ extern "C" {
 #include "frontier/plugin.h"
 }
 #include "launchers.h"
+#include "quantizers/families.h"
 
 /* Records a failed CUDA call; returns FR_E_NOMEM for allocation failures,
  * FR_E_DEVICE otherwise. */
@@ -75,39 +76,20 @@ fr_status fr_cuda_failed(fr_error *err, cudaError_t e, const char *stmt, const c
 /* 64-column segments of the statistics pre-pass: the nf4 block. */
 #define FR_K_SEG 64
 
-/* The kinds of per-group rule a fused kernel knows. */
-enum fr_kkind {
-    FR_K_INT_SYM = 0,
-    FR_K_INT_ASYM,
-    FR_K_FP8,
-    FR_K_NVFP4,
-    FR_K_MX,
-    FR_K_NF4,
-    FR_K_NF4_DQ
-};
-
-/* Where a scale's statistic comes from. */
-enum fr_kscope {
-    FR_KS_GROUP = 0, /* 16 << level consecutive elements of a row (level 0..4) */
-    FR_KS_ROW,       /* the whole row (int gC, fp8 channel) */
-    FR_KS_TENSOR,    /* the whole tensor (int tensor, fp8 tensor) */
-    FR_KS_TILE       /* a 128 x 128 tile (fp8 block128) */
-};
-
-/* One configuration as a kernel sees it: 16 bytes, so 128 of them fit in the
- * kernel parameters. Built on the host from the quantizer's own impl struct
+/* One configuration as a kernel sees it: 12 bytes, so 128 of them fit in
+ * the kernel parameters. Built on the host by the family's spec builder
+ * (kernels/<family>.cu) from the quantizer's own impl struct
  * (fr_int_params, fr_fp8_params, fr_mx_params, fr_nf4_params). */
 typedef struct fr_kspec {
-    int8_t kind;      /* enum fr_kkind */
-    int8_t scope;     /* enum fr_kscope */
-    int8_t level;     /* FR_KS_GROUP: group size 16 << level */
+    int8_t variant;   /* enum fr_kvariant (kquant.cuh): family x scope */
+    int8_t level;     /* group scales: group size 16 << level */
     int8_t is_int8;   /* mx: MXINT8 elements */
     int8_t mbits;     /* fp8/mx element format (fr_minifloat) */
     int8_t emin;
     int8_t emax_elem; /* mx */
     int8_t bits;      /* int */
-    float qmax;       /* int: qmax (sym) or 2^b - 1 (asym) */
-    float fmax;       /* fp8/mx element max */
+    int8_t spare;
+    float q;          /* int: qmax (sym) or 2^b - 1 (asym); fp8/mx: element max */
 } fr_kspec;
 
 /* Per-configuration partial error sums (max kept as double too). The extra
@@ -117,18 +99,22 @@ typedef struct fr_kpart {
     double sq_err, sq_hat, dot, max_abs;
 } fr_kpart;
 
-/* Converts configuration cfg of built-in family `family` ("int", "fp8",
- * "nvfp4", "mx", "nf4") to a kernel spec; 0 when the family is not one the
- * kernels know. The caller guarantees cfg belongs to that built-in family
- * (its impl has the family's parameter type). */
-int fr_kspec_from(const char *family, const frontier_config *cfg, fr_kspec *out);
+/* The kernel spec of configuration cfg of built-in family `family` (enum
+ * fr_family of quantizers/families.h), through the family's builder; 0
+ * when the family has no kernel for it. The caller guarantees cfg belongs
+ * to that family (its impl has the family's parameter type): the registry's
+ * family index says so (fr_qentry.family). */
+int fr_kspec_of(int family, const frontier_config *cfg, fr_kspec *out);
 
 /* The families' spec builders (kernels/<family>.cu). */
-int fr_kspec_int(const frontier_config *cfg, fr_kspec *out);
-int fr_kspec_fp8(const frontier_config *cfg, fr_kspec *out);
-int fr_kspec_nvfp4(const frontier_config *cfg, fr_kspec *out);
-int fr_kspec_mx(const frontier_config *cfg, fr_kspec *out);
-int fr_kspec_nf4(const frontier_config *cfg, fr_kspec *out);
+#define FR_KSPEC_DECLARE(ID, stem, ggml) int fr_kspec_##stem(const frontier_config *cfg, fr_kspec *out);
+FR_BUILTIN_FAMILIES(FR_KSPEC_DECLARE)
+#undef FR_KSPEC_DECLARE
+
+/* A cheap configuration whose sums are dropped: a fused launch with it
+ * alone yields a tensor's sum w^2 and its finiteness check (the extra
+ * slot), for tensors whose configurations all run elsewhere. */
+void fr_kspec_norm_probe(fr_kspec *out);
 
 /* What a set of specs needs from the statistics pre-pass. */
 typedef struct fr_kneeds {
@@ -210,32 +196,34 @@ static inline size_t fr_kdtype_size(int dtype)
 int fr_kreport(frontier_call *call, fr_status st, const fr_error *err);
 
 /* The body of every built-in descriptor's quantize_cuda / sweep_cuda
- * (evaluate.cu); FR_KFAMILY(family) defines the two C entry points. */
-int fr_kfamily_quantize(const char *family, const frontier_config *cfg, const void *w, int dtype,
+ * (evaluate.cu); FR_KFAMILY(ID, stem) defines the two C entry points of
+ * family FR_FAMILY_<ID> that quantizers/families.h declares. */
+int fr_kfamily_quantize(int family, const frontier_config *cfg, const void *w, int dtype,
                         float *w_hat, int64_t rows, int64_t cols, void *stream,
                         frontier_call *call);
-int fr_kfamily_sweep(const char *family, const frontier_config *const *cfgs, size_t n,
-                     const void *w, int dtype, int64_t rows, int64_t cols,
-                     frontier_error_sums *sums, void *stream, frontier_call *call);
+int fr_kfamily_sweep(int family, const frontier_config *const *cfgs, size_t n, const void *w,
+                     int dtype, int64_t rows, int64_t cols, frontier_error_sums *sums,
+                     void *stream, frontier_call *call);
 
-#define FR_KFAMILY(family)                                                                     \
-    extern "C" int fr_##family##_quantize_cuda(const frontier_config *cfg, const void *w,      \
-                                               int dtype, float *w_hat, int64_t rows,          \
-                                               int64_t cols, const frontier_calib *calib,      \
-                                               void *stream, frontier_call *call)              \
+#define FR_KFAMILY(ID, stem)                                                                   \
+    extern "C" int fr_##stem##_quantize_cuda(const frontier_config *cfg, const void *w,        \
+                                             int dtype, float *w_hat, int64_t rows,            \
+                                             int64_t cols, const frontier_calib *calib,        \
+                                             void *stream, frontier_call *call)                \
     {                                                                                          \
         (void)calib; /* data-free: statistics are not used */                                  \
-        return fr_kfamily_quantize(#family, cfg, w, dtype, w_hat, rows, cols, stream, call);   \
+        return fr_kfamily_quantize(FR_FAMILY_##ID, cfg, w, dtype, w_hat, rows, cols, stream,   \
+                                   call);                                                      \
     }                                                                                          \
-    extern "C" int fr_##family##_sweep_cuda(const frontier_config *const *cfgs, size_t n_cfgs, \
-                                            const void *w, int dtype, int64_t rows,            \
-                                            int64_t cols, const frontier_calib *calib,         \
-                                            frontier_error_sums *sums, void *stream,           \
-                                            frontier_call *call)                               \
+    extern "C" int fr_##stem##_sweep_cuda(const frontier_config *const *cfgs, size_t n_cfgs,   \
+                                          const void *w, int dtype, int64_t rows,              \
+                                          int64_t cols, const frontier_calib *calib,           \
+                                          frontier_error_sums *sums, void *stream,             \
+                                          frontier_call *call)                                 \
     {                                                                                          \
         (void)calib;                                                                           \
-        return fr_kfamily_sweep(#family, cfgs, n_cfgs, w, dtype, rows, cols, sums, stream,     \
-                                call);                                                         \
+        return fr_kfamily_sweep(FR_FAMILY_##ID, cfgs, n_cfgs, w, dtype, rows, cols, sums,      \
+                                stream, call);                                                 \
     }
 
 #endif

@@ -2,16 +2,19 @@
  * Device side of the built-in formats: one configuration applied to a
  * lane's 8 elements of one unit. Every rounding rule is the CPU reference's
  * own FR_HD definition or its proven-equal fast form (the _group.h and
- * _block.h headers of quantizers/, numerics.h "Fast forms"), called from one kernels/<family>.cuh
- * per family: the kernels decide only where each statistic comes from.
- * Built with -fmad=false and IEEE division, so the dequantized values are
- * the CPU's, bit for bit.
+ * _block.h headers of quantizers/, numerics.h "Fast forms"), called from the
+ * traits of its variant in kernels/<family>.cuh: the kernels decide only
+ * where each statistic comes from. Built with -fmad=false and IEEE
+ * division, so the dequantized values are the CPU's, bit for bit.
  *
  * A configuration's *variant* (family, scope) is a compile-time parameter
  * of the kernels: the host launches the instance of the variant (one
  * launch per variant, FR_KV_FOR_EACH), so a kernel holds one variant's
  * code. Each rule comes in two halves, the group's scale (fr_kscale) and
- * its application to a lane's elements (fr_kapply).
+ * its application to a lane's elements (fr_kapply). The variants are the
+ * union of the families' lists (FR_KVARIANTS_<family> in each family
+ * header), in the order of quantizers/families.h; nothing here names a
+ * family.
  */
 #ifndef FR_KQUANT_CUH
 #define FR_KQUANT_CUH
@@ -22,81 +25,63 @@
 #include "mx.cuh"
 #include "nf4.cuh"
 #include "nvfp4.cuh"
+#include "quantizers/families.h"
 
+/* Each family's list of variants, X(name, (traits)), expanded through
+ * FR_KV_X: the family table's macro passes one argument to its X, so the
+ * variant-level macro is named FR_KV_X and defined around each use. */
+#define FR_KV_OF_FAMILY(ID, stem, ggml) FR_KVARIANTS_##stem(FR_KV_X)
+
+/* The variants, numbered in table order. */
+#define FR_KV_STRIP(...) __VA_ARGS__
+#define FR_KV_ENUM(name, traits) FR_KV_##name,
+#define FR_KV_X FR_KV_ENUM
 enum fr_kvariant {
-    FR_KV_INT_SYM_GROUP = 0,
-    FR_KV_INT_SYM_ROW,
-    FR_KV_INT_SYM_TENSOR,
-    FR_KV_INT_ASYM_GROUP,
-    FR_KV_INT_ASYM_ROW,
-    FR_KV_INT_ASYM_TENSOR,
-    FR_KV_FP8_TENSOR,
-    FR_KV_FP8_ROW,
-    FR_KV_FP8_TILE,
-    FR_KV_NVFP4,
-    FR_KV_MX,
-    FR_KV_MXINT8,
-    FR_KV_NF4,
-    FR_KV_NF4_DQ,
-    FR_KV_COUNT,
+    FR_BUILTIN_FAMILIES(FR_KV_OF_FAMILY) FR_KV_COUNT,
     FR_KV_UNKNOWN = -1
 };
+#undef FR_KV_X
+
+/* fr_kv<V>: the traits of variant V (kstats.cuh, fr_kv_base). */
+template <int V> struct fr_kv;
+#define FR_KV_TRAITS(name, traits)                                                           \
+    template <> struct fr_kv<FR_KV_##name> : FR_KV_STRIP traits {};
+#define FR_KV_X FR_KV_TRAITS
+FR_BUILTIN_FAMILIES(FR_KV_OF_FAMILY)
+#undef FR_KV_X
 
 /* Where variant V's statistic comes from (enum fr_ksource). */
-__host__ __device__ constexpr int fr_kv_source(int v)
+template <int V> __host__ __device__ constexpr int fr_kv_source()
 {
-    return v == FR_KV_INT_SYM_ROW || v == FR_KV_INT_ASYM_ROW || v == FR_KV_FP8_ROW ? FR_KSRC_ROW
-           : v == FR_KV_INT_SYM_TENSOR || v == FR_KV_INT_ASYM_TENSOR || v == FR_KV_FP8_TENSOR
-               ? FR_KSRC_NONE
-           : v == FR_KV_FP8_TILE ? FR_KSRC_TILE
-           : v == FR_KV_NF4_DQ   ? FR_KSRC_DQ
-                                 : FR_KSRC_GROUP;
+    return fr_kv<V>::source;
 }
 
-__host__ __device__ inline int fr_kvariant_of(const fr_kspec &s)
-{
-    switch (s.kind) {
-    case FR_K_INT_SYM:
-    case FR_K_INT_ASYM: {
-        const int base = s.kind == FR_K_INT_SYM ? FR_KV_INT_SYM_GROUP : FR_KV_INT_ASYM_GROUP;
-        return base + (s.scope == FR_KS_ROW ? 1 : s.scope == FR_KS_TENSOR ? 2 : 0);
-    }
-    case FR_K_FP8:
-        return s.scope == FR_KS_TENSOR ? FR_KV_FP8_TENSOR
-               : s.scope == FR_KS_ROW  ? FR_KV_FP8_ROW
-                                       : FR_KV_FP8_TILE;
-    case FR_K_NVFP4:
-        return FR_KV_NVFP4;
-    case FR_K_MX:
-        return s.is_int8 ? FR_KV_MXINT8 : FR_KV_MX;
-    case FR_K_NF4:
-        return FR_KV_NF4;
-    case FR_K_NF4_DQ:
-        return FR_KV_NF4_DQ;
-    default:
-        return FR_KV_UNKNOWN;
-    }
-}
+/* What the pre-pass gathers for each variant (FR_KNEED_*), by variant. */
+#define FR_KV_NEEDS(name, traits) fr_kv<FR_KV_##name>::needs,
+#define FR_KV_X FR_KV_NEEDS
+static constexpr int fr_kv_needs_table[FR_KV_COUNT] = {FR_BUILTIN_FAMILIES(FR_KV_OF_FAMILY)};
+#undef FR_KV_X
 
 /*
- * The constants of configuration s for a block: its variant, and what
- * depends on the whole tensor, from the tensor's lo/hi (min(min w, 0),
- * max(max w, 0)): the int tensor scale and zero point (int.c), the fp8
- * tensor scale (fp8.c), the nvfp4 global scale (nvfp4.c), with their
- * reciprocals for the fast forms.
+ * The constants of configuration s for a block: its variant's fields, and
+ * what depends on the whole tensor, from the tensor's lo/hi (min(min w, 0),
+ * max(max w, 0)): the variant's tensor_constants (the int tensor scale and
+ * zero point, the fp8 tensor scale, the nvfp4 global scale) and the
+ * reciprocals of the fast forms.
  */
+template <int V>
 __device__ __forceinline__ fr_kconf fr_kconf_make(const fr_kspec &s, const float *tensor_lohi)
 {
     fr_kconf c;
-    c.kind = s.kind;
-    c.scope = s.scope;
+    c.variant = s.variant;
     c.level = s.level;
     c.is_int8 = s.is_int8;
     c.mbits = s.mbits;
     c.emin = s.emin;
     c.emax_elem = s.emax_elem;
-    c.variant = (int8_t)fr_kvariant_of(s);
-    c.q = (s.kind == FR_K_INT_SYM || s.kind == FR_K_INT_ASYM) ? s.qmax : s.fmax;
+    c.bits = s.bits;
+    c.spare = 0;
+    c.q = s.q;
     c.inv_q = fr_quot_recip(c.q);
     c.s = c.r = c.z = 0.0f;
     c.limit = 0.5f;
@@ -106,17 +91,8 @@ __device__ __forceinline__ fr_kconf fr_kconf_make(const fr_kspec &s, const float
     const float lo = tensor_lohi[0], hi = tensor_lohi[1];
     const float amax = fr_kamax(lo, hi);
     c.amax = amax;
-    if (c.variant == FR_KV_INT_SYM_TENSOR) {
-        c.s = amax / s.qmax; /* one fp32 scale: no storage rounding (int.c) */
-    } else if (c.variant == FR_KV_INT_ASYM_TENSOR) {
-        c.s = (hi - lo) / s.qmax;
-        c.z = fr_int_asym_zero(lo, c.s, s.qmax);
-    } else if (c.variant == FR_KV_FP8_TENSOR) {
-        c.s = fr_fp8_scale(amax, s.fmax);
-    } else if (c.variant == FR_KV_NVFP4) {
-        c.s = fr_nvfp4_global_scale(amax);
-    }
-    if (c.variant != FR_KV_NVFP4) {
+    fr_kv<V>::tensor_constants(c, lo, hi, amax);
+    if constexpr (fr_kv<V>::scale_reciprocal) {
         c.r = fr_quot_recip(c.s);
         c.limit = fr_int_quot_limit(amax, c.r);
     }
@@ -124,58 +100,22 @@ __device__ __forceinline__ fr_kconf fr_kconf_make(const fr_kspec &s, const float
 }
 
 /* The scale half of variant V's rule for a group with statistic st
- * (fr_kstat<fr_kv_source(V)>; ignored by the tensor scopes): four floats
+ * (fr_kstat<fr_kv_source<V>()>; ignored by the tensor scopes): four floats
  * that every lane of the group shares (the family headers say which). */
 template <int V> __device__ __forceinline__ float4 fr_kscale(const fr_kconf &c, float2 st)
 {
-    if constexpr (V == FR_KV_INT_SYM_GROUP || V == FR_KV_INT_SYM_ROW)
-        return fr_kint_sym_scale<false>(c, st);
-    else if constexpr (V == FR_KV_INT_SYM_TENSOR)
-        return fr_kint_sym_scale<true>(c, st);
-    else if constexpr (V == FR_KV_INT_ASYM_GROUP || V == FR_KV_INT_ASYM_ROW)
-        return fr_kint_asym_scale<false>(c, st);
-    else if constexpr (V == FR_KV_INT_ASYM_TENSOR)
-        return fr_kint_asym_scale<true>(c, st);
-    else if constexpr (V == FR_KV_FP8_TENSOR)
-        return fr_kfp8_scale<true>(c, st);
-    else if constexpr (V == FR_KV_FP8_ROW || V == FR_KV_FP8_TILE)
-        return fr_kfp8_scale<false>(c, st);
-    else if constexpr (V == FR_KV_NVFP4)
-        return fr_knvfp4_scale(c, st);
-    else if constexpr (V == FR_KV_MX || V == FR_KV_MXINT8)
-        return fr_kmx_scale(c, st);
-    else if constexpr (V == FR_KV_NF4)
-        return fr_knf4_scale<false>(c, st);
-    else
-        return fr_knf4_scale<true>(c, st);
+    return fr_kv<V>::scale(c, st);
 }
 
 /* x^ (when H) and the error terms of a lane's 8 elements under variant V
  * with its group's scale sc (fr_kscale); nf4 is the bucket table
- * (fr_nf4_bucket_make) in shared memory. */
+ * (fr_nf4_bucket_make) in shared memory when the variant uses it. */
 template <int V, bool H>
 __device__ __forceinline__ void fr_kapply(const fr_kconf &c, const float (&x)[FR_K_PER_LANE],
                                           float4 sc, const fr_nf4_bucket *nf4, fr_kterms &t,
                                           float (&h)[FR_K_PER_LANE])
 {
-    if constexpr (V == FR_KV_INT_SYM_GROUP || V == FR_KV_INT_SYM_ROW)
-        fr_kint_sym_apply<false, H>(c, x, sc, t, h);
-    else if constexpr (V == FR_KV_INT_SYM_TENSOR)
-        fr_kint_sym_apply<true, H>(c, x, sc, t, h);
-    else if constexpr (V == FR_KV_INT_ASYM_GROUP || V == FR_KV_INT_ASYM_ROW)
-        fr_kint_asym_apply<false, H>(c, x, sc, t, h);
-    else if constexpr (V == FR_KV_INT_ASYM_TENSOR)
-        fr_kint_asym_apply<true, H>(c, x, sc, t, h);
-    else if constexpr (V == FR_KV_FP8_TENSOR || V == FR_KV_FP8_ROW || V == FR_KV_FP8_TILE)
-        fr_kfp8_apply<H>(c, x, sc, t, h);
-    else if constexpr (V == FR_KV_NVFP4)
-        fr_knvfp4_apply<H>(c, x, sc, t, h);
-    else if constexpr (V == FR_KV_MX)
-        fr_kmx_apply<false, H>(c, x, sc, t, h);
-    else if constexpr (V == FR_KV_MXINT8)
-        fr_kmx_apply<true, H>(c, x, sc, t, h);
-    else
-        fr_knf4_apply<H>(x, sc, nf4, t, h);
+    fr_kv<V>::template apply<H>(c, x, sc, nf4, t, h);
 }
 
 /* Both halves for one lane (the streaming kernel, the probe). */
@@ -195,20 +135,11 @@ __device__ __forceinline__ void fr_keval(const fr_kconf &c, const float (&x)[FR_
  */
 template <int V> __device__ __forceinline__ int fr_kv_lane_shift(int level)
 {
-    constexpr int src = fr_kv_source(V);
+    constexpr int src = fr_kv_source<V>();
     return src == FR_KSRC_GROUP  ? level + 1
            : src == FR_KSRC_TILE ? 4
            : src == FR_KSRC_DQ   ? 3
                                  : 5; /* a row, or the tensor constants */
 }
-
-/* Every variant, for the host's choice of a kernel instance (one per
- * variant: each gets the registers its own code needs, and the
- * instruction cache holds one variant's code). */
-#define FR_KV_FOR_EACH(X)                                                                    \
-    X(FR_KV_INT_SYM_GROUP) X(FR_KV_INT_SYM_ROW) X(FR_KV_INT_SYM_TENSOR)                        \
-    X(FR_KV_INT_ASYM_GROUP) X(FR_KV_INT_ASYM_ROW) X(FR_KV_INT_ASYM_TENSOR)                     \
-    X(FR_KV_FP8_TENSOR) X(FR_KV_FP8_ROW) X(FR_KV_FP8_TILE) X(FR_KV_NVFP4) X(FR_KV_MX)          \
-    X(FR_KV_MXINT8) X(FR_KV_NF4) X(FR_KV_NF4_DQ)
 
 #endif

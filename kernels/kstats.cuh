@@ -123,7 +123,7 @@ __device__ __forceinline__ float fr_kamax(float lo, float hi)
 typedef struct fr_kconf {
     /* from fr_kspec; variant: enum fr_kvariant (kquant.cuh). Bytes, so
      * that 128 configurations' constants take 4.5 KiB of shared memory. */
-    int8_t kind, scope, level, is_int8, mbits, emin, emax_elem, variant;
+    int8_t variant, level, is_int8, mbits, emin, emax_elem, bits, spare;
     float q;     /* int: qmax (sym) or 2^b - 1 (asym); fp8/mx: element max */
     float inv_q; /* fr_quot_recip(q): the int scale quotient amax / q */
     float s, r;  /* tensor scope: the scale and fr_quot_recip(s); nvfp4: s = gs */
@@ -212,5 +212,40 @@ __device__ __forceinline__ float2 fr_kstat(const fr_kstatbufs &b, int64_t row, i
         return make_float2(0.0f, 0.0f);
     }
 }
+
+/*
+ * What the pre-pass must gather for a variant (fr_kneeds_of): per-row
+ * bounds, the tensor's bounds (reduced from the rows), the amax of 128 x 128
+ * tiles, the nf4 double-quantized block scales.
+ */
+enum fr_kneed { FR_KNEED_ROWS = 1, FR_KNEED_TENSOR = 2, FR_KNEED_TILES = 4, FR_KNEED_NF4DQ = 8 };
+
+/*
+ * The traits of a variant (one family x scope): what a family's header
+ * defines for each of its variants, by deriving from this base and
+ * overriding what differs (kernels/int.cuh is the fullest example):
+ *
+ *   source              where a group's statistic comes from (fr_ksource)
+ *   needs               FR_KNEED_* bits of the pre-pass
+ *   nf4_table           the kernels build the nf4 bucket table in shared memory
+ *   scale_reciprocal    fr_kconf_make derives r and limit from the tensor scale s
+ *   tensor_constants()  what depends on the whole tensor (lo, hi, amax):
+ *                       c.s, c.z; nothing for per-group scales
+ *   scale(c, st)        the scale half of the rule: four floats a group shares
+ *   apply<H>(...)       the rule on a lane's 8 elements with that scale,
+ *                       giving the error terms and (when H) x^
+ */
+typedef struct fr_nf4_bucket fr_nf4_bucket; /* quantizers/nf4_block.h */
+
+struct fr_kv_base {
+    static constexpr int needs = 0;
+    static constexpr bool nf4_table = false;
+    static constexpr bool scale_reciprocal = true;
+    __device__ static __forceinline__ void tensor_constants(fr_kconf &c, float lo, float hi,
+                                                            float amax)
+    {
+        (void)c, (void)lo, (void)hi, (void)amax;
+    }
+};
 
 #endif

@@ -1,7 +1,11 @@
 /*
- * The CUDA path as C sees it (docs/gpu.md). Plain C: no CUDA header, device
- * pointers are void * / float *, streams are void * (a cudaStream_t; NULL is
- * the legacy default stream). Only built with FRONTIER_HAVE_CUDA.
+ * The device library as C sees it (docs/gpu.md, docs/architecture.md):
+ * launchers of the built-in kernels, device memory, copies and timing.
+ * Plain C: no CUDA header, device pointers are void * / float *, streams are
+ * void * (a cudaStream_t; NULL is the legacy default stream). Mechanisms
+ * only: what runs where (the CUDA executor) is frontier/exec_cuda.cu. The
+ * built-in descriptors' GPU entry points are declared by the family table,
+ * quantizers/families.h. Only built with FRONTIER_HAVE_CUDA.
  */
 #ifndef FR_KERNELS_LAUNCHERS_H
 #define FR_KERNELS_LAUNCHERS_H
@@ -16,7 +20,6 @@ extern "C" {
 
 #include "core/error.h"
 #include "core/registry.h"
-#include "frontier/executor.h"
 #include "frontier/plugin.h"
 
 /* Usable CUDA devices. 0 when there is no driver, no device, or any error
@@ -26,61 +29,10 @@ int fr_cuda_device_count(void);
 /* "NVIDIA H200, sm_90, 139 GiB, driver 13.0" of device `device`. */
 fr_status fr_cuda_device_describe(int device, char *buf, size_t size, fr_error *err);
 
-/*
- * The CUDA executor (frontier/executor.h). Evaluates every (item, config)
- * of the plan on device opt->device (0 when negative): built-in data-free
- * configurations in one fused read per tensor, plugins through their
- * sweep_cuda / quantize_cuda, and whatever has no CUDA path (calibrated
- * items, CPU-only plugins, tensors whose plugin needs them whole but which
- * exceed the staging cap) through fr_exec_cpu. Tensors stream host ->
- * device through pinned double buffers on a copy stream overlapped with
- * the compute stream; synthetic tensors are generated on the device.
- * FRONTIER_CUDA_BUFFER (bytes, with k/M/G suffix) caps each staging buffer.
- */
-fr_status fr_exec_cuda(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
-                       const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err);
-
-/* Totals of the last fr_exec_cuda run in this process (for the benchmark
- * and the log line at the end of a run). */
-typedef struct fr_cuda_run_stats {
-    double wall_s;       /* from entry to return */
-    double gpu_s;        /* compute stream busy time: generation, statistics, fused sweeps */
-    double generate_s;   /* of which: synthetic tensors generated on the device */
-    double h2d_s;        /* copy stream busy time (host -> device transfers) */
-    double stage_s;      /* host time spent filling the pinned staging buffers */
-    uint64_t h2d_bytes;
-    uint64_t tensor_bytes; /* bytes of every tensor evaluated (as stored) */
-    uint64_t elements;
-    uint64_t fused_configs; /* (tensor, config) pairs evaluated by fused kernels */
-    uint64_t plugin_configs; /* ... through a plugin's CUDA functions */
-    uint64_t cpu_configs;   /* ... handed to the CPU executor */
-    uint64_t chunked_tensors; /* tensors larger than the cap, streamed in row chunks */
-    uint64_t nf4_mean_fallbacks; /* nf4-dq means recomputed sequentially (docs/gpu.md) */
-} fr_cuda_run_stats;
-
-void fr_cuda_last_run_stats(fr_cuda_run_stats *out);
-
-/* ---- per-family launchers: the built-in descriptors' CUDA functions ---- */
-
-#define FR_CUDA_FAMILY_LAUNCHERS(family)                                                      \
-    int fr_##family##_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,      \
-                                    float *w_hat, int64_t rows, int64_t cols,                 \
-                                    const frontier_calib *calib, void *stream,                \
-                                    frontier_call *call);                                     \
-    int fr_##family##_sweep_cuda(const frontier_config *const *cfgs, size_t n_cfgs,            \
-                                 const void *w, int dtype, int64_t rows, int64_t cols,        \
-                                 const frontier_calib *calib, frontier_error_sums *sums,      \
-                                 void *stream, frontier_call *call);
-
-FR_CUDA_FAMILY_LAUNCHERS(int)
-FR_CUDA_FAMILY_LAUNCHERS(fp8)
-FR_CUDA_FAMILY_LAUNCHERS(nvfp4)
-FR_CUDA_FAMILY_LAUNCHERS(mx)
-FR_CUDA_FAMILY_LAUNCHERS(nf4)
-
 /* ---- lower level, for the executor, tests and benchmarks ---- */
 
-/* True when configuration ref of the registry has a built-in kernel. */
+/* True when configuration ref of the registry has a built-in kernel (its
+ * entry's family has a spec builder that accepts it). */
 int fr_cuda_has_kernel(const fr_registry *reg, const fr_config_ref *ref);
 
 /*
@@ -103,7 +55,7 @@ fr_status fr_cuda_quantize(const fr_registry *reg, const fr_config_ref *cfg, con
 
 /*
  * Error sums of (w, w_hat) on the device with exactly the chunking and
- * element order of fr_error_sums_accumulate (frontier/metrics.h), so they
+ * element order of core/error_sums.h (what the CPU metrics use), so they
  * are bitwise equal to the CPU's for the same w_hat. w is of `dtype`,
  * w_hat float32, both device pointers. Synchronises the stream.
  */

@@ -4,7 +4,7 @@
  * family's descriptor functions quantize_cuda / sweep_cuda. The device rule
  * is mx.cuh.
  */
-#include "kcommon.cuh"
+#include "kquant.cuh"
 #include "quantizers/mx_block.h"
 
 int fr_kspec_mx(const frontier_config *cfg, fr_kspec *out)
@@ -12,15 +12,14 @@ int fr_kspec_mx(const frontier_config *cfg, fr_kspec *out)
     const fr_mx_params *p = (const fr_mx_params *)cfg->impl;
     if (!p)
         return 0;
-    out->kind = FR_K_MX;
-    out->scope = FR_KS_GROUP;
+    out->variant = p->is_int8 ? FR_KV_MXINT8 : FR_KV_MX;
     out->level = 1; /* FR_MX_BLOCK = 32 */
     out->is_int8 = (int8_t)(p->is_int8 != 0);
     out->mbits = (int8_t)p->elem.mbits;
     out->emin = (int8_t)p->elem.emin;
-    out->fmax = p->elem.max;
+    out->q = p->elem.max;
     out->emax_elem = (int8_t)p->emax_elem;
     return 1;
 }
 
-FR_KFAMILY(mx)
+FR_KFAMILY(MX, mx)

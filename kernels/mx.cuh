@@ -35,4 +35,24 @@ __device__ __forceinline__ void fr_kmx_apply(const fr_kconf &c, const float (&x)
     fr_kterms_of(x, h, t);
 }
 
+/* The family's variants (kquant.cuh): minifloat elements (mxfp8/6/4) and
+ * MXINT8, both with an E8M0 scale per block of 32. */
+template <bool INT8> struct fr_kmx_traits : fr_kv_base {
+    static constexpr int source = FR_KSRC_GROUP;
+    __device__ static __forceinline__ float4 scale(const fr_kconf &c, float2 st)
+    {
+        return fr_kmx_scale(c, st);
+    }
+    template <bool H>
+    __device__ static __forceinline__ void apply(const fr_kconf &c, const float (&x)[FR_K_PER_LANE], float4 sc,
+                                                      const fr_nf4_bucket *nf4, fr_kterms &t,
+                                                      float (&h)[FR_K_PER_LANE])
+    {
+        (void)nf4;
+        fr_kmx_apply<INT8, H>(c, x, sc, t, h);
+    }
+};
+
+#define FR_KVARIANTS_mx(X) X(MX, (fr_kmx_traits<false>)) X(MXINT8, (fr_kmx_traits<true>))
+
 #endif

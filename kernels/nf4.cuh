@@ -40,4 +40,27 @@ __device__ __forceinline__ void fr_knf4_apply(const float (&x)[FR_K_PER_LANE], f
     fr_kterms_of(x, h, t);
 }
 
+/* The family's variants (kquant.cuh): the absmax of each block of 64, or
+ * its double-quantized a' from the pre-pass (nf4-g64-dq); both read the
+ * bucket table the kernels keep in shared memory. */
+template <bool DQ> struct fr_knf4_traits : fr_kv_base {
+    static constexpr int source = DQ ? FR_KSRC_DQ : FR_KSRC_GROUP;
+    static constexpr int needs = DQ ? FR_KNEED_NF4DQ : 0;
+    static constexpr bool nf4_table = true;
+    __device__ static __forceinline__ float4 scale(const fr_kconf &c, float2 st)
+    {
+        return fr_knf4_scale<DQ>(c, st);
+    }
+    template <bool H>
+    __device__ static __forceinline__ void apply(const fr_kconf &c, const float (&x)[FR_K_PER_LANE], float4 sc,
+                                                      const fr_nf4_bucket *nf4, fr_kterms &t,
+                                                      float (&h)[FR_K_PER_LANE])
+    {
+        (void)c;
+        fr_knf4_apply<H>(x, sc, nf4, t, h);
+    }
+};
+
+#define FR_KVARIANTS_nf4(X) X(NF4, (fr_knf4_traits<false>)) X(NF4_DQ, (fr_knf4_traits<true>))
+
 #endif

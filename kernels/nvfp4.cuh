@@ -40,4 +40,33 @@ __device__ __forceinline__ void fr_knvfp4_apply(const fr_kconf &c,
     fr_kterms_of(x, h, t);
 }
 
+/* The family's one variant (kquant.cuh): groups of 16 under the tensor's
+ * global scale gs = c.s, which has no reciprocal form (the group scale
+ * divides by it exactly: nvfp4_group.h). */
+struct fr_knvfp4_traits : fr_kv_base {
+    static constexpr int source = FR_KSRC_GROUP;
+    static constexpr int needs = FR_KNEED_ROWS | FR_KNEED_TENSOR;
+    static constexpr bool scale_reciprocal = false;
+    __device__ static __forceinline__ void tensor_constants(fr_kconf &c, float lo, float hi,
+                                                            float amax)
+    {
+        (void)lo, (void)hi;
+        c.s = fr_nvfp4_global_scale(amax);
+    }
+    __device__ static __forceinline__ float4 scale(const fr_kconf &c, float2 st)
+    {
+        return fr_knvfp4_scale(c, st);
+    }
+    template <bool H>
+    __device__ static __forceinline__ void apply(const fr_kconf &c, const float (&x)[FR_K_PER_LANE], float4 sc,
+                                                      const fr_nf4_bucket *nf4, fr_kterms &t,
+                                                      float (&h)[FR_K_PER_LANE])
+    {
+        (void)nf4;
+        fr_knvfp4_apply<H>(c, x, sc, t, h);
+    }
+};
+
+#define FR_KVARIANTS_nvfp4(X) X(NVFP4, (fr_knvfp4_traits))
+
 #endif

@@ -1,8 +1,57 @@
 #include "builtin.h"
 
-/* Registration order is the order `frontier quantizers` lists them in. */
-const frontier_plugin_entry_fn fr_builtin_entries[] = {
-    fr_int_entry, fr_fp8_entry, fr_nvfp4_entry, fr_mx_entry, fr_nf4_entry,
+#include <string.h>
+
+#include "core/call.h"
+
+const fr_builtin_family fr_builtin_families[FR_FAMILY_COUNT] = {
+#define FR_FAMILY_ROW(ID, stem, ggml)                                                        \
+    [FR_FAMILY_##ID] = {.name = #stem, .entry = fr_##stem##_entry, .ggml_types = ggml},
+    FR_BUILTIN_FAMILIES(FR_FAMILY_ROW)
+#undef FR_FAMILY_ROW
 };
 
-const size_t fr_n_builtin_entries = sizeof fr_builtin_entries / sizeof fr_builtin_entries[0];
+const frontier_plugin_entry_fn fr_builtin_entries[FR_FAMILY_COUNT] = {
+#define FR_FAMILY_ENTRY(ID, stem, ggml) [FR_FAMILY_##ID] = fr_##stem##_entry,
+    FR_BUILTIN_FAMILIES(FR_FAMILY_ENTRY)
+#undef FR_FAMILY_ENTRY
+};
+
+const size_t fr_n_builtin_entries = FR_FAMILY_COUNT;
+
+int fr_builtin_family_of(const char *name)
+{
+    for (int f = 0; name && f < FR_FAMILY_COUNT; f++)
+        if (!strcmp(fr_builtin_families[f].name, name))
+            return f;
+    return FR_FAMILY_NONE;
+}
+
+const char *fr_builtin_ggml_type(const char *config)
+{
+    for (int f = 0; config && f < FR_FAMILY_COUNT; f++)
+        for (const fr_ggml_type *t = fr_builtin_families[f].ggml_types; t && t->config; t++)
+            if (!strcmp(t->config, config))
+                return t->ggml;
+    return NULL;
+}
+
+fr_status fr_registry_init(fr_registry *reg, fr_error *err)
+{
+    fr_registry_init_empty(reg);
+    for (int f = 0; f < FR_FAMILY_COUNT; f++) {
+        const frontier_quantizer *q = fr_builtin_families[f].entry(fr_host_api());
+        fr_status st = fr_registry_add_builtin(reg, q, f, err);
+        if (st != FR_OK) {
+            /* a broken built-in is a bug in this program, not in the input */
+            if (st == FR_E_PLUGIN) {
+                st = FR_E_FAIL;
+                if (err)
+                    err->code = st;
+            }
+            fr_registry_free(reg);
+            return st;
+        }
+    }
+    return FR_OK;
+}

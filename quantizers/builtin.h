@@ -1,23 +1,26 @@
 /*
- * The built-in quantizer families. Each has the same entry type as a plugin
- * (frontier_plugin_entry_fn) and is registered through the same code path.
+ * The built-in quantizer families (the table is quantizers/families.h).
+ * Each has the same entry type as a plugin (frontier_plugin_entry_fn) and is
+ * registered through the same code path (core/registry.h), tagged with its
+ * family so the GPU dispatch can find its kernels without comparing names.
  */
 #ifndef FR_BUILTIN_H
 #define FR_BUILTIN_H
 
 #include <stddef.h>
 
-#include "frontier/plugin.h"
+#include "core/error.h"
+#include "core/registry.h"
+#include "families.h"
 
-extern const frontier_plugin_entry_fn fr_builtin_entries[];
+/* The entries of fr_builtin_families in table order (each returns NULL
+ * when the host services are unusable: NULL or an older ABI). */
+extern const frontier_plugin_entry_fn fr_builtin_entries[FR_FAMILY_COUNT];
 extern const size_t fr_n_builtin_entries;
 
-/* One entry per family (quantizers/<family>.c); each returns NULL when the
- * host services are unusable (NULL or an older ABI). */
-const frontier_quantizer *fr_int_entry(const frontier_host_api *host);
-const frontier_quantizer *fr_fp8_entry(const frontier_host_api *host);
-const frontier_quantizer *fr_nvfp4_entry(const frontier_host_api *host);
-const frontier_quantizer *fr_mx_entry(const frontier_host_api *host);
-const frontier_quantizer *fr_nf4_entry(const frontier_host_api *host);
+/* Registers every built-in family into an empty registry (on failure the
+ * registry is left empty). A built-in that fails validation is a bug of
+ * this program: FR_E_FAIL, not FR_E_PLUGIN. */
+fr_status fr_registry_init(fr_registry *reg, fr_error *err);
 
 #endif

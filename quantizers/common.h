@@ -16,10 +16,10 @@
 
 /*
  * The flags and GPU entry points of a built-in family's descriptor: with
- * CUDA, the family's kernels (kernels/<family>.cu, declared in
- * kernels/launchers.h as fr_<family>_quantize_cuda / _sweep_cuda) and
- * FRONTIER_Q_HAS_CUDA; without, neither (the registry rejects the flag
- * without a GPU function).
+ * CUDA, the family's kernels (defined in kernels/<family>.cu, declared by
+ * the family table, quantizers/families.h, as fr_<family>_quantize_cuda /
+ * _sweep_cuda) and FRONTIER_Q_HAS_CUDA; without, neither (the registry
+ * rejects the flag without a GPU function).
  */
 #ifdef FRONTIER_HAVE_CUDA
 #define FR_Q_BUILTIN_GPU(family)                                                    \

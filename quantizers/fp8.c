@@ -7,9 +7,6 @@
 #include "common.h"
 #include "fp8_group.h"
 
-#ifdef FRONTIER_HAVE_CUDA
-#include "kernels/launchers.h" /* fr_fp8_quantize_cuda, fr_fp8_sweep_cuda */
-#endif
 
 #define FP8_CFG(elem, ename, gran, gname)                                                     \
     {"fp8-" ename "-" gname, 8,                                                               \

@@ -11,9 +11,6 @@
 #include "common.h"
 #include "int_group.h"
 
-#ifdef FRONTIER_HAVE_CUDA
-#include "kernels/launchers.h" /* fr_int_quantize_cuda, fr_int_sweep_cuda */
-#endif
 
 #define P(b, gran, g, sym) (&(const fr_int_params){(b), (gran), (g), (sym)})
 
@@ -181,6 +178,18 @@ static const frontier_quantizer int_quantizer = {
     .configs = int_configs,
     .size_bits = int_size_bits,
     .quantize_cpu = int_quantize_cpu,
+};
+
+/* Configurations with the storage of a GGML type (ggml-common.h block
+ * layouts): a block of 32 with an fp16 scale (Q8_0, Q4_0, Q5_0) or an fp16
+ * scale and fp16 minimum (Q4_1, Q5_1). The rounding rules differ in detail
+ * (Q4_0 uses the 16 levels -8..7 with d = max / -8; Q4_1/Q5_1 store an fp16
+ * minimum where frontier stores a b-bit zero point), so llama.cpp's error
+ * and size are close to, not identical with, what frontier measured:
+ * docs/analysis.md. */
+const fr_ggml_type fr_int_ggml_types[] = {
+    {"int8-g32-sym", "q8_0"},  {"int4-g32-sym", "q4_0"},  {"int4-g32-asym", "q4_1"},
+    {"int5-g32-sym", "q5_0"},  {"int5-g32-asym", "q5_1"}, {NULL, NULL},
 };
 
 const frontier_quantizer *fr_int_entry(const frontier_host_api *host)

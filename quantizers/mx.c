@@ -7,9 +7,6 @@
 #include "common.h"
 #include "mx_block.h"
 
-#ifdef FRONTIER_HAVE_CUDA
-#include "kernels/launchers.h" /* fr_mx_quantize_cuda, fr_mx_sweep_cuda */
-#endif
 
 /* emax_elem: exponent of the largest normal binade (OCP MX v1.0, table 1). */
 #define MX_CFG(name, elemjson, is_int8, elem, emax, bits)                                     \
@@ -108,6 +105,9 @@ static const frontier_quantizer mx_quantizer = {
     .size_bits = mx_size_bits,
     .quantize_cpu = mx_quantize_cpu,
 };
+
+/* OCP MXFP4 is GGML's MXFP4 block (32 E2M1 elements, one E8M0 scale). */
+const fr_ggml_type fr_mx_ggml_types[] = {{"mxfp4", "mxfp4"}, {NULL, NULL}};
 
 const frontier_quantizer *fr_mx_entry(const frontier_host_api *host)
 {

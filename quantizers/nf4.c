@@ -8,9 +8,6 @@
 #include "common.h"
 #include "nf4_block.h"
 
-#ifdef FRONTIER_HAVE_CUDA
-#include "kernels/launchers.h" /* fr_nf4_quantize_cuda, fr_nf4_sweep_cuda */
-#endif
 
 static const frontier_config nf4_configs[] = {
     {"nf4-g64", 4,

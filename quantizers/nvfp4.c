@@ -7,9 +7,6 @@
 #include "common.h"
 #include "nvfp4_group.h"
 
-#ifdef FRONTIER_HAVE_CUDA
-#include "kernels/launchers.h" /* fr_nvfp4_quantize_cuda, fr_nvfp4_sweep_cuda */
-#endif
 
 static const frontier_config nvfp4_configs[] = {
     {"nvfp4", 4,

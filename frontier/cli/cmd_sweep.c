@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -14,6 +16,7 @@
 #include "core/source.h"
 #include "core/synthetic.h"
 #include "frontier/sweep.h"
+#include "quantizers/builtin.h"
 
 static void print_usage(FILE *out)
 {
@@ -43,6 +46,24 @@ static void print_usage(FILE *out)
             "  -q, --quiet             no progress or informational messages\n"
             "      --json              print the summary as JSON\n"
             "  -h, --help              this help\n"
+            "\n"
+            "Tuning (results never depend on these; SIZE takes a k, M or G suffix):\n"
+            "      --commit-interval S     seconds between commits of the dataset (default:\n"
+            "                              2, stretched to 10x what a commit costs)\n"
+            "      --cpu-batch-bytes SIZE  CPU: small tensors are loaded together up to\n"
+            "                              SIZE of float32 weights (default 64M)\n"
+            "      --cpu-parallel-bytes SIZE  CPU: past SIZE per thread, a tensor's\n"
+            "                              configurations run one at a time on every thread\n"
+            "                              (default 1G)\n"
+            "      --cuda-buffer SIZE      GPU: each of the two staging buffers; larger\n"
+            "                              tensors stream in row chunks (default 1G)\n"
+            "      --device-stats FILE     GPU: write the run's totals (GPU time, transfers)\n"
+            "                              as JSON to FILE\n"
+            "\n"
+            "Environment: FRONTIER_COMMIT_INTERVAL, FRONTIER_CPU_BATCH_BYTES,\n"
+            "FRONTIER_CPU_PARALLEL_BYTES, FRONTIER_CUDA_BUFFER and FRONTIER_CUDA_STATS give\n"
+            "the defaults of the five options above (an option wins); FRONTIER_PLUGIN_PATH\n"
+            "lists plugin folders or files (\"none\" disables discovery; docs/plugins.md).\n"
             "\n"
             "MODEL is a .safetensors file, a Hugging Face folder, a .gguf or an .onnx file.\n"
             "Tensors with fewer than 2 dimensions, non-float tensors and tensors with\n"
@@ -87,6 +108,42 @@ static int parse_u64(const char *text, uint64_t *out)
     return 0;
 }
 
+/* A byte count: a non-negative integer with an optional k, M or G (x1024)
+ * suffix. 0 is the smallest limit there is (the executors read 0 as "the
+ * default", so it becomes 1 byte: every tensor exceeds it). */
+static int parse_size(const char *text, size_t *out)
+{
+    char *end = NULL;
+    if (!text || text[0] == '-')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end || v > (SIZE_MAX >> shift))
+        return -1;
+    *out = v ? (size_t)v << shift : 1;
+    return 0;
+}
+
+static int parse_seconds(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v > 0.0 && v < 1e9))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 enum {
     OPT_BITS = 256,
     OPT_QUANTIZERS,
@@ -100,9 +157,61 @@ enum {
     OPT_PLUGIN,
     OPT_SYNTHETIC,
     OPT_JSON,
+    OPT_COMMIT_INTERVAL,
+    OPT_CPU_BATCH,
+    OPT_CPU_PARALLEL,
+    OPT_CUDA_BUFFER,
+    OPT_DEVICE_STATS,
 };
 
-int cmd_sweep(int argc, char **argv)
+/* What the command line asks for, beyond the sweep's own options. */
+typedef struct sweep_args {
+    fr_sweep_options opt;
+    const char **plugins;
+    size_t n_plugins;
+    const char *synthetic;
+    const char *device_stats; /* --device-stats FILE, or NULL */
+    int json;
+    int help;
+} sweep_args;
+
+/* One tuning setting: the option's value, else the environment's (a bad
+ * value in the environment is as much a usage error as on the line). */
+typedef struct tuning {
+    const char *option, *env;
+    const char *text;
+} tuning;
+
+static int apply_tuning(const char *cmd, sweep_args *a, tuning *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *v = t[i].text ? t[i].text : getenv(t[i].env);
+        const char *from = t[i].text ? t[i].option : t[i].env;
+        int bad = 0;
+        if (!v || !*v)
+            continue;
+        switch (i) {
+        case 0: bad = parse_seconds(v, &a->opt.commit_interval); break;
+        case 1: bad = parse_size(v, &a->opt.cpu_batch_bytes); break;
+        case 2: bad = parse_size(v, &a->opt.cpu_parallel_bytes); break;
+        case 3:
+            bad = parse_size(v, &a->opt.cuda_buffer_bytes);
+            /* a staging buffer smaller than a page only costs copies */
+            if (!bad && a->opt.cuda_buffer_bytes < 4096)
+                a->opt.cuda_buffer_bytes = 4096;
+            break;
+        default: a->device_stats = v; break;
+        }
+        if (bad)
+            return cli_usage_error(cmd, "invalid %s '%s' (%s)", from, v,
+                                   i == 0 ? "seconds, more than 0" : "bytes, with k, M or G");
+    }
+    return FR_OK;
+}
+
+/* Fills *a from the command line; FR_OK, or the exit code of a usage error
+ * (already reported). */
+static int parse_args(int argc, char **argv, sweep_args *a)
 {
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
@@ -119,16 +228,153 @@ int cmd_sweep(int argc, char **argv)
         {"synthetic", required_argument, NULL, OPT_SYNTHETIC},
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, OPT_JSON},
+        {"commit-interval", required_argument, NULL, OPT_COMMIT_INTERVAL},
+        {"cpu-batch-bytes", required_argument, NULL, OPT_CPU_BATCH},
+        {"cpu-parallel-bytes", required_argument, NULL, OPT_CPU_PARALLEL},
+        {"cuda-buffer", required_argument, NULL, OPT_CUDA_BUFFER},
+        {"device-stats", required_argument, NULL, OPT_DEVICE_STATS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    tuning tune[] = {
+        {"--commit-interval", "FRONTIER_COMMIT_INTERVAL", NULL},
+        {"--cpu-batch-bytes", "FRONTIER_CPU_BATCH_BYTES", NULL},
+        {"--cpu-parallel-bytes", "FRONTIER_CPU_PARALLEL_BYTES", NULL},
+        {"--cuda-buffer", "FRONTIER_CUDA_BUFFER", NULL},
+        {"--device-stats", "FRONTIER_CUDA_STATS", NULL},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
+        int64_t v;
+        switch (c) {
+        case 'o': a->opt.output = optarg; break;
+        case OPT_BITS: a->opt.bits = optarg; break;
+        case OPT_QUANTIZERS: a->opt.quantizers = optarg; break;
+        case OPT_INCLUDE: a->opt.include = optarg; break;
+        case OPT_EXCLUDE: a->opt.exclude = optarg; break;
+        case OPT_MIN_NUMEL:
+            if (parse_int64(optarg, &v) != 0 || v < 0)
+                return cli_usage_error(argv[0], "invalid --min-numel '%s'", optarg);
+            a->opt.min_numel = v;
+            break;
+        case OPT_DEVICE: a->opt.device = optarg; break;
+        case OPT_THREADS:
+            if (parse_int64(optarg, &v) != 0 || v < 1 || v > 4096)
+                return cli_usage_error(argv[0], "invalid --threads '%s' (1 to 4096)", optarg);
+            a->opt.threads = (int)v;
+            break;
+        case OPT_SEED:
+            if (parse_u64(optarg, &a->opt.seed) != 0)
+                return cli_usage_error(argv[0], "invalid --seed '%s' (a non-negative integer)",
+                                       optarg);
+            break;
+        case OPT_RESUME: a->opt.resume = 1; break;
+        case OPT_PLUGIN: a->plugins[a->n_plugins++] = optarg; break;
+        case OPT_SYNTHETIC: a->synthetic = optarg; break;
+        case 'q': a->opt.quiet = 1; break;
+        case OPT_JSON: a->json = 1; break;
+        case OPT_COMMIT_INTERVAL: tune[0].text = optarg; break;
+        case OPT_CPU_BATCH: tune[1].text = optarg; break;
+        case OPT_CPU_PARALLEL: tune[2].text = optarg; break;
+        case OPT_CUDA_BUFFER: tune[3].text = optarg; break;
+        case OPT_DEVICE_STATS: tune[4].text = optarg; break;
+        case 'h': a->help = 1; return FR_OK;
+        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc && !a->synthetic)
+        return cli_usage_error(argv[0], "no model given (MODEL... or --synthetic SPEC)");
+    if (!a->opt.output)
+        return cli_usage_error(argv[0], "no output given (-o OUT.h5)");
+    return apply_tuning(argv[0], a, tune, sizeof tune / sizeof tune[0]);
+}
+
+/* Opens the models named on the line (argv[first..]) and the synthetic
+ * source, and hands them to the sweep. */
+static int open_sources(int argc, char **argv, int first, const sweep_args *a, fr_sweep *sw,
+                        fr_source **sources, size_t *n_sources, fr_error *err)
+{
+    int rc;
+    for (int i = first; i < argc; i++) {
+        if ((rc = fr_source_open(argv[i], &sources[*n_sources], err)) != FR_OK)
+            return rc;
+        (*n_sources)++;
+    }
+    if (a->synthetic) {
+        /* a bad SPEC is FR_E_USAGE, reported as a usage error */
+        if ((rc = fr_synthetic_open(a->synthetic, a->opt.seed, &sources[*n_sources], err)) !=
+            FR_OK)
+            return rc;
+        (*n_sources)++;
+    }
+    for (size_t i = 0; i < *n_sources; i++)
+        if ((rc = fr_sweep_add_source(sw, sources[i], err)) != FR_OK)
+            return rc;
+    return FR_OK;
+}
+
+/* The GPU run's totals as JSON (--device-stats); a failure to write them
+ * is a warning, the dataset being what matters. */
+static void write_device_stats(const char *path, const fr_cuda_run_stats *s, const char *device)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return;
+    cJSON_AddStringToObject(o, "device", device);
+    const struct {
+        const char *name;
+        double value;
+    } fields[] = {
+        {"wall_s", s->wall_s},
+        {"gpu_s", s->gpu_s},
+        {"generate_s", s->generate_s},
+        {"h2d_s", s->h2d_s},
+        {"stage_s", s->stage_s},
+        {"h2d_bytes", (double)s->h2d_bytes},
+        {"tensor_bytes", (double)s->tensor_bytes},
+        {"elements", (double)s->elements},
+        {"fused_configs", (double)s->fused_configs},
+        {"plugin_configs", (double)s->plugin_configs},
+        {"cpu_configs", (double)s->cpu_configs},
+        {"chunked_tensors", (double)s->chunked_tensors},
+        {"nf4_mean_fallbacks", (double)s->nf4_mean_fallbacks},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        cJSON_AddNumberToObject(o, fields[i].name, fields[i].value);
+    char *text = cJSON_Print(o);
+    FILE *f = text ? fopen(path, "w") : NULL;
+    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        fr_warn("cannot write the device statistics to '%s'", path);
+    free(text);
+    cJSON_Delete(o);
+}
+
+/* Ctrl-C stops after the tensors in flight and commits what was measured;
+ * a second Ctrl-C kills as usual (the file stays valid). */
+static void catch_signals(struct sigaction *old_int, struct sigaction *old_term)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    stop_requested = 0;
+    sigaction(SIGINT, &sa, old_int);
+    sigaction(SIGTERM, &sa, old_term);
+}
+
+int cmd_sweep(int argc, char **argv)
+{
     int rc = FR_OK;
     fr_error err = {0};
-    fr_sweep_options opt = {.device = "auto"};
-    const char **plugins = NULL;
-    size_t n_plugins = 0;
-    const char *synthetic = NULL;
-    int json = 0;
+    sweep_args a;
+    fr_cuda_run_stats cuda_stats;
     fr_registry reg;
     int have_reg = 0;
     fr_sweep *sw = NULL;
@@ -138,122 +384,52 @@ int cmd_sweep(int argc, char **argv)
     struct sigaction old_int, old_term;
     int signals_set = 0;
 
+    memset(&a, 0, sizeof a);
     memset(&reg, 0, sizeof reg);
-    plugins = calloc((size_t)argc + 1, sizeof *plugins);
+    memset(&cuda_stats, 0, sizeof cuda_stats);
+    a.opt.device = "auto";
+    a.plugins = calloc((size_t)argc + 1, sizeof *a.plugins);
     sources = calloc((size_t)argc + 2, sizeof *sources);
     command_line = cli_command_line(argc, argv);
-    if (!plugins || !sources || !command_line) {
+    if (!a.plugins || !sources || !command_line) {
         rc = fr_fail(&err, FR_E_NOMEM, "out of memory");
         goto report;
     }
-    opt.command_line = command_line;
-    opt.stop = &stop_requested;
-
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
-        int64_t v;
-        switch (c) {
-        case 'o': opt.output = optarg; break;
-        case OPT_BITS: opt.bits = optarg; break;
-        case OPT_QUANTIZERS: opt.quantizers = optarg; break;
-        case OPT_INCLUDE: opt.include = optarg; break;
-        case OPT_EXCLUDE: opt.exclude = optarg; break;
-        case OPT_MIN_NUMEL:
-            if (parse_int64(optarg, &v) != 0 || v < 0) {
-                rc = cli_usage_error(argv[0], "invalid --min-numel '%s'", optarg);
-                goto done;
-            }
-            opt.min_numel = v;
-            break;
-        case OPT_DEVICE: opt.device = optarg; break;
-        case OPT_THREADS:
-            if (parse_int64(optarg, &v) != 0 || v < 1 || v > 4096) {
-                rc = cli_usage_error(argv[0], "invalid --threads '%s' (1 to 4096)", optarg);
-                goto done;
-            }
-            opt.threads = (int)v;
-            break;
-        case OPT_SEED:
-            if (parse_u64(optarg, &opt.seed) != 0) {
-                rc = cli_usage_error(argv[0], "invalid --seed '%s' (a non-negative integer)", optarg);
-                goto done;
-            }
-            break;
-        case OPT_RESUME: opt.resume = 1; break;
-        case OPT_PLUGIN: plugins[n_plugins++] = optarg; break;
-        case OPT_SYNTHETIC: synthetic = optarg; break;
-        case 'q': opt.quiet = 1; break;
-        case OPT_JSON: json = 1; break;
-        case 'h': print_usage(stdout); goto done;
-        case ':':
-            rc = cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
-            goto done;
-        default:
-            rc = cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
-            goto done;
-        }
-    }
-    if (optind >= argc && !synthetic) {
-        rc = cli_usage_error(argv[0], "no model given (MODEL... or --synthetic SPEC)");
+    if ((rc = parse_args(argc, argv, &a)) != FR_OK)
+        goto done;
+    if (a.help) {
+        print_usage(stdout);
         goto done;
     }
-    if (!opt.output) {
-        rc = cli_usage_error(argv[0], "no output given (-o OUT.h5)");
-        goto done;
-    }
-    if (opt.quiet)
+    a.opt.command_line = command_line;
+    a.opt.stop = &stop_requested;
+    a.opt.cuda_stats = &cuda_stats;
+    if (a.opt.quiet)
         fr_log_set_level(FRONTIER_LOG_WARN);
     /* `frontier -q sweep` silences the progress bar too */
     if (fr_log_level() < FRONTIER_LOG_INFO)
-        opt.quiet = 1;
+        a.opt.quiet = 1;
 
     /* everything that can be checked before touching a model or the output */
     if ((rc = fr_registry_init(&reg, &err)) != FR_OK)
         goto report;
     have_reg = 1;
-    if ((rc = fr_registry_discover(&reg, plugins, n_plugins, &err)) != FR_OK)
+    if ((rc = fr_registry_discover(&reg, a.plugins, a.n_plugins, &err)) != FR_OK)
         goto report;
-    if ((rc = fr_sweep_create(&reg, &opt, &sw, &err)) != FR_OK)
+    if ((rc = fr_sweep_create(&reg, &a.opt, &sw, &err)) != FR_OK)
+        goto report;
+    if ((rc = open_sources(argc, argv, optind, &a, sw, sources, &n_sources, &err)) != FR_OK)
         goto report;
 
-    for (int i = optind; i < argc; i++) {
-        if ((rc = fr_source_open(argv[i], &sources[n_sources], &err)) != FR_OK)
-            goto report;
-        n_sources++;
-    }
-    if (synthetic) {
-        if ((rc = fr_synthetic_open(synthetic, opt.seed, &sources[n_sources], &err)) != FR_OK) {
-            if (rc == FR_E_USAGE) {
-                rc = cli_usage_error(argv[0], "%s", err.msg);
-                goto done;
-            }
-            goto report;
-        }
-        n_sources++;
-    }
-    for (size_t i = 0; i < n_sources; i++)
-        if ((rc = fr_sweep_add_source(sw, sources[i], &err)) != FR_OK)
-            goto report;
-
-    /* Ctrl-C stops after the tensors in flight and commits what was
-     * measured; a second Ctrl-C kills as usual (the file stays valid). */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    stop_requested = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    catch_signals(&old_int, &old_term);
     signals_set = 1;
-
     rc = fr_sweep_execute(sw, &err);
+    if (a.device_stats && cuda_stats.wall_s > 0)
+        write_device_stats(a.device_stats, &cuda_stats, fr_sweep_get_stats(sw)->device);
     if (rc == FR_OK || rc == FR_E_FAIL) {
         fr_error perr = {0};
-        fr_status pst = fr_sweep_summary_print(stdout, fr_sweep_dataset(sw), opt.output,
-                                               fr_sweep_get_stats(sw), json, &perr);
+        fr_status pst = fr_sweep_summary_print(stdout, fr_sweep_dataset(sw), a.opt.output,
+                                               fr_sweep_get_stats(sw), a.json, &perr);
         if (pst != FR_OK) {
             fr_error_log("%s", perr.msg);
             if (rc == FR_OK)
@@ -276,7 +452,7 @@ done:
     if (have_reg)
         fr_registry_free(&reg);
     free(sources);
-    free(plugins);
+    free(a.plugins);
     free(command_line);
     return rc;
 }

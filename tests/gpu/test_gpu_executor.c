@@ -100,11 +100,15 @@ static void collected_free(collected *c)
     free(c->device);
 }
 
+/* the CUDA executor's staging cap for the next run (0: its default) */
+static size_t cuda_buffer_bytes;
+
 static void run(int gpu, const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
                 size_t max_configs, collected *out)
 {
     fr_error err;
-    fr_executor_options opt = {.threads = 0, .device = gpu ? 0 : -1, .seed = 7};
+    fr_executor_options opt = {
+        .threads = 0, .device = gpu ? 0 : -1, .seed = 7, .cuda_buffer_bytes = cuda_buffer_bytes};
     fr_sweep_sink sink = {.ctx = out, .outcome = on_outcome, .item_skipped = on_skipped,
                           .item_done = on_done, .item_norm = on_norm, .cancelled = NULL};
     collected_init(out, n_items, max_configs);
@@ -218,9 +222,9 @@ int main(int argc, char **argv)
 
     /* a 64 KiB cap: the 300x1000 bf16 tensor and the others stream in row
      * chunks, two passes when a configuration needs whole-tensor statistics */
-    setenv("FRONTIER_CUDA_BUFFER", "64k", 1);
+    cuda_buffer_bytes = 64 << 10;
     run(1, &reg, items, n_items, n_cfgs, &chunked);
-    unsetenv("FRONTIER_CUDA_BUFFER");
+    cuda_buffer_bytes = 0;
     fr_cuda_run_stats s;
     fr_cuda_last_run_stats(&s);
     GPU_CHECK(s.chunked_tensors > 0, "the 64 KiB cap chunked no tensor");

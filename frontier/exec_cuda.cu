@@ -1,5 +1,8 @@
 /*
- * The CUDA executor (frontier/executor.h; docs/gpu.md, "Streaming").
+ * The CUDA executor (frontier/executor.h; docs/gpu.md, "Streaming"): the
+ * policy of a GPU sweep (what runs where, the CPU fallback, staging,
+ * statistics) over the device library's mechanisms (kernels/kcommon.cuh:
+ * the statistics pre-pass, the fused kernels, device scratch).
  *
  * Each item of the plan is split into the configurations the fused kernels
  * evaluate (built-in, data-free), those a plugin evaluates through its own
@@ -26,20 +29,21 @@
  * slab, if a single slab is larger) plus the statistics (about 1/16 of the
  * largest tensor's bf16 size).
  */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "kcommon.cuh"
+#include "kernels/kcommon.cuh"
 
 extern "C" {
 #include "core/call.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "core/registry.h"
 #include "core/synthetic.h"
+#include "frontier/executor.h"
 }
 
 #define FR_X_DEFAULT_CAP ((size_t)1 << 30)
@@ -131,23 +135,6 @@ typedef struct fr_x {
 
 /* ---- sizes ---- */
 
-static size_t fr_x_parse_bytes(const char *s, size_t fallback)
-{
-    if (!s || !*s)
-        return fallback;
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end == s || !(v > 0))
-        return fallback;
-    switch (tolower((unsigned char)*end)) {
-    case 'k': v *= 1024.0; break;
-    case 'm': v *= 1024.0 * 1024.0; break;
-    case 'g': v *= 1024.0 * 1024.0 * 1024.0; break;
-    default: break;
-    }
-    return v < 4096.0 ? 4096 : (size_t)v;
-}
-
 static int fr_x_device_dtype(fr_dtype dt, int *dev, size_t *esize)
 {
     switch (dt) {
@@ -159,13 +146,6 @@ static int fr_x_device_dtype(fr_dtype dt, int *dev, size_t *esize)
 }
 
 /* ---- the plan ---- */
-
-static int fr_x_has_field(const frontier_quantizer *q, size_t end_offset)
-{
-    return q->struct_size >= end_offset;
-}
-#define FR_X_HAS(q, field)                                                                     \
-    fr_x_has_field((q), offsetof(frontier_quantizer, field) + sizeof(((frontier_quantizer *)0)->field))
 
 static fr_status fr_x_classify(fr_x *X, fr_error *err)
 {
@@ -208,13 +188,11 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
         }
         for (size_t c = 0; c < n; c++) {
             const fr_config_ref *ref = it->configs[c];
-            const frontier_quantizer *q = fr_config_quantizer(X->reg, ref);
+            const fr_qentry *e = &X->reg->entries[ref->quantizer];
             if (gpu_ok && fr_cuda_has_kernel(X->reg, ref) &&
-                fr_kspec_from(q->name, ref->cfg, &xi->specs[xi->n_fused])) {
+                fr_kspec_of(e->family, ref->cfg, &xi->specs[xi->n_fused])) {
                 xi->fused_idx[xi->n_fused++] = c;
-            } else if (gpu_ok && (q->flags & FRONTIER_Q_HAS_CUDA) &&
-                       ((FR_X_HAS(q, sweep_cuda) && q->sweep_cuda) ||
-                        (FR_X_HAS(q, quantize_cuda) && q->quantize_cuda))) {
+            } else if (gpu_ok && fr_quantizer_has_cuda(e->q)) {
                 xi->plugin_idx[xi->n_plugin++] = c;
             } else {
                 xi->cpu_cfgs[xi->n_cpu] = ref;
@@ -422,52 +400,51 @@ static void fr_x_release_host(fr_x_item *xi)
 
 /* ---- plugins with their own CUDA functions (whole tensor on the device) ---- */
 
-static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev, fr_error *err)
+/* Each plugin configuration through the registry's checked GPU calls:
+ * sweep_cuda when the plugin has it, else quantize_cuda into a device
+ * buffer and the host's own error sums (core/error_sums.h on the device). */
+static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
 {
     const fr_sweep_item *it = xi->it;
     double t0 = fr_x_now();
     float *w_hat = NULL;
+    const size_t n = (size_t)(it->rows * it->cols);
     for (size_t k = 0; k < xi->n_plugin; k++) {
         const fr_config_ref *ref = it->configs[xi->plugin_idx[k]];
         const frontier_quantizer *q = fr_config_quantizer(X->reg, ref);
         frontier_call call;
+        fr_error perr;
+        fr_error_clear(&perr);
         fr_call_init(&call, X->pool, X->opt->seed, it->tensor->name, ref->cfg->name);
-        call.quantizer = q->name;
-        int rc;
-        if (FR_X_HAS(q, sweep_cuda) && q->sweep_cuda) {
-            const frontier_config *cfg = ref->cfg;
-            rc = q->sweep_cuda(&cfg, 1, dev, xi->dev_dtype, it->rows, it->cols, NULL,
-                               &xi->plugin_sums[k], (void *)X->compute, &call);
+        fr_status pst;
+        if (FR_QUANTIZER_HAS(q, sweep_cuda) && q->sweep_cuda) {
+            pst = fr_quantizer_sweep_cuda(X->reg, ref, dev, xi->dev_dtype, it->rows, it->cols,
+                                          NULL, it->tensor->name, (void *)X->compute, &call,
+                                          &xi->plugin_sums[k], &perr);
+        } else if (!w_hat && cudaMalloc((void **)&w_hat, n * sizeof(float)) != cudaSuccess) {
+            cudaGetLastError();
+            w_hat = NULL;
+            pst = fr_fail(&perr, FR_E_NOMEM, "config '%s' on tensor '%s': cannot allocate %zu "
+                          "device bytes for quantize_cuda", ref->cfg->name, it->tensor->name,
+                          n * sizeof(float));
         } else {
-            size_t n = (size_t)(it->rows * it->cols);
-            rc = FRONTIER_OK;
-            if (!w_hat && cudaMalloc((void **)&w_hat, n * sizeof(float)) != cudaSuccess) {
-                cudaGetLastError();
-                w_hat = NULL;
-                rc = FRONTIER_ERR_NOMEM;
-                snprintf(call.error, sizeof call.error, "cannot allocate %zu device bytes", n * 4);
-            }
-            if (rc == FRONTIER_OK)
-                rc = q->quantize_cuda(ref->cfg, dev, xi->dev_dtype, w_hat, it->rows, it->cols,
-                                      NULL, (void *)X->compute, &call);
-            if (rc == FRONTIER_OK &&
-                fr_cuda_error_sums(dev, xi->dev_dtype, w_hat, (int64_t)n, &xi->plugin_sums[k],
-                                   (void *)X->compute, err) != FR_OK) {
-                rc = FRONTIER_ERR_INTERNAL;
-                snprintf(call.error, sizeof call.error, "%.400s", err->msg);
-            }
+            pst = fr_quantizer_quantize_cuda(X->reg, ref, dev, xi->dev_dtype, w_hat, it->rows,
+                                             it->cols, NULL, it->tensor->name,
+                                             (void *)X->compute, &call, &perr);
+            if (pst == FR_OK)
+                pst = fr_cuda_error_sums(dev, xi->dev_dtype, w_hat, (int64_t)n,
+                                         &xi->plugin_sums[k], (void *)X->compute, &perr);
+            if (pst == FR_OK && !(isfinite(xi->plugin_sums[k].sq_hat) &&
+                                  isfinite(xi->plugin_sums[k].max_abs_err)))
+                pst = fr_fail(&perr, FR_E_PLUGIN,
+                              "config '%s' on tensor '%s': quantize_cuda output is not finite "
+                              "(quantizer '%s' from '%s')",
+                              ref->cfg->name, it->tensor->name, q->name,
+                              fr_config_origin(X->reg, ref));
         }
-        xi->plugin_status[k] = FR_OK;
-        if (rc != FRONTIER_OK) {
-            xi->plugin_status[k] = rc == FRONTIER_ERR_NOMEM ? FR_E_NOMEM : FR_E_PLUGIN;
-            snprintf(xi->plugin_error[k], 256, "quantizer '%s' failed on cuda (code %d)%s%.200s",
-                     q->name, rc, call.error[0] ? ": " : "", call.error);
-        } else if (!isfinite(xi->plugin_sums[k].sq_hat) ||
-                   !isfinite(xi->plugin_sums[k].max_abs_err)) {
-            xi->plugin_status[k] = FR_E_PLUGIN;
-            snprintf(xi->plugin_error[k], 256, "quantizer '%s' returned non-finite values on cuda",
-                     q->name);
-        }
+        xi->plugin_status[k] = pst;
+        if (pst != FR_OK)
+            snprintf(xi->plugin_error[k], 256, "%.250s", perr.msg);
         fr_call_release(&call);
     }
     if (w_hat) {
@@ -555,19 +532,13 @@ static fr_status fr_x_enqueue(fr_x *X, size_t j, fr_error *err)
             /* plugins only: sum w^2 and the finiteness check still come from the
              * fused kernel, with one cheap configuration whose sums are dropped */
             fr_kspec probe;
-            memset(&probe, 0, sizeof probe);
-            probe.kind = FR_K_MX;
-            probe.level = 1;
-            probe.mbits = 3;
-            probe.emin = -6;
-            probe.fmax = 448.0f;
-            probe.emax_elem = 8;
+            fr_kspec_norm_probe(&probe);
             FR_TRY(fr_kfused(&X->work, &probe, 1, &view, NULL, err));
             FR_CU(cudaMemcpyAsync(X->results_host[b], X->work.results.p, 2 * sizeof(fr_kpart),
                                   cudaMemcpyDeviceToHost, X->compute));
         }
         if (xi->n_plugin)
-            fr_x_run_plugins(X, xi, X->dev[b], err);
+            fr_x_run_plugins(X, xi, X->dev[b]);
     }
 done:
     FR_CU(cudaEventRecord(X->c_end[b], X->compute));
@@ -771,29 +742,6 @@ static fr_status fr_x_run_cpu(fr_x *X, fr_error *err)
 
 /* ---- entry ---- */
 
-static void fr_x_write_stats_json(const fr_cuda_run_stats *s, const char *device)
-{
-    const char *path = getenv("FRONTIER_CUDA_STATS");
-    if (!path || !*path)
-        return;
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fr_warn("cannot write cuda statistics to '%s'", path);
-        return;
-    }
-    fprintf(f,
-            "{\"device\": \"%s\", \"wall_s\": %.6f, \"gpu_s\": %.6f, \"generate_s\": %.6f, "
-            "\"h2d_s\": %.6f, \"stage_s\": %.6f, \"h2d_bytes\": %llu, \"tensor_bytes\": %llu, "
-            "\"elements\": %llu, \"fused_configs\": %llu, \"plugin_configs\": %llu, "
-            "\"cpu_configs\": %llu, \"chunked_tensors\": %llu, \"nf4_mean_fallbacks\": %llu}\n",
-            device, s->wall_s, s->gpu_s, s->generate_s, s->h2d_s, s->stage_s,
-            (unsigned long long)s->h2d_bytes, (unsigned long long)s->tensor_bytes,
-            (unsigned long long)s->elements, (unsigned long long)s->fused_configs,
-            (unsigned long long)s->plugin_configs, (unsigned long long)s->cpu_configs,
-            (unsigned long long)s->chunked_tensors, (unsigned long long)s->nf4_mean_fallbacks);
-    fclose(f);
-}
-
 extern "C" fr_status fr_exec_cuda(const fr_registry *reg, const fr_sweep_item *items,
                                   size_t n_items, const fr_executor_options *opt,
                                   const fr_sweep_sink *sink, fr_error *err)
@@ -808,7 +756,7 @@ extern "C" fr_status fr_exec_cuda(const fr_registry *reg, const fr_sweep_item *i
     X.opt = opt;
     X.sink = sink;
     X.device = opt->device < 0 ? 0 : opt->device;
-    X.cap = fr_x_parse_bytes(getenv("FRONTIER_CUDA_BUFFER"), FR_X_DEFAULT_CAP);
+    X.cap = opt->cuda_buffer_bytes ? opt->cuda_buffer_bytes : FR_X_DEFAULT_CAP;
     snprintf(X.device_name, sizeof X.device_name, "cuda:%d", X.device);
 
     int count = fr_cuda_device_count();
@@ -859,6 +807,8 @@ cleanup:
         fr_x_close(&X);
     X.stats.wall_s = fr_x_now() - t0;
     fr_x_last_stats = X.stats;
+    if (opt->cuda_stats)
+        *opt->cuda_stats = X.stats;
     if (st == FR_OK) {
         double gb = (double)X.stats.tensor_bytes / 1e9;
         fr_info("%s: %.2f GB in %.3f s (%.1f GB/s); gpu %.3f s (generate %.3f s), "
@@ -870,7 +820,6 @@ cleanup:
                 (unsigned long long)X.stats.fused_configs,
                 (unsigned long long)X.stats.plugin_configs,
                 (unsigned long long)X.stats.cpu_configs);
-        fr_x_write_stats_json(&X.stats, X.device_name);
     }
     if (X.x) {
         for (size_t i = 0; i < n_items; i++) {

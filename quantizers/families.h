@@ -1,0 +1,94 @@
+/*
+ * The table of built-in quantizer families: one line per family.
+ *
+ *   X(ID, name, ggml)
+ *
+ * ID names the family in the enum below (FR_FAMILY_<ID>); `name` is the
+ * stem of its files and functions: quantizers/<name>.c defines the
+ * descriptor and fr_<name>_entry(), kernels/<name>.cu(h) its kernel spec
+ * builder fr_kspec_<name>(), its variants (FR_KVARIANTS_<name>) and the
+ * descriptor's GPU functions fr_<name>_quantize_cuda / fr_<name>_sweep_cuda;
+ * `ggml` is FR_GGML(<name>) when some of its configurations have the
+ * storage of a GGML type (fr_<name>_ggml_types in quantizers/<name>.c),
+ * FR_NO_GGML otherwise. Everything that enumerates the built-ins (the
+ * registry, the GPU dispatch, the tests) expands this list, so adding a
+ * family is this one line plus the family's own files
+ * (docs/adding-a-quantizer.md).
+ *
+ * The order is the registration order: `frontier quantizers` lists them
+ * so, and configuration ids in a dataset follow it.
+ */
+#ifndef FR_FAMILIES_H
+#define FR_FAMILIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frontier/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FR_BUILTIN_FAMILIES(X)                                                               \
+    X(INT, int, FR_GGML(int))                                                                \
+    X(FP8, fp8, FR_NO_GGML)                                                                  \
+    X(NVFP4, nvfp4, FR_NO_GGML)                                                              \
+    X(MX, mx, FR_GGML(mx))                                                                   \
+    X(NF4, nf4, FR_NO_GGML)
+
+enum fr_family {
+#define FR_FAMILY_ENUM(ID, name, ggml) FR_FAMILY_##ID,
+    FR_BUILTIN_FAMILIES(FR_FAMILY_ENUM)
+#undef FR_FAMILY_ENUM
+    FR_FAMILY_COUNT,
+    FR_FAMILY_NONE = -1 /* a plugin */
+};
+
+/* A configuration with the block layout of a GGML type (ggml-common.h);
+ * lists end with {NULL, NULL}. */
+typedef struct fr_ggml_type {
+    const char *config; /* "int4-g32-sym" */
+    const char *ggml;   /* "q4_0", as llama-quantize --tensor-type spells it */
+} fr_ggml_type;
+
+/* What the table says of one family. */
+typedef struct fr_builtin_family {
+    const char *name;                  /* file stem, and the descriptor's name */
+    frontier_plugin_entry_fn entry;    /* returns the descriptor */
+    const fr_ggml_type *ggml_types;    /* NULL when none */
+} fr_builtin_family;
+
+/* Indexed by enum fr_family (quantizers/builtin.c). */
+extern const fr_builtin_family fr_builtin_families[FR_FAMILY_COUNT];
+
+/* Declarations every line of the table implies. */
+#define FR_GGML(name) fr_##name##_ggml_types
+#define FR_NO_GGML NULL
+#define FR_FAMILY_DECLARE(ID, name, ggml)                                                    \
+    const frontier_quantizer *fr_##name##_entry(const frontier_host_api *host);               \
+    extern const fr_ggml_type fr_##name##_ggml_types[];                                      \
+    int fr_##name##_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,       \
+                                  float *w_hat, int64_t rows, int64_t cols,                  \
+                                  const frontier_calib *calib, void *stream,                 \
+                                  frontier_call *call);                                      \
+    int fr_##name##_sweep_cuda(const frontier_config *const *cfgs, size_t n_cfgs,             \
+                               const void *w, int dtype, int64_t rows, int64_t cols,         \
+                               const frontier_calib *calib, frontier_error_sums *sums,       \
+                               void *stream, frontier_call *call);
+FR_BUILTIN_FAMILIES(FR_FAMILY_DECLARE)
+#undef FR_FAMILY_DECLARE
+
+/* The family whose descriptor name is `name`, or FR_FAMILY_NONE (for
+ * messages and tests; the engine keys on the registry's family index). */
+int fr_builtin_family_of(const char *name);
+
+/* The GGML type with the storage of built-in configuration `config`, or
+ * NULL (docs/analysis.md says how close the rounding rules are). */
+const char *fr_builtin_ggml_type(const char *config);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
