@@ -21,6 +21,7 @@ extern "C" {
 #include "core/error.h"
 #include "core/registry.h"
 #include "frontier/plugin.h"
+#include "quantizers/families.h" /* the families' quantize_cuda / sweep_cuda */
 
 /* Usable CUDA devices. 0 when there is no driver, no device, or any error
  * (cudaGetDeviceCount failing means "no GPU", never a crash). */
