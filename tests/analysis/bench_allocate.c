@@ -38,14 +38,14 @@ int main(int argc, char **argv)
         for (int k = 0; k < 7; k++) {
             char name[64];
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, cls[k]);
-            fx_tensor(&ds, name, cls[k], numel[k], (double)numel[k] * 1e-4 * (0.5 + fx_uniform(&rng)));
+            fx_tensor(&ds, name, cls[k], numel[k], (double)numel[k] * 1e-4 * (0.5 + fr_test_uniform(&rng)));
         }
     for (size_t c = 0; c < nc; c++)
         fx_config(&ds, cfg[c].name, cfg[c].family, floor(cfg[c].bits));
     for (size_t t = 0; t < ds.n_tensors; t++) {
-        double tensor_noise = 0.8 + 0.4 * fx_uniform(&rng);
+        double tensor_noise = 0.8 + 0.4 * fr_test_uniform(&rng);
         for (size_t c = 0; c < nc; c++) {
-            double rel = cfg[c].rel_err * tensor_noise * (0.95 + 0.1 * fx_uniform(&rng));
+            double rel = cfg[c].rel_err * tensor_noise * (0.95 + 0.1 * fr_test_uniform(&rng));
             fx_result(&ds, ds.tensors[t].tensor_id, ds.configs[c].config_id,
                       (uint64_t)llround(cfg[c].bits * (double)ds.tensors[t].numel),
                       rel * rel * ds.tensors[t].sq_norm);

@@ -12,27 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "frontier/dataset.h"
-
-static int fx_failures;
-
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            fx_failures++;                                                               \
-        }                                                                                \
-    } while (0)
-
-#define CHECK_NEAR(a, b, rel)                                                            \
-    do {                                                                                 \
-        double fx_a = (a), fx_b = (b);                                                   \
-        if (!(fabs(fx_a - fx_b) <= (rel) * fmax(fabs(fx_a), fabs(fx_b)) + 1e-300)) {     \
-            fprintf(stderr, "%s:%d: %s = %.17g, expected %s = %.17g\n", __FILE__,        \
-                    __LINE__, #a, fx_a, #b, fx_b);                                       \
-            fx_failures++;                                                               \
-        }                                                                                \
-    } while (0)
 
 static inline char *fx_strdup(const char *s)
 {
@@ -133,30 +114,6 @@ static inline void fx_result(fr_dataset *ds, uint32_t tensor_id, uint32_t config
                              uint64_t total_bits, double sq_err)
 {
     fx_result_out(ds, tensor_id, config_id, total_bits, sq_err, NAN, NAN);
-}
-
-/* splitmix64: reproducible random instances from a seed. */
-static inline uint64_t fx_rand(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static inline double fx_uniform(uint64_t *state)
-{
-    return (double)(fx_rand(state) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-static inline int fx_done(const char *name)
-{
-    if (fx_failures) {
-        fprintf(stderr, "%s: %d check(s) failed\n", name, fx_failures);
-        return 1;
-    }
-    printf("%s: all checks passed\n", name);
-    return 0;
 }
 
 #endif

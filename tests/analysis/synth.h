@@ -76,9 +76,9 @@ static inline void synth_stories(fr_dataset *ds, uint64_t seed)
     for (size_t t = 0; t < ds->n_tensors; t++) {
         /* heavier-tailed tensors (attention here) quantize worse */
         double tail = strstr(ds->tensors[t].cls, "attn") ? 1.25 : 1.0;
-        double noise_t = 0.85 + 0.3 * fx_uniform(&rng);
+        double noise_t = 0.85 + 0.3 * fr_test_uniform(&rng);
         for (size_t c = 0; c < nc; c++) {
-            double rel = cfg[c].rel_err * tail * noise_t * (0.95 + 0.1 * fx_uniform(&rng));
+            double rel = cfg[c].rel_err * tail * noise_t * (0.95 + 0.1 * fr_test_uniform(&rng));
             uint64_t numel = ds->tensors[t].numel;
             fx_result(ds, ds->tensors[t].tensor_id, ds->configs[c].config_id,
                       (uint64_t)llround(cfg[c].bits * (double)numel),

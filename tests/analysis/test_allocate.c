@@ -36,162 +36,208 @@ static fr_status solve(const fr_dataset *ds, const fr_alloc_options *opt, double
     return st;
 }
 
-static void golden(void)
+/*
+ * The golden dataset, worked by hand: two tensors, A (100 elements, norm^2
+ * 10) and B (300, norm^2 30), int2/int4/int8 on both and "only-on-b" on B;
+ * sq_err in fx_result's last argument.
+ */
+static void golden_dataset(fr_dataset *ds)
 {
-    fr_dataset ds;
+    fx_init(ds);
+    uint32_t A = fx_tensor(ds, "model.layers.0.self_attn.q_proj.weight", "attn_q", 100, 10.0);
+    uint32_t B = fx_tensor(ds, "model.layers.0.mlp.up_proj.weight", "mlp_up", 300, 30.0);
+    uint32_t q2 = fx_config(ds, "int2-g32-sym", "int", 2);
+    uint32_t q4 = fx_config(ds, "int4-g32-sym", "int", 4);
+    uint32_t q8 = fx_config(ds, "int8-g32-sym", "int", 8);
+    uint32_t qx = fx_config(ds, "only-on-b", "int", 3);
+    fx_result(ds, A, q2, 200, 5.0);
+    fx_result(ds, A, q4, 400, 1.0);
+    fx_result(ds, A, q8, 800, 0.01);
+    fx_result(ds, B, q2, 600, 3.0);
+    fx_result(ds, B, q4, 1200, 0.6);
+    fx_result(ds, B, q8, 2400, 0.006);
+    fx_result(ds, B, qx, 900, 2.0);
+}
+
+/* Budgets of 3, 4, 5 and 64 bits, and sqnr_db as the metric. */
+static void golden_budgets(const fr_dataset *ds, const fr_alloc_options *opt)
+{
     fr_error err;
     fr_allocation a;
-    fx_init(&ds);
-    uint32_t A = fx_tensor(&ds, "model.layers.0.self_attn.q_proj.weight", "attn_q", 100, 10.0);
-    uint32_t B = fx_tensor(&ds, "model.layers.0.mlp.up_proj.weight", "mlp_up", 300, 30.0);
-    uint32_t q2 = fx_config(&ds, "int2-g32-sym", "int", 2);
-    uint32_t q4 = fx_config(&ds, "int4-g32-sym", "int", 4);
-    uint32_t q8 = fx_config(&ds, "int8-g32-sym", "int", 8);
-    uint32_t qx = fx_config(&ds, "only-on-b", "int", 3);
-    fx_result(&ds, A, q2, 200, 5.0);
-    fx_result(&ds, A, q4, 400, 1.0);
-    fx_result(&ds, A, q8, 800, 0.01);
-    fx_result(&ds, B, q2, 600, 3.0);
-    fx_result(&ds, B, q4, 1200, 0.6);
-    fx_result(&ds, B, q8, 2400, 0.006);
-    fx_result(&ds, B, qx, 900, 2.0);
-    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, "^int"}, 0, NULL, 0};
-
     /* 3 bits: 1200 bits; A int4 + B int2 (1000 bits, error 4) beats everything that fits */
-    CHECK(solve(&ds, &opt, 3.0, &a, &err) == FR_OK);
+    CHECK(solve(ds, opt, 3.0, &a, &err) == FR_OK);
     CHECK(a.capacity_bits == 1200 && a.total_bits == 1000 && a.numel == 400);
-    CHECK(!strcmp(choice_of(&a, &ds, "model.layers.0.self_attn.q_proj.weight"), "int4-g32-sym"));
-    CHECK(!strcmp(choice_of(&a, &ds, "model.layers.0.mlp.up_proj.weight"), "int2-g32-sym"));
+    CHECK(!strcmp(choice_of(&a, ds, "model.layers.0.self_attn.q_proj.weight"), "int4-g32-sym"));
+    CHECK(!strcmp(choice_of(&a, ds, "model.layers.0.mlp.up_proj.weight"), "int2-g32-sym"));
     CHECK_NEAR(a.err_sum, 4.0, 1e-15);
     CHECK_NEAR(a.value, sqrt(4.0 / 40.0), 1e-15);
     CHECK(a.stats.optimal && a.lower_bound_value <= a.value);
     fr_allocation_free(&a);
     /* 4 bits: both int4 (error 1.6); 5 bits: A int8 + B int4 (error 0.61) */
-    CHECK(solve(&ds, &opt, 4.0, &a, &err) == FR_OK);
+    CHECK(solve(ds, opt, 4.0, &a, &err) == FR_OK);
     CHECK_NEAR(a.err_sum, 1.6, 1e-15);
     fr_allocation_free(&a);
-    CHECK(solve(&ds, &opt, 5.0, &a, &err) == FR_OK);
+    CHECK(solve(ds, opt, 5.0, &a, &err) == FR_OK);
     CHECK_NEAR(a.err_sum, 0.61, 1e-15);
     CHECK(a.total_bits == 2000);
     fr_allocation_free(&a);
     /* plenty of bits: the most accurate everywhere */
-    CHECK(solve(&ds, &opt, 64.0, &a, &err) == FR_OK);
+    CHECK(solve(ds, opt, 64.0, &a, &err) == FR_OK);
     CHECK_NEAR(a.err_sum, 0.016, 1e-15);
     fr_allocation_free(&a);
 
     /* sqnr_db minimises the same error and reports decibels */
-    fr_alloc_options sq = opt;
+    fr_alloc_options sq = *opt;
     sq.metric = FR_METRIC_SQNR_DB;
-    CHECK(solve(&ds, &sq, 3.0, &a, &err) == FR_OK);
+    CHECK(solve(ds, &sq, 3.0, &a, &err) == FR_OK);
     CHECK_NEAR(a.value, -20 * log10(sqrt(0.1)), 1e-12);
     fr_allocation_free(&a);
+}
 
-    /* --fixed pins A to int8: at 4 bits B must take int2 */
+/* --fixed pins A to int8: at 4 bits B must take int2. */
+static void golden_fixed(const fr_dataset *ds, const fr_alloc_options *opt)
+{
+    fr_error err;
+    fr_allocation a;
     fr_alloc_fixed fix = {"q_proj", "int8-g32-sym"};
-    fr_alloc_options fixed = opt;
+    fr_alloc_options fixed = *opt;
     fixed.n_fixed = 1;
     fixed.fixed = &fix;
-    CHECK(solve(&ds, &fixed, 4.0, &a, &err) == FR_OK);
-    CHECK(!strcmp(choice_of(&a, &ds, "model.layers.0.self_attn.q_proj.weight"), "int8-g32-sym"));
-    CHECK(!strcmp(choice_of(&a, &ds, "model.layers.0.mlp.up_proj.weight"), "int2-g32-sym"));
+    CHECK(solve(ds, &fixed, 4.0, &a, &err) == FR_OK);
+    CHECK(!strcmp(choice_of(&a, ds, "model.layers.0.self_attn.q_proj.weight"), "int8-g32-sym"));
+    CHECK(!strcmp(choice_of(&a, ds, "model.layers.0.mlp.up_proj.weight"), "int2-g32-sym"));
     CHECK(a.choices[0].fixed == 1 && a.choices[1].fixed == 0);
     fr_allocation_free(&a);
     /* ... and then 3 bits cannot be met: the error names the minimum */
-    CHECK(solve(&ds, &fixed, 3.0, &a, &err) == FR_E_USAGE);
+    CHECK(solve(ds, &fixed, 3.0, &a, &err) == FR_E_USAGE);
     CHECK(strstr(err.msg, "3.5000 bits per weight") != NULL);
     /* --fixed with a configuration outside --configs still applies */
     fix.pattern = "up_proj";
     fix.config = "only-on-b";
-    CHECK(solve(&ds, &fixed, 3.0, &a, &err) == FR_OK);
-    CHECK(!strcmp(choice_of(&a, &ds, "model.layers.0.mlp.up_proj.weight"), "only-on-b"));
+    CHECK(solve(ds, &fixed, 3.0, &a, &err) == FR_OK);
+    CHECK(!strcmp(choice_of(&a, ds, "model.layers.0.mlp.up_proj.weight"), "only-on-b"));
     fr_allocation_free(&a);
+}
 
-    /* bad inputs */
-    CHECK(solve(&ds, &opt, 1.5, &a, &err) == FR_E_USAGE);
+/* Bad budgets, --fixed and metrics: each a usage or format error with its message. */
+static void golden_bad_inputs(const fr_dataset *ds, const fr_alloc_options *opt)
+{
+    fr_error err;
+    fr_allocation a;
+    CHECK(solve(ds, opt, 1.5, &a, &err) == FR_E_USAGE);
     CHECK(strstr(err.msg, "below the smallest achievable size: 2.0000 bits per weight") != NULL);
-    CHECK(solve(&ds, &opt, -1, &a, &err) == FR_E_USAGE);
-    fix.pattern = ".";
-    fix.config = "int3-nope";
-    CHECK(solve(&ds, &fixed, 4.0, &a, &err) == FR_E_USAGE);
+    CHECK(solve(ds, opt, -1, &a, &err) == FR_E_USAGE);
+    fr_alloc_fixed fix = {".", "int3-nope"};
+    fr_alloc_options fixed = *opt;
+    fixed.n_fixed = 1;
+    fixed.fixed = &fix;
+    CHECK(solve(ds, &fixed, 4.0, &a, &err) == FR_E_USAGE);
     CHECK(strstr(err.msg, "unknown configuration 'int3-nope'") != NULL);
     fix.pattern = "q_proj";
     fix.config = "only-on-b";
-    CHECK(solve(&ds, &fixed, 4.0, &a, &err) == FR_E_USAGE);
+    CHECK(solve(ds, &fixed, 4.0, &a, &err) == FR_E_USAGE);
     CHECK(strstr(err.msg, "tensor 'model.layers.0.self_attn.q_proj.weight'") != NULL);
     fix.pattern = "(";
-    CHECK(solve(&ds, &fixed, 4.0, &a, &err) == FR_E_USAGE);
-    fr_alloc_options out = opt;
+    CHECK(solve(ds, &fixed, 4.0, &a, &err) == FR_E_USAGE);
+    fr_alloc_options out = *opt;
     out.metric = FR_METRIC_OUT_REL_ERR;
-    CHECK(solve(&ds, &out, 4.0, &a, &err) == FR_E_FORMAT);
+    CHECK(solve(ds, &out, 4.0, &a, &err) == FR_E_FORMAT);
     CHECK(strstr(err.msg, "out_rel_err") != NULL);
+}
 
-    /* --include / --exclude: only B */
-    fr_alloc_options only_b = opt;
+/* --include / --exclude: only B. */
+static void golden_selection(const fr_dataset *ds, const fr_alloc_options *opt)
+{
+    fr_error err;
+    fr_allocation a;
+    fr_alloc_options only_b = *opt;
     only_b.selection.exclude = "attn";
-    CHECK(solve(&ds, &only_b, 4.0, &a, &err) == FR_OK);
+    CHECK(solve(ds, &only_b, 4.0, &a, &err) == FR_OK);
     CHECK(a.n_choices == 1 && a.numel == 300 && a.total_bits == 1200);
     fr_allocation_free(&a);
+}
 
-    /* recipe JSON and tensor-type file, read back */
-    {
-        fr_result_index ix;
-        fr_alloc_problem prob;
-        char dir[] = "/tmp/frontier-alloc-XXXXXX", json_path[256], types_path[256];
-        CHECK(mkdtemp(dir) != NULL);
-        snprintf(json_path, sizeof json_path, "%s/recipe.json", dir);
-        snprintf(types_path, sizeof types_path, "%s/recipe.tensor-types.txt", dir);
-        CHECK(fr_result_index_build(&ds, &ix, &err) == FR_OK);
-        CHECK(fr_alloc_prepare(&ds, &ix, &opt, &prob, &err) == FR_OK);
-        CHECK(fr_alloc_solve(&prob, 3.0, &a, &err) == FR_OK);
-        CHECK(fr_allocation_write_json(&a, &prob, "run.h5", json_path, &err) == FR_OK);
-        size_t unmapped = 99;
-        CHECK(fr_allocation_write_tensor_types(&a, &prob, types_path, &unmapped, &err) == FR_OK);
-        CHECK(unmapped == 1); /* int2-g32-sym has no GGML type */
-        FILE *f = fopen(json_path, "r");
-        char buf[8192];
-        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        buf[n] = '\0';
-        if (f)
-            fclose(f);
-        cJSON *root = cJSON_Parse(buf);
-        CHECK(root != NULL);
-        if (root) {
-            cJSON *recipe = cJSON_GetObjectItem(root, "recipe");
-            CHECK(cJSON_IsString(cJSON_GetObjectItem(recipe, "model.layers.0.self_attn.q_proj.weight")));
-            CHECK(!strcmp(cJSON_GetObjectItem(recipe, "model.layers.0.self_attn.q_proj.weight")->valuestring,
-                          "int4-g32-sym"));
-            CHECK(cJSON_GetObjectItem(root, "total_bits")->valuedouble == 1000);
-            CHECK_NEAR(cJSON_GetObjectItem(root, "bits_per_weight")->valuedouble, 2.5, 1e-15);
-            CHECK_NEAR(cJSON_GetObjectItem(root, "rel_err")->valuedouble, sqrt(0.1), 1e-12);
-            CHECK(cJSON_IsTrue(cJSON_GetObjectItem(root, "optimal")));
-            cJSON *tensors = cJSON_GetObjectItem(root, "tensors");
-            CHECK(cJSON_GetArraySize(tensors) == 2);
-            cJSON *t0 = cJSON_GetArrayItem(tensors, 0);
-            CHECK(!strcmp(cJSON_GetObjectItem(t0, "llama_cpp_type")->valuestring, "q4_0"));
-            CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(tensors, 1), "llama_cpp_type")));
-            cJSON_Delete(root);
-        }
-        f = fopen(types_path, "r");
-        n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        buf[n] = '\0';
-        if (f)
-            fclose(f);
-        CHECK(!strcmp(buf, "^blk\\.0\\.attn_q\\.weight$=q4_0\n"));
-        fr_allocation_free(&a);
-        fr_alloc_problem_free(&prob);
-        fr_result_index_free(&ix);
-        unlink(json_path);
-        unlink(types_path);
-        rmdir(dir);
+/* The recipe JSON and tensor-type file, read back. */
+static void golden_recipe_files(const fr_dataset *ds, const fr_alloc_options *opt)
+{
+    fr_error err;
+    fr_allocation a;
+    fr_result_index ix;
+    fr_alloc_problem prob;
+    char dir[] = "/tmp/frontier-alloc-XXXXXX", json_path[256], types_path[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(json_path, sizeof json_path, "%s/recipe.json", dir);
+    snprintf(types_path, sizeof types_path, "%s/recipe.tensor-types.txt", dir);
+    CHECK(fr_result_index_build(ds, &ix, &err) == FR_OK);
+    CHECK(fr_alloc_prepare(ds, &ix, opt, &prob, &err) == FR_OK);
+    CHECK(fr_alloc_solve(&prob, 3.0, &a, &err) == FR_OK);
+    CHECK(fr_allocation_write_json(&a, &prob, "run.h5", json_path, &err) == FR_OK);
+    size_t unmapped = 99;
+    CHECK(fr_allocation_write_tensor_types(&a, &prob, types_path, &unmapped, &err) == FR_OK);
+    CHECK(unmapped == 1); /* int2-g32-sym has no GGML type */
+    FILE *f = fopen(json_path, "r");
+    char buf[8192];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    cJSON *root = cJSON_Parse(buf);
+    CHECK(root != NULL);
+    if (root) {
+        cJSON *recipe = cJSON_GetObjectItem(root, "recipe");
+        CHECK(cJSON_IsString(cJSON_GetObjectItem(recipe, "model.layers.0.self_attn.q_proj.weight")));
+        CHECK(!strcmp(cJSON_GetObjectItem(recipe, "model.layers.0.self_attn.q_proj.weight")->valuestring,
+                      "int4-g32-sym"));
+        CHECK(cJSON_GetObjectItem(root, "total_bits")->valuedouble == 1000);
+        CHECK_NEAR(cJSON_GetObjectItem(root, "bits_per_weight")->valuedouble, 2.5, 1e-15);
+        CHECK_NEAR(cJSON_GetObjectItem(root, "rel_err")->valuedouble, sqrt(0.1), 1e-12);
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(root, "optimal")));
+        cJSON *tensors = cJSON_GetObjectItem(root, "tensors");
+        CHECK(cJSON_GetArraySize(tensors) == 2);
+        cJSON *t0 = cJSON_GetArrayItem(tensors, 0);
+        CHECK(!strcmp(cJSON_GetObjectItem(t0, "llama_cpp_type")->valuestring, "q4_0"));
+        CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(tensors, 1), "llama_cpp_type")));
+        cJSON_Delete(root);
     }
-    fr_dataset_free(&ds);
+    f = fopen(types_path, "r");
+    n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(!strcmp(buf, "^blk\\.0\\.attn_q\\.weight$=q4_0\n"));
+    fr_allocation_free(&a);
+    fr_alloc_problem_free(&prob);
+    fr_result_index_free(&ix);
+    unlink(json_path);
+    unlink(types_path);
+    rmdir(dir);
+}
 
-    /* a dataset without results */
+/* A dataset without results has nothing to allocate. */
+static void golden_no_results(const fr_alloc_options *opt)
+{
+    fr_dataset ds;
+    fr_error err;
+    fr_allocation a;
     fx_init(&ds);
     fx_tensor(&ds, "w", "other", 10, 1.0);
     fx_config(&ds, "int4-g32-sym", "int", 4);
-    CHECK(solve(&ds, &opt, 4.0, &a, &err) == FR_E_FORMAT);
+    CHECK(solve(&ds, opt, 4.0, &a, &err) == FR_E_FORMAT);
     fr_dataset_free(&ds);
+}
+
+static void golden(void)
+{
+    fr_dataset ds;
+    golden_dataset(&ds);
+    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, "^int"}, 0, NULL, 0};
+    golden_budgets(&ds, &opt);
+    golden_fixed(&ds, &opt);
+    golden_bad_inputs(&ds, &opt);
+    golden_selection(&ds, &opt);
+    golden_recipe_files(&ds, &opt);
+    fr_dataset_free(&ds);
+    golden_no_results(&opt);
 }
 
 /* GGUF names of the Llama layout, and names left alone */
@@ -245,8 +291,8 @@ static void random_datasets(void)
         uint32_t tid[6], cid[5];
         for (int t = 0; t < 6; t++) {
             snprintf(name, sizeof name, "t%d", t);
-            tid[t] = fx_tensor(&ds, name, t % 2 ? "mlp_up" : "attn_q", 64 * (1 + fx_rand(&rng) % 8),
-                               1 + 10 * fx_uniform(&rng));
+            tid[t] = fx_tensor(&ds, name, t % 2 ? "mlp_up" : "attn_q", 64 * (1 + fr_test_splitmix64(&rng) % 8),
+                               1 + 10 * fr_test_uniform(&rng));
         }
         for (int c = 0; c < 5; c++) {
             snprintf(name, sizeof name, "c%d", c);
@@ -256,11 +302,11 @@ static void random_datasets(void)
             uint64_t numel = ds.tensors[t].numel;
             int have = 0;
             for (int c = 0; c < 5; c++) {
-                if (fx_rand(&rng) % 6 == 0 && (have || c < 4))
+                if (fr_test_splitmix64(&rng) % 6 == 0 && (have || c < 4))
                     continue; /* a missing result */
-                double bits = 2 + c + (double)(fx_rand(&rng) % 5) / 4; /* ties across configs */
-                double sq = ds.tensors[t].sq_norm * pow(2.0, -2 * bits) * (0.3 + fx_uniform(&rng));
-                if (fx_rand(&rng) % 9 == 0)
+                double bits = 2 + c + (double)(fr_test_splitmix64(&rng) % 5) / 4; /* ties across configs */
+                double sq = ds.tensors[t].sq_norm * pow(2.0, -2 * bits) * (0.3 + fr_test_uniform(&rng));
+                if (fr_test_splitmix64(&rng) % 9 == 0)
                     sq = ds.tensors[t].sq_norm * 0.01; /* a dominated option */
                 fx_result(&ds, tid[t], cid[c], (uint64_t)(bits * (double)numel), sq);
                 have = 1;
@@ -272,11 +318,10 @@ static void random_datasets(void)
         CHECK(fr_result_index_build(&ds, &ix, &err) == FR_OK);
         CHECK(fr_alloc_prepare(&ds, &ix, &opt, &prob, &err) == FR_OK);
         double lo = fr_alloc_min_bpw(&prob), hi = (double)prob.max_bits / (double)prob.numel;
-        double budget = lo + (hi - lo + 0.3) * fx_uniform(&rng);
+        double budget = lo + (hi - lo + 0.3) * fr_test_uniform(&rng);
         fr_allocation a;
         if (fr_alloc_solve(&prob, budget, &a, &err) != FR_OK) {
-            fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
-            fx_failures++;
+            fr_test_fail(__FILE__, __LINE__, "seed %llu: %s", (unsigned long long)seed, err.msg);
         } else {
             double best = brute(&ds, &ix, 0, 0, a.capacity_bits, 0.0);
             CHECK_NEAR(a.err_sum, best, 1e-9);
@@ -323,7 +368,7 @@ static void sweep(void)
         fx_config(&ds, cfg[c], c == 3 ? "nvfp4" : "int", floor(bits[c]));
     for (size_t t = 0; t < ds.n_tensors; t++)
         for (size_t c = 0; c < 5; c++) {
-            double sens = 0.5 + fx_uniform(&rng) * (t % 3 == 0 ? 4 : 1);
+            double sens = 0.5 + fr_test_uniform(&rng) * (t % 3 == 0 ? 4 : 1);
             fx_result(&ds, ds.tensors[t].tensor_id, ds.configs[c].config_id,
                       (uint64_t)(bits[c] * (double)ds.tensors[t].numel),
                       ds.tensors[t].sq_norm * sens * pow(2.0, -2 * floor(bits[c])));
@@ -381,5 +426,5 @@ int main(void)
     names();
     random_datasets();
     sweep();
-    return fx_done("test_allocate");
+    return fr_test_finish("test_allocate");
 }

@@ -114,5 +114,5 @@ int main(int argc, char **argv)
     fr_alloc_problem_free(&prob);
     fr_result_index_free(&ix);
     fr_dataset_free(&ds);
-    return fx_done("test_export");
+    return fr_test_finish("test_export");
 }

@@ -23,13 +23,13 @@ static void make_instance(instance *in, uint64_t *rng, size_t n_items, size_t ma
 {
     in->n_items = n_items;
     for (size_t i = 0; i < n_items; i++) {
-        in->n_opts[i] = 1 + fx_rand(rng) % max_opts;
-        double scale = 0.1 + 10 * fx_uniform(rng); /* tensors differ in size of error */
+        in->n_opts[i] = 1 + fr_test_splitmix64(rng) % max_opts;
+        double scale = 0.1 + 10 * fr_test_uniform(rng); /* tensors differ in size of error */
         for (size_t j = 0; j < in->n_opts[i]; j++) {
-            in->w[i][j] = 1 + fx_rand(rng) % max_w;
+            in->w[i][j] = 1 + fr_test_splitmix64(rng) % max_w;
             /* errors fall with bits like 2^-b, plus noise; some exact ties */
-            double e = scale * pow(2.0, -(double)in->w[i][j] / 4.0) * (0.5 + fx_uniform(rng));
-            if (fx_rand(rng) % 7 == 0)
+            double e = scale * pow(2.0, -(double)in->w[i][j] / 4.0) * (0.5 + fr_test_uniform(rng));
+            if (fr_test_splitmix64(rng) % 7 == 0)
                 e = floor(e * 4) / 4;
             in->e[i][j] = e;
         }
@@ -118,14 +118,13 @@ int main(void)
     int n_small = 0;
     for (uint64_t seed = 1; seed <= 3000; seed++) {
         uint64_t rng = seed;
-        make_instance(&in, &rng, 1 + fx_rand(&rng) % 6, 5, 40);
+        make_instance(&in, &rng, 1 + fr_test_splitmix64(&rng) % 6, 5, 40);
         uint64_t lo, hi;
         bounds(&in, &lo, &hi);
-        uint64_t cap = lo + fx_rand(&rng) % (hi - lo + 2); /* sometimes above hi */
+        uint64_t cap = lo + fr_test_splitmix64(&rng) % (hi - lo + 2); /* sometimes above hi */
         double opt = brute_force(&in, cap, 0, 0, 0.0);
         if (fr_mckp_solve(in.items, in.n_items, cap, 0, choice, &st, &err) != FR_OK) {
-            fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
-            fx_failures++;
+            fr_test_fail(__FILE__, __LINE__, "seed %llu: %s", (unsigned long long)seed, err.msg);
             continue;
         }
         check_solution(&in, cap, choice, &st, opt);
@@ -136,14 +135,13 @@ int main(void)
     uint64_t total_nodes = 0;
     for (uint64_t seed = 1; seed <= 300; seed++) {
         uint64_t rng = seed * 7919;
-        make_instance(&in, &rng, 8 + fx_rand(&rng) % (MAX_ITEMS - 8), MAX_OPTS, 60);
+        make_instance(&in, &rng, 8 + fr_test_splitmix64(&rng) % (MAX_ITEMS - 8), MAX_OPTS, 60);
         uint64_t lo, hi;
         bounds(&in, &lo, &hi);
-        uint64_t cap = lo + fx_rand(&rng) % (hi - lo + 1);
+        uint64_t cap = lo + fr_test_splitmix64(&rng) % (hi - lo + 1);
         double opt = dp_optimum(&in, cap);
         if (fr_mckp_solve(in.items, in.n_items, cap, 0, choice, &st, &err) != FR_OK) {
-            fprintf(stderr, "dp seed %llu: %s\n", (unsigned long long)seed, err.msg);
-            fx_failures++;
+            fr_test_fail(__FILE__, __LINE__, "dp seed %llu: %s", (unsigned long long)seed, err.msg);
             continue;
         }
         check_solution(&in, cap, choice, &st, opt);
@@ -186,5 +184,5 @@ int main(void)
 
     printf("test_mckp: %d brute-force and 300 DP instances (%llu search states in all)\n", n_small,
            (unsigned long long)total_nodes);
-    return fx_done("test_mckp");
+    return fr_test_finish("test_mckp");
 }

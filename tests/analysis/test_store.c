@@ -143,5 +143,5 @@ int main(void)
     fr_dataset_free(&ds);
     unlink(path);
     rmdir(dir);
-    return fx_done("test_store");
+    return fr_test_finish("test_store");
 }

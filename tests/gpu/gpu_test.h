@@ -1,7 +1,7 @@
 /*
- * Shared by the GPU tests: the skip rule (no device: print why, exit 77, a
- * CTest skip), a printed per-run seed, random inputs in every dtype, and
- * the comparisons.
+ * Shared by the GPU tests (checks: tests/check.h): the skip rule (no
+ * device: print why, exit 77, a CTest skip), a printed per-run seed, random
+ * inputs in every dtype, and the comparisons.
  */
 #ifndef FR_GPU_TEST_H
 #define FR_GPU_TEST_H
@@ -14,23 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "core/dtype.h"
 #include "kernels/launchers.h"
 #include "quantizers/numerics.h"
-
-#define GPU_SKIP 77
-
-static int gpu_failures;
-
-#define GPU_CHECK(cond, ...)                                                                 \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            gpu_failures++;                                                                  \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fputc('\n', stderr);                                                             \
-        }                                                                                    \
-    } while (0)
 
 /* A failed library call ends the test; `err` (an fr_error) must be in scope. */
 #define GPU_OK(expr)                                                                         \
@@ -48,7 +35,7 @@ static inline void gpu_require_device(void)
     if (fr_cuda_device_count() <= 0) {
         printf("SKIP: no CUDA device\n");
         fflush(stdout);
-        exit(GPU_SKIP);
+        exit(FR_TEST_SKIP);
     }
     fr_error err;
     char desc[256];
@@ -70,23 +57,9 @@ static inline uint64_t gpu_seed(void)
     return seed;
 }
 
-/* splitmix64 */
-static inline uint64_t gpu_rand(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static inline double gpu_uniform(uint64_t *state)
-{
-    return ((double)(gpu_rand(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
 static inline double gpu_normal(uint64_t *state)
 {
-    double u = gpu_uniform(state), v = gpu_uniform(state);
+    double u = fr_test_uniform_open(state), v = fr_test_uniform_open(state);
     return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
 }
 
@@ -168,15 +141,15 @@ static inline void gpu_tensor_random(gpu_tensor *t, int64_t rows, int64_t cols, 
     /* f16 holds at most 65504: keep the outliers inside it */
     const double top = dtype == FRONTIER_DTYPE_F16 ? 6.0e4 : 3.0e5;
     for (int64_t r = 0; r < rows; r++) {
-        double row_scale = pow(10.0, -3.0 + 5.0 * gpu_uniform(rng));
-        int row_kind = (int)(gpu_rand(rng) % 16); /* 0: zero row, 1: negative only */
+        double row_scale = pow(10.0, -3.0 + 5.0 * fr_test_uniform_open(rng));
+        int row_kind = (int)(fr_test_splitmix64(rng) % 16); /* 0: zero row, 1: negative only */
         for (int64_t c = 0; c < cols; c++) {
             double v;
-            uint64_t k = gpu_rand(rng) % 1000;
+            uint64_t k = fr_test_splitmix64(rng) % 1000;
             if (all_zero || row_kind == 0 || (c / 32) % 11 == 7)
                 v = 0.0;                                    /* zero rows and zero groups */
             else if (k < 3)
-                v = gpu_normal(rng) * top * gpu_uniform(rng); /* outliers */
+                v = gpu_normal(rng) * top * fr_test_uniform_open(rng); /* outliers */
             else if (k < 8)
                 v = gpu_normal(rng) * 1e-39;                /* f32/bf16 subnormals */
             else if (k < 14)

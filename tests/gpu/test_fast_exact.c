@@ -27,24 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a broken fast form fails on millions of elements: the first few say enough */
+#define FR_TEST_MAX_PRINTED 30
+#include "check.h"
 #include "quantizers/fp8_group.h"
 #include "quantizers/int_group.h"
 #include "quantizers/mx_block.h"
 #include "quantizers/nf4_block.h"
 #include "quantizers/nvfp4_group.h"
-
-static long failures;
-
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            if (++failures <= 30) {                                                           \
-                fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);      \
-                fprintf(stderr, __VA_ARGS__);                                                 \
-                fputc('\n', stderr);                                                          \
-            }                                                                                 \
-        }                                                                                     \
-    } while (0)
 
 static uint32_t bits(float f)
 {
@@ -135,7 +125,7 @@ static void check_minifloat_exhaustive(void)
                 n += 2;
                 if (bits(want) != bits(got) || bits(want_n) != bits(got_n)) {
                     if (bad++ < 5)
-                        CHECK(0, "%s: %a -> %a, fast %a", formats[k].name, x, want, got);
+                        CHECK_MSG(0, "%s: %a -> %a, fast %a", formats[k].name, x, want, got);
                 }
             }
         }
@@ -148,16 +138,16 @@ static void check_minifloat_exhaustive(void)
                 const float got = fr_round_minifloat_fast(xs, f.mbits, f.emin, f.max);
                 n++;
                 if (bits(want) != bits(got) && bad++ < 5)
-                    CHECK(0, "%s: %a -> %a, fast %a", formats[k].name, xs, want, got);
+                    CHECK_MSG(0, "%s: %a -> %a, fast %a", formats[k].name, xs, want, got);
             }
         }
         const float top = fr_bits_to_f32(0x7f7fffffu);
-        CHECK(bits(fr_round_minifloat_fast(top, f.mbits, f.emin, f.max)) == bits(f.max),
-              "%s: FLT_MAX does not saturate", formats[k].name);
-        CHECK(bits(fr_round_minifloat_fast(-0.0f, f.mbits, f.emin, f.max)) == bits(-0.0f),
-              "%s: -0 loses its sign", formats[k].name);
+        CHECK_MSG(bits(fr_round_minifloat_fast(top, f.mbits, f.emin, f.max)) == bits(f.max),
+                  "%s: FLT_MAX does not saturate", formats[k].name);
+        CHECK_MSG(bits(fr_round_minifloat_fast(-0.0f, f.mbits, f.emin, f.max)) == bits(-0.0f),
+                  "%s: -0 loses its sign", formats[k].name);
         if (bad)
-            failures += bad;
+            fr_test_failures += bad;
         printf("minifloat %s: %ld values, %ld differ\n", formats[k].name, n, bad);
     }
 }
@@ -175,7 +165,7 @@ static void tally_one(tally *t, int near, int equal, float x, float s, float wan
     t->near += near != 0;
     if (!near && !equal) {
         if (t->bad++ < 5)
-            CHECK(0, "%s: x %a s %a: definition %a, fast %a", t->name, x, s, want, got);
+            CHECK_MSG(0, "%s: x %a s %a: definition %a, fast %a", t->name, x, s, want, got);
     }
 }
 
@@ -184,9 +174,9 @@ static void tally_report(const tally *t, double max_near_rate)
     double rate = t->n ? (double)t->near / (double)t->n : 0.0;
     printf("%-10s %10ld elements, %8ld near (%.2e), %ld differ\n", t->name, t->n, t->near, rate,
            t->bad);
-    failures += t->bad;
-    CHECK(rate <= max_near_rate, "%s: %.3e of the elements are near (more than %.1e)", t->name,
-          rate, max_near_rate);
+    fr_test_failures += t->bad;
+    CHECK_MSG(rate <= max_near_rate, "%s: %.3e of the elements are near (more than %.1e)", t->name,
+              rate, max_near_rate);
 }
 
 /* int sym/asym as the kernels do it: the limit from the group's amax */
@@ -199,7 +189,7 @@ static void int_case(tally *t, float x, float amax, float s, float qmax)
     const float want = fr_int_sym_dequant(x, s, qmax);
     const float got = q * s;
     tally_one(t, near, same(want, got), x, s, want, got);
-    CHECK(same(fr_int_sym_code(x, s, qmax) * s, want), "sym code %a %a", x, s);
+    CHECK_MSG(same(fr_int_sym_code(x, s, qmax) * s, want), "sym code %a %a", x, s);
 }
 
 static void int_asym_case(tally *t, float x, float amax, float s, float z, float levels)
@@ -211,7 +201,7 @@ static void int_asym_case(tally *t, float x, float amax, float s, float z, float
     const float want = fr_int_asym_dequant(x, s, z, levels);
     const float got = q * s;
     tally_one(t, near, same(want, got), x, s, want, got);
-    CHECK(same(fr_int_asym_code(x, s, z, levels) * s, want), "asym code %a %a", x, s);
+    CHECK_MSG(same(fr_int_asym_code(x, s, z, levels) * s, want), "asym code %a %a", x, s);
 }
 
 static void check_int(long n_random)
@@ -234,9 +224,9 @@ static void check_int(long n_random)
         const float amax = -lo > hi ? -lo : hi;
         const int tensor = next_u64() % 8 == 0; /* fp32 scale, no fp16 rounding */
         const float s = tensor ? amax / qmax : fr_int_sym_scale(amax, qmax);
-        CHECK(tensor || bits(s) == bits(fr_int_sym_scale_fast(amax, qmax)), "sym scale %a", amax);
+        CHECK_MSG(tensor || bits(s) == bits(fr_int_sym_scale_fast(amax, qmax)), "sym scale %a", amax);
         const float sa = tensor ? (hi - lo) / levels : fr_int_asym_scale(lo, hi, levels);
-        CHECK(tensor || bits(sa) == bits(fr_int_asym_scale_fast(lo, hi, levels)), "asym scale");
+        CHECK_MSG(tensor || bits(sa) == bits(fr_int_asym_scale_fast(lo, hi, levels)), "asym scale");
         /* the kernels' scale: fp16(amax / qmax) as a quotient form */
         int near_s = 0;
         const float sq_ = fr_round_minifloat_quot(amax, recip_any(fr_quot_recip(qmax)), 10, -14,
@@ -393,7 +383,7 @@ static void check_nvfp4(long n_random)
             for (int k = 0; k < 16; k++)
                 amax = fabsf(x[16 * g + k]) > amax ? fabsf(x[16 * g + k]) : amax;
             const float s = fr_nvfp4_group_scale(amax, gs);
-            CHECK(bits(s) == bits(fr_nvfp4_group_scale_fast(amax, gs)), "nvfp4 scale %a", amax);
+            CHECK_MSG(bits(s) == bits(fr_nvfp4_group_scale_fast(amax, gs)), "nvfp4 scale %a", amax);
             for (int k = 0; k < 16; k++)
                 nvfp4_case(&rnd, x[16 * g + k], s, gs);
         }
@@ -523,10 +513,5 @@ int main(void)
     check_mx(n);
     check_nf4(n);
     check_minifloat_exhaustive();
-    if (failures) {
-        fprintf(stderr, "test_fast_exact: %ld check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_fast_exact: all checks passed\n");
-    return 0;
+    return fr_test_finish("test_fast_exact");
 }

@@ -115,7 +115,7 @@ static void run(int gpu, const fr_registry *reg, const fr_sweep_item *items, siz
     fr_error_clear(&err);
     fr_status st = gpu ? fr_exec_cuda(reg, items, n_items, &opt, &sink, &err)
                        : fr_exec_cpu(reg, items, n_items, &opt, &sink, &err);
-    GPU_CHECK(st == FR_OK, "%s executor failed: %s", gpu ? "cuda" : "cpu", err.msg);
+    CHECK_MSG(st == FR_OK, "%s executor failed: %s", gpu ? "cuda" : "cpu", err.msg);
     if (gpu) {
         fr_cuda_run_stats s;
         fr_cuda_last_run_stats(&s);
@@ -134,26 +134,26 @@ static void compare(const char *what, const fr_sweep_item *items, const collecte
                     const collected *cpu, double tol, int all_gpu)
 {
     for (size_t i = 0; i < gpu->n_items; i++) {
-        GPU_CHECK(gpu->done[i] == 1, "%s: item %zu done %d times", what, i, gpu->done[i]);
-        GPU_CHECK(gpu->norms[i] == 1, "%s: item %zu norm reported %d times", what, i, gpu->norms[i]);
-        GPU_CHECK(gpu->skipped[i] == cpu->skipped[i], "%s: item %zu skipped %d vs cpu %d", what, i,
+        CHECK_MSG(gpu->done[i] == 1, "%s: item %zu done %d times", what, i, gpu->done[i]);
+        CHECK_MSG(gpu->norms[i] == 1, "%s: item %zu norm reported %d times", what, i, gpu->norms[i]);
+        CHECK_MSG(gpu->skipped[i] == cpu->skipped[i], "%s: item %zu skipped %d vs cpu %d", what, i,
                   gpu->skipped[i], cpu->skipped[i]);
-        GPU_CHECK(gpu_close(gpu->norm[i], cpu->norm[i], tol), "%s: item %zu norm %.17g vs %.17g",
+        CHECK_MSG(gpu_close(gpu->norm[i], cpu->norm[i], tol), "%s: item %zu norm %.17g vs %.17g",
                   what, i, gpu->norm[i], cpu->norm[i]);
         for (size_t c = 0; c < items[i].n_configs; c++) {
             size_t k = i * gpu->max_configs + c;
             const char *name = items[i].configs[c]->cfg->name;
-            GPU_CHECK(gpu->seen[k] == 1, "%s: %s on '%s' reported %d times", what, name,
+            CHECK_MSG(gpu->seen[k] == 1, "%s: %s on '%s' reported %d times", what, name,
                       items[i].tensor->name, gpu->seen[k]);
             /* built-ins with a kernel run on the GPU, the rest on the CPU */
             const char *want =
                 all_gpu || fr_cuda_has_kernel(the_registry, items[i].configs[c]) ? "cuda:0" : "cpu";
-            GPU_CHECK(!strcmp(gpu->device[k], want), "%s: %s on '%s' ran on '%s', not '%s'", what,
+            CHECK_MSG(!strcmp(gpu->device[k], want), "%s: %s on '%s' ran on '%s', not '%s'", what,
                       name, items[i].tensor->name, gpu->device[k], want);
-            GPU_CHECK(gpu->status[k] == cpu->status[k], "%s: %s on '%s' status %d vs cpu %d",
+            CHECK_MSG(gpu->status[k] == cpu->status[k], "%s: %s on '%s' status %d vs cpu %d",
                       what, name, items[i].tensor->name, gpu->status[k], cpu->status[k]);
             const frontier_error_sums *g = &gpu->sums[k], *h = &cpu->sums[k];
-            GPU_CHECK(gpu_close(g->sq_err, h->sq_err, tol) && gpu_close(g->sq_ref, h->sq_ref, tol) &&
+            CHECK_MSG(gpu_close(g->sq_err, h->sq_err, tol) && gpu_close(g->sq_ref, h->sq_ref, tol) &&
                           gpu_close(g->sq_hat, h->sq_hat, tol) && gpu_close(g->dot, h->dot, tol) &&
                           gpu_close(g->max_abs_err, h->max_abs_err, tol),
                       "%s: %s on '%s': sq_err %.17g/%.17g sq_hat %.17g/%.17g dot %.17g/%.17g "
@@ -227,7 +227,7 @@ int main(int argc, char **argv)
     cuda_buffer_bytes = 0;
     fr_cuda_run_stats s;
     fr_cuda_last_run_stats(&s);
-    GPU_CHECK(s.chunked_tensors > 0, "the 64 KiB cap chunked no tensor");
+    CHECK_MSG(s.chunked_tensors > 0, "the 64 KiB cap chunked no tensor");
     compare("cuda chunked vs cpu", items, &chunked, &cpu, 1e-6, 0);
 
     collected_free(&cpu);
@@ -253,7 +253,7 @@ int main(int argc, char **argv)
         run(1, &preg, pitems, n_pitems, preg.n_configs, &pg);
         fr_cuda_run_stats ps;
         fr_cuda_last_run_stats(&ps);
-        GPU_CHECK(ps.plugin_configs == (uint64_t)(n_pitems * preg.n_configs),
+        CHECK_MSG(ps.plugin_configs == (uint64_t)(n_pitems * preg.n_configs),
                   "plugin path: %llu (tensor, config) pairs through the plugin's CUDA functions",
                   (unsigned long long)ps.plugin_configs);
         compare("plugin cuda vs cpu", pitems, &pg, &pc, 1e-6, 1);
@@ -267,6 +267,5 @@ int main(int argc, char **argv)
     if (real)
         fr_source_close(real);
     fr_registry_free(&reg);
-    printf("%d failures\n", gpu_failures);
-    return gpu_failures ? 1 : 0;
+    return fr_test_finish("test_gpu_executor");
 }

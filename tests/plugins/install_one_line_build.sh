@@ -44,9 +44,15 @@ grep -q "^ternary 1.0.0 ($PWD/libternary.so) \[deterministic\]$" list.txt || bad
 printf '#include <frontier/plugin.h>\nint main(void) { return FRONTIER_PLUGIN_ABI_VERSION == 1 ? 0 : 1; }\n' >h.c
 cc -std=c99 -pedantic -Wall -Wextra -Werror $(pkg-config --cflags frontier) -c h.c -o h.o || bad "plugin.h as C99"
 if command -v c++ >/dev/null; then
+  # a C++ plugin's entry point gets the unmangled name the loader looks up:
+  # the header declares it extern "C"
   cp h.c h.cpp
+  printf 'const frontier_quantizer *frontier_plugin_entry(const frontier_host_api *) { return 0; }\n' >>h.cpp
   c++ -std=c++11 -pedantic -Wall -Wextra -Werror $(pkg-config --cflags frontier) -c h.cpp -o h2.o ||
     bad "plugin.h as C++"
+  if command -v nm >/dev/null && [ -f h2.o ]; then
+    nm h2.o | grep -q ' T frontier_plugin_entry$' || bad "plugin.h in C++: frontier_plugin_entry is not extern \"C\""
+  fi
 fi
 
 [ "$fail" = 0 ] && echo "install + one-line plugin build: all checks passed"

@@ -36,15 +36,11 @@ static void expect_rejected(int line, const char *file, const char *expected)
     fr_registry_init_empty(&reg);
     fr_error err = {0};
     fr_status st = fr_registry_load_plugin(&reg, file, &err);
-    if (st != FR_E_PLUGIN) {
-        fprintf(stderr, "%s:%d: '%s' loaded with status %d\n", __FILE__, line, file, (int)st);
-        pt_failures++;
-    }
-    pt_check_msg(__FILE__, line, err.msg, expected);
-    if (reg.n_entries || reg.n_configs) {
-        fprintf(stderr, "%s:%d: something of '%s' was kept\n", __FILE__, line, file);
-        pt_failures++;
-    }
+    if (st != FR_E_PLUGIN)
+        fr_test_fail(__FILE__, line, "'%s' loaded with status %d", file, (int)st);
+    fr_test_check_str(__FILE__, line, err.msg, expected);
+    if (reg.n_entries || reg.n_configs)
+        fr_test_fail(__FILE__, line, "something of '%s' was kept", file);
     fr_registry_free(&reg);
 }
 
@@ -118,7 +114,7 @@ static void test_good_and_duplicates(const char *tmp)
              "plugin '%s': configuration 'good-f32' is already registered by quantizer 'good' "
              "(from '%s')",
              dup, good);
-    CHECK_MSG(err.msg, expected);
+    CHECK_STR(err.msg, expected);
     CHECK(reg.n_entries == 1 && reg.n_configs == 1);
     fr_registry_free(&reg);
 
@@ -133,7 +129,7 @@ static void test_good_and_duplicates(const char *tmp)
     fr_registry_free(&reg);
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_load_plugin(&reg, "libm.so.6", &err) == FR_E_PLUGIN);
-    CHECK_MSG(err.msg,
+    CHECK_STR(err.msg,
               "cannot load plugin 'libm.so.6': cannot open shared object file: No such file or "
               "directory");
     fr_registry_free(&reg);
@@ -180,7 +176,7 @@ static void test_discovery(const char *tmp)
     /* explicit only */
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, &good, 1, NULL, NULL, &err) == FR_OK);
-    CHECK_MSG(names(&reg), "good");
+    CHECK_STR(names(&reg), "good");
     fr_registry_free(&reg);
 
     /* a failing explicit plugin is an error, and the run stops there */
@@ -188,20 +184,20 @@ static void test_discovery(const char *tmp)
     const char *both[] = {bad_abi, good};
     CHECK(fr_registry_discover_from(&reg, both, 2, NULL, NULL, &err) == FR_E_PLUGIN);
     snprintf(path, sizeof path, "plugin '%s' has ABI version 7, this frontier supports 1", bad_abi);
-    CHECK_MSG(err.msg, path);
+    CHECK_STR(err.msg, path);
     fr_registry_free(&reg);
 
     /* a folder on FRONTIER_PLUGIN_PATH: broken plugins are skipped, the
      * others load in sorted order (libgood < libgood_dup < libmisbehave) */
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, NULL, 0, plugin_dir, NULL, &err) == FR_OK);
-    CHECK_MSG(names(&reg), "good misbehave");
+    CHECK_STR(names(&reg), "good misbehave");
     fr_registry_free(&reg);
 
     /* the installed folder alone gives the same */
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, NULL, 0, NULL, plugin_dir, &err) == FR_OK);
-    CHECK_MSG(names(&reg), "good misbehave");
+    CHECK_STR(names(&reg), "good misbehave");
     fr_registry_free(&reg);
 
     /* "none" disables the path and the installed folder, not --plugin */
@@ -209,7 +205,7 @@ static void test_discovery(const char *tmp)
     CHECK(fr_registry_discover_from(&reg, NULL, 0, "none", plugin_dir, &err) == FR_OK);
     CHECK(reg.n_entries == 0);
     CHECK(fr_registry_discover_from(&reg, &good, 1, "none", plugin_dir, &err) == FR_OK);
-    CHECK_MSG(names(&reg), "good");
+    CHECK_STR(names(&reg), "good");
     fr_registry_free(&reg);
 
     /* explicit first; the same file found again in the folder is no duplicate */
@@ -217,7 +213,7 @@ static void test_discovery(const char *tmp)
     const char *two[] = {misbehave, good};
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, two, 2, plugin_dir, NULL, &err) == FR_OK);
-    CHECK_MSG(names(&reg), "misbehave good");
+    CHECK_STR(names(&reg), "misbehave good");
     CHECK(!strcmp(reg.entries[0].origin, misbehave));
     fr_registry_free(&reg);
 
@@ -225,7 +221,7 @@ static void test_discovery(const char *tmp)
     fr_registry_init_empty(&reg);
     snprintf(path, sizeof path, "/nonexistent/folder::%s:%s:", good, plugin("libbad_null.so"));
     CHECK(fr_registry_discover_from(&reg, NULL, 0, path, NULL, &err) == FR_OK);
-    CHECK_MSG(names(&reg), "good");
+    CHECK_STR(names(&reg), "good");
     fr_registry_free(&reg);
 
     /* a folder with junk: a text file named .so, a folder named .so, a
@@ -249,7 +245,7 @@ static void test_discovery(const char *tmp)
     CHECK(symlink(misbehave, file) == 0);
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, NULL, 0, sub, NULL, &err) == FR_OK);
-    CHECK_MSG(names(&reg), "good");
+    CHECK_STR(names(&reg), "good");
     fr_registry_free(&reg);
 
     /* the real environment variable is what fr_registry_discover reads */
@@ -297,8 +293,5 @@ int main(int argc, char **argv)
     snprintf(junk, sizeof junk, "%s/junk.so", tmp);
     unlink(junk);
     rmdir(tmp);
-    if (pt_exit_code("test_loader"))
-        return 1;
-    printf("test_loader: all checks passed\n");
-    return 0;
+    return fr_test_finish("test_loader");
 }

@@ -74,51 +74,46 @@ static void expect_rejected(int line, const frontier_quantizer *q, const char *e
     fr_registry_init_empty(&reg);
     fr_error err = {0};
     frontier_quantizer base = quarter();
-    if (fr_registry_add(&reg, &base, FR_ORIGIN_BUILTIN, NULL, &err) != FR_OK) {
-        fprintf(stderr, "%s:%d: base registration failed: %s\n", __FILE__, line, err.msg);
-        pt_failures++;
-    }
+    if (fr_registry_add(&reg, &base, FR_ORIGIN_BUILTIN, NULL, &err) != FR_OK)
+        fr_test_fail(__FILE__, line, "base registration failed: %s", err.msg);
     fr_status st = fr_registry_add(&reg, q, "/p/libq.so", NULL, &err);
-    if (st != FR_E_PLUGIN) {
-        fprintf(stderr, "%s:%d: expected FR_E_PLUGIN, got %d\n", __FILE__, line, (int)st);
-        pt_failures++;
-    }
-    pt_check_msg(__FILE__, line, err.msg, expected);
-    if (reg.n_entries != 1 || reg.n_configs != 2) {
-        fprintf(stderr, "%s:%d: a rejected descriptor was kept\n", __FILE__, line);
-        pt_failures++;
-    }
+    if (st != FR_E_PLUGIN)
+        fr_test_fail(__FILE__, line, "expected FR_E_PLUGIN, got %d", (int)st);
+    fr_test_check_str(__FILE__, line, err.msg, expected);
+    if (reg.n_entries != 1 || reg.n_configs != 2)
+        fr_test_fail(__FILE__, line, "a rejected descriptor was kept");
     fr_registry_free(&reg);
 }
 #define EXPECT_REJECTED(q, expected) expect_rejected(__LINE__, (q), (expected))
 
-static void test_validation(void)
+/* The descriptor each rejection case starts from: "other", two good
+ * configurations; each case then breaks one thing. */
+static void reset(frontier_quantizer *q, frontier_config cfgs[2])
+{
+    *q = quarter();
+    q->name = "other";
+    cfgs[0] = (frontier_config){"other-4", 4, "{}", NULL};
+    cfgs[1] = (frontier_config){"other-5", 5, "{\"a\":[1]}", NULL};
+    q->configs = cfgs;
+    q->n_configs = 2;
+}
+
+/* Rejections: the ABI version and the struct size. */
+static void validation_version(void)
 {
     frontier_quantizer q;
     frontier_config cfgs[2];
-    const frontier_config ok_cfg = {"other-4", 4, "{}", NULL};
-
-#define RESET()                                                  \
-    do {                                                         \
-        q = quarter();                                           \
-        q.name = "other";                                        \
-        cfgs[0] = ok_cfg;                                        \
-        cfgs[1] = (frontier_config){"other-5", 5, "{\"a\":[1]}", NULL}; \
-        q.configs = cfgs;                                        \
-        q.n_configs = 2;                                         \
-    } while (0)
-
-    RESET();
+    reset(&q, cfgs);
     EXPECT_REJECTED(NULL, "plugin '/p/libq.so' returned no descriptor");
 
-    RESET();
+    reset(&q, cfgs);
     q.abi_version = 7;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so' has ABI version 7, this frontier supports 1");
-    RESET();
+    reset(&q, cfgs);
     q.abi_version = 0;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so' has ABI version 0, this frontier supports 1");
 
-    RESET();
+    reset(&q, cfgs);
     q.struct_size = 40;
     {
         char expected[256];
@@ -128,128 +123,146 @@ static void test_validation(void)
                  sizeof(frontier_quantizer));
         EXPECT_REJECTED(&q, expected);
     }
+}
 
-    RESET();
+/* Rejections: the quantizer's name, strings, flags and functions. */
+static void validation_quantizer(void)
+{
+    frontier_quantizer q;
+    frontier_config cfgs[2];
+    reset(&q, cfgs);
     q.name = NULL;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so' has no quantizer name");
-    RESET();
+    reset(&q, cfgs);
     q.name = "two words";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so' has an invalid quantizer name 'two words' (a "
                         "letter, then letters, digits, '_' or '-')");
-    RESET();
+    reset(&q, cfgs);
     q.name = "4bit";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so' has an invalid quantizer name '4bit' (a letter, "
                         "then letters, digits, '_' or '-')");
-    RESET();
+    reset(&q, cfgs);
     q.name = "";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so' has an invalid quantizer name '' (a letter, then "
                         "letters, digits, '_' or '-')");
-    RESET();
+    reset(&q, cfgs);
     q.name = "quarter";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'quarter' is already registered (from "
                         "builtin)");
 
-    RESET();
+    reset(&q, cfgs);
     q.description = NULL;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has no description");
-    RESET();
+    reset(&q, cfgs);
     q.version = NULL;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has no version");
 
-    RESET();
+    reset(&q, cfgs);
     q.flags |= 1ull << 40;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' sets unknown flag bits "
                         "0x10000000000 (ABI version 1 knows 0xf)");
-    RESET();
+    reset(&q, cfgs);
     q.flags |= FRONTIER_Q_HAS_CUDA;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' sets FRONTIER_Q_HAS_CUDA but has "
                         "neither quantize_cuda nor sweep_cuda");
-    RESET();
+    reset(&q, cfgs);
     q.quantize_cuda = fake_cuda;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has a CUDA function but does not "
                         "set FRONTIER_Q_HAS_CUDA");
 
-    RESET();
+    reset(&q, cfgs);
     q.size_bits = NULL;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has no size_bits function");
-    RESET();
+    reset(&q, cfgs);
     q.quantize_cpu = NULL;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' has no quantize_cpu function");
+}
 
-    RESET();
+/* Rejections: the configurations: names, nominal_bits, params_json. */
+static void validation_configs(void)
+{
+    frontier_quantizer q;
+    frontier_config cfgs[2];
+    reset(&q, cfgs);
     q.n_configs = 0;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' offers no configurations");
-    RESET();
+    reset(&q, cfgs);
     q.configs = NULL;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' offers no configurations");
 
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].name = NULL;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 1 has no name");
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].name = "";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 1 has no name");
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].name = "int4,g128";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': invalid configuration name 'int4,g128' (letters, "
                         "digits and '_-.+' only, starting with a letter or digit)");
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].name = "other-4";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-4' is listed twice");
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].name = "quarter-8b";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'quarter-8b' is already registered "
                         "by quantizer 'quarter' (from builtin)");
 
-    RESET();
+    reset(&q, cfgs);
     cfgs[0].nominal_bits = 0;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-4' has nominal_bits 0, "
                         "outside (0, 64]");
-    RESET();
+    reset(&q, cfgs);
     cfgs[0].nominal_bits = 64.5;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-4' has nominal_bits 64.5, "
                         "outside (0, 64]");
-    RESET();
+    reset(&q, cfgs);
     cfgs[0].nominal_bits = NAN;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-4' has nominal_bits nan, "
                         "outside (0, 64]");
 
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].params_json = NULL;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-5' has no params_json");
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].params_json = "[1, 2]";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-5' has params_json that is "
                         "not a JSON object: '[1, 2]'");
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].params_json = "{\"bits\": 4";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-5' has params_json that is "
                         "not a JSON object: '{\"bits\": 4'");
-    RESET();
+    reset(&q, cfgs);
     cfgs[1].params_json = "{} trailing";
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': configuration 'other-5' has params_json that is "
                         "not a JSON object: '{} trailing'");
+}
 
-    /* a built-in is named as such in messages */
+/* A built-in is named as such in messages; a descriptor from a newer header
+ * (a larger struct) is accepted. */
+static void validation_builtin(void)
+{
+    frontier_quantizer q;
+    frontier_config cfgs[2];
     {
         fr_registry reg;
         fr_registry_init_empty(&reg);
         fr_error err = {0};
-        RESET();
+        reset(&q, cfgs);
         q.abi_version = 2;
         CHECK(fr_registry_add(&reg, &q, FR_ORIGIN_BUILTIN, NULL, &err) == FR_E_PLUGIN);
-        CHECK_MSG(err.msg, "built-in quantizer has ABI version 2, this frontier supports 1");
-        RESET();
+        CHECK_STR(err.msg, "built-in quantizer has ABI version 2, this frontier supports 1");
+        reset(&q, cfgs);
         cfgs[0].nominal_bits = -1;
         CHECK(fr_registry_add(&reg, &q, FR_ORIGIN_BUILTIN, NULL, &err) == FR_E_PLUGIN);
-        CHECK_MSG(err.msg, "built-in quantizer 'other': configuration 'other-4' has nominal_bits -1, "
+        CHECK_STR(err.msg, "built-in quantizer 'other': configuration 'other-4' has nominal_bits -1, "
                         "outside (0, 64]");
         CHECK(reg.n_entries == 0 && reg.n_configs == 0);
         fr_registry_free(&reg);
     }
 
     /* a descriptor from a newer header (larger struct) is accepted */
-    RESET();
+    reset(&q, cfgs);
     q.struct_size = sizeof(frontier_quantizer) + 16;
     {
         fr_registry reg;
@@ -258,7 +271,14 @@ static void test_validation(void)
         CHECK(fr_registry_add(&reg, &q, "/p/libq.so", NULL, &err) == FR_OK);
         fr_registry_free(&reg);
     }
-#undef RESET
+}
+
+static void test_validation(void)
+{
+    validation_version();
+    validation_quantizer();
+    validation_configs();
+    validation_builtin();
 }
 
 static void test_lookup(void)
@@ -380,12 +400,14 @@ static const frontier_config rt_configs[] = {
 static const frontier_config hess_configs[] = {{"hess-4", 4, "{}", &rt_cases[0]}};
 static const frontier_config act_configs[] = {{"act-4", 4, "{}", &rt_cases[0]}};
 
-static void test_runtime_checks(void)
+enum { RT_ROWS = 3, RT_COLS = 4 };
+
+/* The misbehaving quantizer "rt" as a plugin, and the calibrated "hess" and
+ * "act" as built-ins. */
+static void rt_register(fr_registry *reg, fr_error *err)
 {
-    fr_registry reg;
-    fr_registry_init_empty(&reg);
-    fr_error err = {0};
-    frontier_quantizer rt = {
+    static frontier_quantizer rt, hess, act; /* the registry keeps pointers to them */
+    rt = (frontier_quantizer){
         .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
         .struct_size = sizeof(frontier_quantizer),
         .name = "rt",
@@ -396,7 +418,7 @@ static void test_runtime_checks(void)
         .size_bits = rt_size_bits,
         .quantize_cpu = rt_quantize_cpu,
     };
-    frontier_quantizer hess = rt, act = rt;
+    hess = act = rt;
     hess.name = "hess";
     hess.flags = FRONTIER_Q_NEEDS_HESSIAN;
     hess.configs = hess_configs;
@@ -405,15 +427,24 @@ static void test_runtime_checks(void)
     act.flags = FRONTIER_Q_NEEDS_ACT_STATS;
     act.configs = act_configs;
     act.n_configs = 1;
-    CHECK(fr_registry_add(&reg, &rt, "/p/librt.so", NULL, &err) == FR_OK);
-    CHECK(fr_registry_add(&reg, &hess, FR_ORIGIN_BUILTIN, NULL, &err) == FR_OK);
-    CHECK(fr_registry_add(&reg, &act, FR_ORIGIN_BUILTIN, NULL, &err) == FR_OK);
+    CHECK(fr_registry_add(reg, &rt, "/p/librt.so", NULL, err) == FR_OK);
+    CHECK(fr_registry_add(reg, &hess, FR_ORIGIN_BUILTIN, NULL, err) == FR_OK);
+    CHECK(fr_registry_add(reg, &act, FR_ORIGIN_BUILTIN, NULL, err) == FR_OK);
+}
 
-    enum { ROWS = 3, COLS = 4 };
-    float w[ROWS * COLS], w_hat[ROWS * COLS];
-    for (int i = 0; i < ROWS * COLS; i++)
+static void rt_weights(float *w)
+{
+    for (int i = 0; i < RT_ROWS * RT_COLS; i++)
         w[i] = (float)i - 5.5f;
+}
 
+/* Each misbehaviour caught by the checked calls, with its status and message. */
+static void runtime_verdicts(const fr_registry *reg)
+{
+    enum { ROWS = RT_ROWS, COLS = RT_COLS };
+    fr_error err = {0};
+    float w[ROWS * COLS], w_hat[ROWS * COLS];
+    rt_weights(w);
     struct {
         const char *config;
         const char *tensor;
@@ -457,7 +488,7 @@ static void test_runtime_checks(void)
          "quantizer 'act')"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const fr_config_ref *ref = fr_registry_find_config(&reg, cases[i].config);
+        const fr_config_ref *ref = fr_registry_find_config(reg, cases[i].config);
         CHECK(ref != NULL);
         if (!ref)
             continue;
@@ -465,45 +496,50 @@ static void test_runtime_checks(void)
         fr_call_init(&call, NULL, 1, cases[i].tensor, cases[i].config);
         fr_error_clear(&err);
         uint64_t bits = 0;
-        fr_status st = fr_quantizer_size_bits(&reg, ref, ROWS, COLS, cases[i].tensor, &call,
+        fr_status st = fr_quantizer_size_bits(reg, ref, ROWS, COLS, cases[i].tensor, &call,
                                               &bits, &err);
-        if (st != cases[i].size_status) {
-            fprintf(stderr, "%s: size_bits status %d, expected %d (%s)\n", cases[i].config,
-                    (int)st, (int)cases[i].size_status, err.msg);
-            pt_failures++;
-        }
+        CHECK_MSG(st == cases[i].size_status, "%s: size_bits status %d, expected %d (%s)",
+                  cases[i].config, (int)st, (int)cases[i].size_status, err.msg);
         if (st != FR_OK) {
-            CHECK_MSG(err.msg, cases[i].message);
+            CHECK_STR(err.msg, cases[i].message);
             fr_call_release(&call);
             continue;
         }
-        st = fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, ROWS, COLS, NULL, cases[i].tensor,
+        st = fr_quantizer_quantize_cpu(reg, ref, w, w_hat, ROWS, COLS, NULL, cases[i].tensor,
                                        &call, &err);
-        if (st != cases[i].quantize_status) {
-            fprintf(stderr, "%s: quantize_cpu status %d, expected %d (%s)\n", cases[i].config,
-                    (int)st, (int)cases[i].quantize_status, err.msg);
-            pt_failures++;
-        }
-        CHECK_MSG(err.msg, cases[i].message);
+        CHECK_MSG(st == cases[i].quantize_status, "%s: quantize_cpu status %d, expected %d (%s)",
+                  cases[i].config, (int)st, (int)cases[i].quantize_status, err.msg);
+        CHECK_STR(err.msg, cases[i].message);
         CHECK(call.quantizer != NULL); /* filled in for the plugin's log lines */
         if (st == FR_OK)
             CHECK(memcmp(w, w_hat, sizeof w) == 0);
         fr_call_release(&call);
     }
+}
 
-    /* with statistics the calibrated ones run */
+/* With statistics the calibrated ones run. */
+static void runtime_calibrated(const fr_registry *reg)
+{
+    enum { ROWS = RT_ROWS, COLS = RT_COLS };
+    fr_error err = {0};
+    float w[ROWS * COLS], w_hat[ROWS * COLS];
+    rt_weights(w);
     float hessian[COLS * COLS] = {0}, mean_abs[COLS] = {0};
     frontier_calib calib = {.cols = COLS, .hessian = hessian, .act_mean_abs = mean_abs};
     const char *calibrated[] = {"hess-4", "act-4"};
     for (int i = 0; i < 2; i++) {
         frontier_call call;
         fr_call_init(&call, NULL, 1, "w", calibrated[i]);
-        CHECK(fr_quantizer_quantize_cpu(&reg, fr_registry_find_config(&reg, calibrated[i]), w,
+        CHECK(fr_quantizer_quantize_cpu(reg, fr_registry_find_config(reg, calibrated[i]), w,
                                         w_hat, ROWS, COLS, &calib, "w", &call, &err) == FR_OK);
         fr_call_release(&call);
     }
+}
 
-    /* the output checks run in chunks on a pool: same verdicts */
+/* The output checks run in chunks on a pool: same verdicts. */
+static void runtime_chunked(const fr_registry *reg)
+{
+    fr_error err = {0};
     fr_pool *pool = NULL;
     CHECK(fr_pool_create(2, &pool, &err) == FR_OK);
     int64_t big_rows = 3, big_cols = 100003;
@@ -527,16 +563,27 @@ static void test_runtime_checks(void)
         frontier_call call;
         fr_call_init(&call, pool, 1, "big", big[i].config);
         fr_error_clear(&err);
-        fr_status st = fr_quantizer_quantize_cpu(&reg, fr_registry_find_config(&reg, big[i].config),
+        fr_status st = fr_quantizer_quantize_cpu(reg, fr_registry_find_config(reg, big[i].config),
                                                  big_w, big_hat, big_rows, big_cols, NULL, "big",
                                                  &call, &err);
         CHECK(st == big[i].status);
-        CHECK_MSG(err.msg, big[i].message);
+        CHECK_STR(err.msg, big[i].message);
         fr_call_release(&call);
     }
     free(big_w);
     free(big_hat);
     fr_pool_destroy(pool);
+}
+
+static void test_runtime_checks(void)
+{
+    fr_registry reg;
+    fr_error err = {0};
+    fr_registry_init_empty(&reg);
+    rt_register(&reg, &err);
+    runtime_verdicts(&reg);
+    runtime_calibrated(&reg);
+    runtime_chunked(&reg);
     fr_registry_free(&reg);
 }
 
@@ -545,8 +592,5 @@ int main(void)
     test_validation();
     test_lookup();
     test_runtime_checks();
-    if (pt_exit_code("test_registry"))
-        return 1;
-    printf("test_registry: all checks passed\n");
-    return 0;
+    return fr_test_finish("test_registry");
 }

@@ -16,7 +16,7 @@ static fr_metrics metrics_of(const float *w, const float *w_hat, int64_t n, fr_p
     fr_metrics m;
     fr_error err;
     fr_error_sums_init(&sums);
-    QT_CHECK(fr_error_sums_accumulate(w, w_hat, n, pool, &sums, &err) == FR_OK, "accumulate");
+    CHECK_MSG(fr_error_sums_accumulate(w, w_hat, n, pool, &sums, &err) == FR_OK, "accumulate");
     fr_metrics_from_sums(&sums, &m);
     return m;
 }
@@ -40,49 +40,49 @@ int main(void)
     {
         const float w[] = {3, 4}, q[] = {3, 0};
         fr_metrics m = metrics_of(w, q, 2, pool1);
-        QT_CHECK(close_to(m.rel_err, 0.8), "rel_err %.17g", m.rel_err);
-        QT_CHECK(close_to(m.sqnr_db, -20.0 * log10(0.8)), "sqnr %.17g", m.sqnr_db);
-        QT_CHECK(m.max_abs_err == 4.0, "max_abs_err %g", m.max_abs_err);
-        QT_CHECK(close_to(m.cosine, 0.6), "cosine %.17g", m.cosine);
+        CHECK_MSG(close_to(m.rel_err, 0.8), "rel_err %.17g", m.rel_err);
+        CHECK_MSG(close_to(m.sqnr_db, -20.0 * log10(0.8)), "sqnr %.17g", m.sqnr_db);
+        CHECK_MSG(m.max_abs_err == 4.0, "max_abs_err %g", m.max_abs_err);
+        CHECK_MSG(close_to(m.cosine, 0.6), "cosine %.17g", m.cosine);
     }
     /* exact reconstruction: rel_err 0, sqnr +inf, cosine 1; -0.0 equals +0.0 */
     {
         const float w[] = {1, -0.0f, 2}, q[] = {1, 0.0f, 2};
         fr_metrics m = metrics_of(w, q, 3, pool1);
-        QT_CHECK(m.rel_err == 0 && isinf(m.sqnr_db) && m.sqnr_db > 0 && m.cosine == 1 &&
-                     m.max_abs_err == 0,
-                 "exact: %g %g %g", m.rel_err, m.sqnr_db, m.cosine);
+        CHECK_MSG(m.rel_err == 0 && isinf(m.sqnr_db) && m.sqnr_db > 0 && m.cosine == 1 &&
+                      m.max_abs_err == 0,
+                  "exact: %g %g %g", m.rel_err, m.sqnr_db, m.cosine);
     }
     /* all-zero W and Q(W): rel_err 0, cosine 1 */
     {
         const float z[] = {0, 0, 0, 0};
         fr_metrics m = metrics_of(z, z, 4, pool1);
-        QT_CHECK(m.rel_err == 0 && isinf(m.sqnr_db) && m.cosine == 1, "all zero");
+        CHECK_MSG(m.rel_err == 0 && isinf(m.sqnr_db) && m.cosine == 1, "all zero");
     }
     /* Q(W) all zero but W not: rel_err 1, sqnr 0 dB, cosine 0 */
     {
         const float w[] = {1, -2}, z[] = {0, 0};
         fr_metrics m = metrics_of(w, z, 2, pool1);
-        QT_CHECK(m.rel_err == 1 && m.sqnr_db == 0 && m.cosine == 0 && m.max_abs_err == 2,
-                 "zero reconstruction: %g %g %g", m.rel_err, m.sqnr_db, m.cosine);
+        CHECK_MSG(m.rel_err == 1 && m.sqnr_db == 0 && m.cosine == 0 && m.max_abs_err == 2,
+                  "zero reconstruction: %g %g %g", m.rel_err, m.sqnr_db, m.cosine);
         /* W all zero but Q(W) not: rel_err +inf, sqnr -inf, cosine 0 */
         m = metrics_of(z, w, 2, pool1);
-        QT_CHECK(isinf(m.rel_err) && isinf(m.sqnr_db) && m.sqnr_db < 0 && m.cosine == 0,
-                 "zero tensor: %g %g %g", m.rel_err, m.sqnr_db, m.cosine);
+        CHECK_MSG(isinf(m.rel_err) && isinf(m.sqnr_db) && m.sqnr_db < 0 && m.cosine == 0,
+                  "zero tensor: %g %g %g", m.rel_err, m.sqnr_db, m.cosine);
     }
     /* opposite sign: cosine -1 (clamped into [-1, 1]) */
     {
         const float w[] = {0.1f, 0.2f, 0.3f}, q[] = {-0.1f, -0.2f, -0.3f};
         fr_metrics m = metrics_of(w, q, 3, pool1);
-        QT_CHECK(m.cosine >= -1.0 && m.cosine <= -1.0 + 1e-15, "cosine %.17g", m.cosine);
-        QT_CHECK(close_to(m.rel_err, 2.0), "rel_err %.17g", m.rel_err);
+        CHECK_MSG(m.cosine >= -1.0 && m.cosine <= -1.0 + 1e-15, "cosine %.17g", m.cosine);
+        CHECK_MSG(close_to(m.rel_err, 2.0), "rel_err %.17g", m.rel_err);
     }
     /* huge values: the sums do not overflow in double, the cosine stays finite */
     {
         const float w[] = {FLT_MAX, FLT_MAX}, q[] = {FLT_MAX, FLT_MAX / 2};
         fr_metrics m = metrics_of(w, q, 2, pool1);
-        QT_CHECK(isfinite(m.rel_err) && isfinite(m.cosine) && m.cosine > 0.9, "huge: %g %g",
-                 m.rel_err, m.cosine);
+        CHECK_MSG(isfinite(m.rel_err) && isfinite(m.cosine) && m.cosine > 0.9, "huge: %g %g",
+                  m.rel_err, m.cosine);
     }
 
     /* 1, 2 and 5 threads give bit-identical sums; they equal a serial sum in the
@@ -91,7 +91,7 @@ int main(void)
         const int64_t n = 1000003; /* 16 chunks, the last one short */
         float *w = malloc(n * sizeof *w), *q = malloc(n * sizeof *q);
         if (!w || !q) {
-            QT_CHECK(0, "out of memory");
+            CHECK_MSG(0, "out of memory");
         } else {
             qt_gaussian(w, n, 3, 1.0);
             qt_gaussian(q, n, 4, 0.01);
@@ -104,8 +104,8 @@ int main(void)
             fr_error_sums_accumulate(w, q, n, pool1, &s1, &err);
             fr_error_sums_accumulate(w, q, n, pool2, &s2, &err);
             fr_error_sums_accumulate(w, q, n, pool5, &s5, &err);
-            QT_CHECK(memcmp(&s1, &s2, sizeof s1) == 0 && memcmp(&s1, &s5, sizeof s1) == 0,
-                     "sums depend on the thread count");
+            CHECK_MSG(memcmp(&s1, &s2, sizeof s1) == 0 && memcmp(&s1, &s5, sizeof s1) == 0,
+                      "sums depend on the thread count");
             fr_error_sums_init(&ref);
             long double sq_err = 0, sq_ref = 0;
             for (int64_t c0 = 0; c0 < n; c0 += FR_METRICS_CHUNK) {
@@ -122,18 +122,18 @@ int main(void)
                 }
                 fr_error_sums_add(&ref, &part);
             }
-            QT_CHECK(memcmp(&s1, &ref, sizeof ref) == 0, "sums differ from the chunked serial sum");
-            QT_CHECK(fabs(s1.sq_err - (double)sq_err) <= 1e-12 * (double)sq_err &&
-                         fabs(s1.sq_ref - (double)sq_ref) <= 1e-12 * (double)sq_ref,
-                     "double sums far from long double");
+            CHECK_MSG(memcmp(&s1, &ref, sizeof ref) == 0, "sums differ from the chunked serial sum");
+            CHECK_MSG(fabs(s1.sq_err - (double)sq_err) <= 1e-12 * (double)sq_err &&
+                          fabs(s1.sq_ref - (double)sq_ref) <= 1e-12 * (double)sq_ref,
+                      "double sums far from long double");
             /* accumulate adds to what is there */
             frontier_error_sums twice = s1;
             fr_error_sums_accumulate(w, q, n, pool2, &twice, &err);
-            QT_CHECK(twice.sq_err == 2 * s1.sq_err && twice.max_abs_err == s1.max_abs_err,
-                     "accumulate does not add");
+            CHECK_MSG(twice.sq_err == 2 * s1.sq_err && twice.max_abs_err == s1.max_abs_err,
+                      "accumulate does not add");
             fr_metrics m;
             fr_metrics_from_sums(&s1, &m);
-            QT_CHECK(m.rel_err > 0.009 && m.rel_err < 0.011, "rel_err %g of 1%% noise", m.rel_err);
+            CHECK_MSG(m.rel_err > 0.009 && m.rel_err < 0.011, "rel_err %g of 1%% noise", m.rel_err);
         }
         free(w);
         free(q);
@@ -141,5 +141,5 @@ int main(void)
     fr_pool_destroy(pool1);
     fr_pool_destroy(pool2);
     fr_pool_destroy(pool5);
-    return qt_finish("test_metrics");
+    return fr_test_finish("test_metrics");
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "core/classify.h"
 
 static const struct {
@@ -109,28 +110,23 @@ static const struct {
 
 int main(void)
 {
-    int failures = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *got = fr_class_name(fr_classify(cases[i].name, cases[i].ndim));
         if (fr_class_from_name(cases[i].cls) < 0) {
-            fprintf(stderr, "FAIL: '%s' is not a class name\n", cases[i].cls);
-            failures++;
+            fr_test_fail(__FILE__, __LINE__, "'%s' is not a class name", cases[i].cls);
         } else if (strcmp(got, cases[i].cls) != 0) {
-            fprintf(stderr, "FAIL: '%s' (rank %d) is %s, want %s\n", cases[i].name, cases[i].ndim, got,
+            fr_test_fail(__FILE__, __LINE__, "'%s' (rank %d) is %s, want %s", cases[i].name, cases[i].ndim, got,
                     cases[i].cls);
-            failures++;
         }
     }
     for (int c = 0; c < FR_CLASS_COUNT; c++)
         if (fr_class_from_name(fr_class_name((fr_tensor_class)c)) != c) {
-            fprintf(stderr, "FAIL: class %d does not round-trip its name\n", c);
-            failures++;
+            fr_test_fail(__FILE__, __LINE__, "class %d does not round-trip its name", c);
         }
     if (fr_class_from_name("nonsense") != -1) {
-        fprintf(stderr, "FAIL: 'nonsense' is a class\n");
-        failures++;
+        fr_test_fail(__FILE__, __LINE__, "'nonsense' is a class");
     }
-    if (!failures)
+    if (!fr_test_failures)
         printf("test_classify: %zu names classified as expected\n", sizeof cases / sizeof cases[0]);
-    return failures ? 1 : 0;
+    return fr_test_finish("test_classify");
 }

@@ -22,20 +22,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "check.h"
 #include "core/dtype.h"
 #include "core/source.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static char *slurp(const char *path)
 {
@@ -72,27 +61,27 @@ static void check_subset(const char *file, const char *path, const cJSON *want, 
         cJSON_ArrayForEach(item, want)
         {
             const cJSON *g = cJSON_GetObjectItemCaseSensitive(got, item->string);
-            CHECK(g, "%s: metadata %s.%s missing", file, path, item->string);
+            CHECK_MSG(g, "%s: metadata %s.%s missing", file, path, item->string);
             if (g)
                 check_subset(file, item->string, item, g);
         }
         return;
     }
-    CHECK(cJSON_Compare(want, got, 1), "%s: metadata %s differs: want %s got %s", file, path,
-          cJSON_PrintUnformatted(want), cJSON_PrintUnformatted(got));
+    CHECK_MSG(cJSON_Compare(want, got, 1), "%s: metadata %s differs: want %s got %s", file, path,
+              cJSON_PrintUnformatted(want), cJSON_PrintUnformatted(got));
 }
 
 static void check_values(const char *file, const fr_source *src, const fr_tensor *t, const cJSON *bits)
 {
     int n = cJSON_GetArraySize(bits);
-    CHECK(n == t->numel, "%s: '%s' expected %d values, tensor has %" PRId64, file, t->name, n, t->numel);
+    CHECK_MSG(n == t->numel, "%s: '%s' expected %d values, tensor has %" PRId64, file, t->name, n, t->numel);
     if (n != t->numel)
         return;
     float *v = malloc(((size_t)n + 1) * sizeof *v);
     fr_error err;
     for (int pass = 0; pass < 2; pass++) {
         fr_status st = fr_tensor_load_f32(src, t, v, &err);
-        CHECK(st == FR_OK, "%s: load '%s': %s", file, t->name, err.msg);
+        CHECK_MSG(st == FR_OK, "%s: load '%s': %s", file, t->name, err.msg);
         if (st != FR_OK)
             break;
         const cJSON *item = bits->child; /* walk the list: indexing it is quadratic */
@@ -101,7 +90,7 @@ static void check_values(const char *file, const fr_source *src, const fr_tensor
             uint32_t got = fr_f32_to_bits(v[i]);
             float wf = fr_bits_to_f32(want);
             int same = isnan(wf) ? isnan(v[i]) : want == got;
-            CHECK(same, "%s: '%s'[%d] = 0x%08x, want 0x%08x (pass %d)", file, t->name, i, got, want, pass);
+            CHECK_MSG(same, "%s: '%s'[%d] = 0x%08x, want 0x%08x (pass %d)", file, t->name, i, got, want, pass);
             if (!same)
                 break;
         }
@@ -114,67 +103,67 @@ static void check_values(const char *file, const fr_source *src, const fr_tensor
 static void check_source(const char *file, const fr_source *src, const cJSON *exp)
 {
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(exp, "kind"));
-    CHECK(!strcmp(fr_source_kind_name(src->kind), kind), "%s: kind %s, want %s", file,
-          fr_source_kind_name(src->kind), kind);
+    CHECK_MSG(!strcmp(fr_source_kind_name(src->kind), kind), "%s: kind %s, want %s", file,
+              fr_source_kind_name(src->kind), kind);
     const cJSON *tensors = cJSON_GetObjectItem(exp, "tensors");
-    CHECK((int)src->n_tensors == cJSON_GetArraySize(tensors), "%s: %zu tensors, want %d", file, src->n_tensors,
-          cJSON_GetArraySize(tensors));
+    CHECK_MSG((int)src->n_tensors == cJSON_GetArraySize(tensors), "%s: %zu tensors, want %d", file, src->n_tensors,
+              cJSON_GetArraySize(tensors));
     int64_t total = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, tensors)
     {
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(e, "name"));
         const fr_tensor *t = find(src, name);
-        CHECK(t, "%s: tensor '%s' missing", file, name);
+        CHECK_MSG(t, "%s: tensor '%s' missing", file, name);
         if (!t)
             continue;
         const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItem(e, "dtype"));
-        CHECK(!strcmp(t->dtype_name, dtype), "%s: '%s' dtype %s, want %s", file, name, t->dtype_name, dtype);
+        CHECK_MSG(!strcmp(t->dtype_name, dtype), "%s: '%s' dtype %s, want %s", file, name, t->dtype_name, dtype);
         const cJSON *canonical = cJSON_GetObjectItem(e, "canonical");
         if (canonical)
-            CHECK(!strcmp(fr_dtype_name(t->dtype), canonical->valuestring), "%s: '%s' canonical dtype %s", file,
-                  name, fr_dtype_name(t->dtype));
+            CHECK_MSG(!strcmp(fr_dtype_name(t->dtype), canonical->valuestring), "%s: '%s' canonical dtype %s", file,
+                      name, fr_dtype_name(t->dtype));
         const cJSON *shape = cJSON_GetObjectItem(e, "shape");
         int ndim = cJSON_GetArraySize(shape);
-        CHECK(t->ndim == ndim, "%s: '%s' rank %d, want %d", file, name, t->ndim, ndim);
+        CHECK_MSG(t->ndim == ndim, "%s: '%s' rank %d, want %d", file, name, t->ndim, ndim);
         int64_t numel = 1;
         for (int d = 0; d < ndim && d < t->ndim; d++) {
             int64_t want = (int64_t)cJSON_GetArrayItem(shape, d)->valuedouble;
-            CHECK(t->shape[d] == want, "%s: '%s' dim %d is %" PRId64 ", want %" PRId64, file, name, d,
-                  t->shape[d], want);
+            CHECK_MSG(t->shape[d] == want, "%s: '%s' dim %d is %" PRId64 ", want %" PRId64, file, name, d,
+                      t->shape[d], want);
             numel *= want;
         }
-        CHECK(t->numel == numel, "%s: '%s' numel %" PRId64 ", want %" PRId64, file, name, t->numel, numel);
+        CHECK_MSG(t->numel == numel, "%s: '%s' numel %" PRId64 ", want %" PRId64, file, name, t->numel, numel);
         total += t->numel;
         const char *cls = cJSON_GetStringValue(cJSON_GetObjectItem(e, "class"));
-        CHECK(!strcmp(fr_class_name(t->cls), cls), "%s: '%s' class %s, want %s", file, name,
-              fr_class_name(t->cls), cls);
+        CHECK_MSG(!strcmp(fr_class_name(t->cls), cls), "%s: '%s' class %s, want %s", file, name,
+                  fr_class_name(t->cls), cls);
         int skip = cJSON_IsTrue(cJSON_GetObjectItem(e, "skip"));
-        CHECK(skip == (t->skip_reason != NULL), "%s: '%s' skip_reason %s", file, name,
-              t->skip_reason ? t->skip_reason : "(none)");
+        CHECK_MSG(skip == (t->skip_reason != NULL), "%s: '%s' skip_reason %s", file, name,
+                  t->skip_reason ? t->skip_reason : "(none)");
         if (skip) {
             float dummy[8];
             fr_error err;
-            CHECK(t->numel > 8 || fr_tensor_load_f32(src, t, dummy, &err) != FR_OK,
-                  "%s: '%s' is skipped but loads", file, name);
+            CHECK_MSG(t->numel > 8 || fr_tensor_load_f32(src, t, dummy, &err) != FR_OK,
+                      "%s: '%s' is skipped but loads", file, name);
         }
         const cJSON *scale = cJSON_GetObjectItem(e, "scale");
         if (scale)
-            CHECK(t->scale_tensor >= 0 && !strcmp(src->tensors[t->scale_tensor].name, scale->valuestring),
-                  "%s: '%s' scale tensor not linked to %s", file, name, scale->valuestring);
+            CHECK_MSG(t->scale_tensor >= 0 && !strcmp(src->tensors[t->scale_tensor].name, scale->valuestring),
+                      "%s: '%s' scale tensor not linked to %s", file, name, scale->valuestring);
         else
-            CHECK(t->scale_tensor == -1, "%s: '%s' has an unexpected scale tensor", file, name);
+            CHECK_MSG(t->scale_tensor == -1, "%s: '%s' has an unexpected scale tensor", file, name);
         if (t->encoding == FR_ENC_RAW && !t->skip_reason)
-            CHECK(fr_tensor_raw(src, t) != NULL || t->nbytes == 0, "%s: '%s' has no raw view", file, name);
+            CHECK_MSG(fr_tensor_raw(src, t) != NULL || t->nbytes == 0, "%s: '%s' has no raw view", file, name);
         const cJSON *bits = cJSON_GetObjectItem(e, "bits");
         if (bits)
             check_values(file, src, t, bits);
         int64_t rows, cols;
         fr_tensor_matrix(t, &rows, &cols);
-        CHECK(rows * cols == t->numel, "%s: '%s' matrix %" PRId64 " x %" PRId64, file, name, rows, cols);
+        CHECK_MSG(rows * cols == t->numel, "%s: '%s' matrix %" PRId64 " x %" PRId64, file, name, rows, cols);
     }
-    CHECK(fr_source_numel(src) == total, "%s: fr_source_numel %" PRId64 ", want %" PRId64, file,
-          fr_source_numel(src), total);
+    CHECK_MSG(fr_source_numel(src) == total, "%s: fr_source_numel %" PRId64 ", want %" PRId64, file,
+              fr_source_numel(src), total);
     const cJSON *meta = cJSON_GetObjectItem(exp, "metadata");
     if (meta)
         check_subset(file, "", meta, src->metadata);
@@ -271,7 +260,7 @@ int main(int argc, char **argv)
         fr_source *src = NULL;
         fr_error err;
         fr_status st = fr_source_open(path, &src, &err);
-        CHECK(st == FR_OK, "open %s: %s", path, err.msg);
+        CHECK_MSG(st == FR_OK, "open %s: %s", path, err.msg);
         if (st != FR_OK)
             continue;
         check_source(exp->string, src, exp);
@@ -292,10 +281,10 @@ int main(int argc, char **argv)
                 n = -1;
             fclose(f);
         }
-        CHECK(bytes && n > 0, "cannot read %s back", path);
+        CHECK_MSG(bytes && n > 0, "cannot read %s back", path);
         if (bytes && n > 0) {
             st = fr_source_open_memory(bytes, (size_t)n, exp->string, &src, &err);
-            CHECK(st == FR_OK, "open_memory %s: %s", path, err.msg);
+            CHECK_MSG(st == FR_OK, "open_memory %s: %s", path, err.msg);
             if (st == FR_OK) {
                 char label[4200];
                 snprintf(label, sizeof label, "%s (memory)", exp->string);
@@ -306,9 +295,5 @@ int main(int argc, char **argv)
         free(bytes);
     }
     cJSON_Delete(expected);
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
-    else
-        printf("test_readers: all checks passed\n");
-    return failures ? 1 : 0;
+    return fr_test_finish("test_readers");
 }

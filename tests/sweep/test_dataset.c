@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "frontier/dataset.h"
-#include "test_util.h"
+#include "check.h"
 
 static char dir[256];
 
@@ -225,7 +225,7 @@ int main(void)
     }
     test_round_trip();
     test_bad_paths();
-    int rc = test_report("test_dataset");
+    int rc = fr_test_finish("test_dataset");
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (rc == 0 && system(cmd) != 0)

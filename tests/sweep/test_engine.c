@@ -15,7 +15,7 @@
 #include "core/progress.h"
 #include "core/synthetic.h"
 #include "frontier/sweep.h"
-#include "test_util.h"
+#include "check.h"
 
 static volatile sig_atomic_t stop_flag;
 static int stop_after = -1; /* the stopper config sets stop_flag after this many calls */
@@ -356,7 +356,7 @@ int main(void)
     test_select();
     test_failures_recorded();
     test_interrupt_resume();
-    int rc = test_report("test_engine");
+    int rc = fr_test_finish("test_engine");
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (rc == 0 && system(cmd) != 0)

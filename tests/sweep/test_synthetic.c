@@ -10,7 +10,7 @@
 
 #include "core/philox.h"
 #include "core/synthetic.h"
-#include "test_util.h"
+#include "check.h"
 
 /* Random123 kat_vectors, philox4x32 10 rounds: counter, key, expected. */
 static const uint32_t random123_kat[3][10] = {
@@ -258,5 +258,5 @@ int main(void)
     test_distributions();
     test_dtypes_and_threads();
     test_bad_specs();
-    return test_report("test_synthetic");
+    return fr_test_finish("test_synthetic");
 }
