@@ -23,10 +23,19 @@
 #include "parallel.h"
 #include "log.h"
 
-/* The v1 descriptor ends with sweep_cuda; a plugin built against a later
- * header may be larger, never smaller. */
-#define FR_QUANTIZER_V1_SIZE \
-    (offsetof(frontier_quantizer, sweep_cuda) + sizeof(((frontier_quantizer *)0)->sweep_cuda))
+/* The smallest descriptor of each ABI version: its required fields (size_bits
+ * and quantize_cpu, both v1) must be there; optional fields past the end of
+ * a plugin's struct are absent (FR_QUANTIZER_HAS), so a plugin built against
+ * an older or leaner header is read only as far as its struct_size. A
+ * version that appends a required field raises its own minimum here. */
+#define FR_QUANTIZER_V1_MIN_SIZE                                                             \
+    (offsetof(frontier_quantizer, quantize_cpu) + sizeof(((frontier_quantizer *)0)->quantize_cpu))
+
+static size_t min_descriptor_size(uint32_t abi_version)
+{
+    (void)abi_version; /* every version so far requires only the v1 fields */
+    return FR_QUANTIZER_V1_MIN_SIZE;
+}
 
 /* Bounds on what a descriptor may hold. They also bound how far the host
  * reads a string that a broken plugin forgot to terminate. */
@@ -147,15 +156,23 @@ static fr_status validate(const fr_registry *reg, const frontier_quantizer *q, c
     if (!q)
         return fr_fail(err, FR_E_PLUGIN, "%s returned no descriptor", who);
     /* The version and size come first and are the only fields read before
-     * they are known to be meaningful (plugin.h: versioning). */
-    if (q->abi_version != FRONTIER_PLUGIN_ABI_VERSION)
-        return fr_fail(err, FR_E_PLUGIN, "%s has ABI version %u, this frontier supports %u", who,
+     * they are known to be meaningful (plugin.h: versioning). Any version
+     * from 1 to this host's is accepted (the append-only rule of SQLite and
+     * Redis modules); a newer one may have required fields this host does
+     * not know. */
+    if (q->abi_version < 1 || q->abi_version > FRONTIER_PLUGIN_ABI_VERSION) {
+        if (FRONTIER_PLUGIN_ABI_VERSION == 1)
+            return fr_fail(err, FR_E_PLUGIN, "%s has ABI version %u, this frontier supports 1",
+                           who, (unsigned)q->abi_version);
+        return fr_fail(err, FR_E_PLUGIN,
+                       "%s has ABI version %u, this frontier supports 1 to %u", who,
                        (unsigned)q->abi_version, (unsigned)FRONTIER_PLUGIN_ABI_VERSION);
-    if (q->struct_size < FR_QUANTIZER_V1_SIZE)
+    }
+    if (q->struct_size < min_descriptor_size(q->abi_version))
         return fr_fail(err, FR_E_PLUGIN,
                        "%s has a descriptor of %u bytes, ABI version %u needs at least %zu", who,
-                       (unsigned)q->struct_size, (unsigned)FRONTIER_PLUGIN_ABI_VERSION,
-                       (size_t)FR_QUANTIZER_V1_SIZE);
+                       (unsigned)q->struct_size, (unsigned)q->abi_version,
+                       min_descriptor_size(q->abi_version));
     if (!q->name)
         return fr_fail(err, FR_E_PLUGIN, "%s has no quantizer name", who);
     if (strnlen(q->name, FR_MAX_QUANTIZER_NAME + 1) > FR_MAX_QUANTIZER_NAME)
@@ -191,7 +208,9 @@ static fr_status validate(const fr_registry *reg, const frontier_quantizer *q, c
                        who, q->name, (unsigned long long)(q->flags & ~(uint64_t)FRONTIER_Q_KNOWN_FLAGS),
                        (unsigned)FRONTIER_PLUGIN_ABI_VERSION,
                        (unsigned long long)FRONTIER_Q_KNOWN_FLAGS);
-    int has_cuda_fn = q->quantize_cuda != NULL || q->sweep_cuda != NULL;
+    /* only the GPU fields the plugin's struct covers exist */
+    int has_cuda_fn = (FR_QUANTIZER_HAS(q, quantize_cuda) && q->quantize_cuda != NULL) ||
+                      (FR_QUANTIZER_HAS(q, sweep_cuda) && q->sweep_cuda != NULL);
     if ((q->flags & FRONTIER_Q_HAS_CUDA) && !has_cuda_fn)
         return fr_fail(err, FR_E_PLUGIN,
                        "%s: quantizer '%s' sets FRONTIER_Q_HAS_CUDA but has neither quantize_cuda "

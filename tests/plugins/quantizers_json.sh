@@ -25,7 +25,7 @@ check(isinstance(doc["frontier_version"], str) and doc["frontier_version"], "fro
 qs = {q["name"]: q for q in doc["quantizers"]}
 check(doc["n_quantizers"] == len(doc["quantizers"]), "n_quantizers")
 check(doc["n_configs"] == sum(len(q["configs"]) for q in doc["quantizers"]), "n_configs")
-check(doc["n_quantizers"] == builtin["n_quantizers"] + 3, "three plugins on top of the built-ins")
+check(doc["n_quantizers"] == builtin["n_quantizers"] + 4, "four plugins (good, misbehave, older, ternary) on top of the built-ins")
 for q in builtin["quantizers"]:
     check(q["origin"] == "builtin", "built-in %s origin" % q["name"])
     check(qs.get(q["name"]) == q, "built-in %s listed the same with plugins" % q["name"])
@@ -53,6 +53,8 @@ check(t["configs"][2]["params"] == {"group_size": 64, "threshold_ratio": 0.7, "s
 g = qs.get("good", {})
 check(g.get("origin") == plugin_dir + "/libgood.so", "good origin")
 check(g.get("configs") == [{"name": "good-f32", "nominal_bits": 32, "params": {"dtype": "f32"}}], "good configs")
+o = qs.get("older", {})
+check(o.get("flags") == ["deterministic"] and len(o.get("configs", [])) == 1, "older plugin listed")
 m = qs.get("misbehave", {})
 check(len(m.get("configs", [])) == 9, "misbehave configs")
 for broken in ("bad_abi", "bad_cudaflag", "good_dup", "dupself", "params"):

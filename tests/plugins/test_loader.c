@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/call.h"
 #include "core/registry.h"
 #include "plugin_test.h"
 
@@ -60,7 +61,7 @@ static void test_rejections(void)
              p);
     REJECTED("libbad_size.so",
              "plugin '%s' has a descriptor of %zu bytes, ABI version 1 needs at least %zu", p,
-             offsetof(frontier_quantizer, quantize_cuda), sizeof(frontier_quantizer));
+             offsetof(frontier_quantizer, quantize_cpu), offsetof(frontier_quantizer, quantize_cuda));
     REJECTED("libbad_cudaflag.so",
              "plugin '%s': quantizer 'bad_cudaflag' sets FRONTIER_Q_HAS_CUDA but has neither "
              "quantize_cuda nor sweep_cuda",
@@ -82,6 +83,48 @@ static void test_rejections(void)
              "cannot load plugin '%s': cannot open shared object file: No such file or directory",
              p);
 #undef REJECTED
+}
+
+/* An "older" plugin (a descriptor struct that ends after quantize_cpu, with
+ * junk where a newer struct's GPU fields would be) loads, is read only as
+ * far as its struct_size, and runs through the checked calls. */
+static void test_older_plugin(void)
+{
+    fr_registry reg;
+    fr_registry_init_empty(&reg);
+    fr_error err = {0};
+    const char *older = plugin("libolder.so");
+    CHECK_OK(fr_registry_load_plugin(&reg, older, &err), err);
+    CHECK(reg.n_entries == 1 && reg.n_configs == 1);
+    const fr_config_ref *ref = fr_registry_find_config(&reg, "older-f32");
+    CHECK(ref != NULL);
+    if (!ref) {
+        fr_registry_free(&reg);
+        return;
+    }
+    const frontier_quantizer *q = fr_config_quantizer(&reg, ref);
+    CHECK(q->struct_size == offsetof(frontier_quantizer, quantize_cuda));
+    CHECK(!FR_QUANTIZER_HAS(q, quantize_cuda) && !FR_QUANTIZER_HAS(q, sweep_cuda));
+    CHECK(!fr_quantizer_has_cuda(q));
+    CHECK(fr_quantizer_quantize_cuda(&reg, ref, NULL, FRONTIER_DTYPE_F32, NULL, 1, 1, NULL,
+                                     "w", NULL, NULL, &err) == FR_E_USAGE);
+    char expected[8300];
+    snprintf(expected, sizeof expected,
+             "config 'older-f32' on tensor 'w': the quantizer has no quantize_cuda (quantizer "
+             "'older' from '%s')",
+             older);
+    CHECK_STR(err.msg, expected);
+    const float w[4] = {1.0f, -2.0f, 0.5f, 0.25f};
+    float w_hat[4];
+    uint64_t bits = 0;
+    frontier_call call;
+    fr_call_init(&call, NULL, 1, "w", "older-f32");
+    CHECK_OK(fr_quantizer_size_bits(&reg, ref, 2, 2, "w", &call, &bits, &err), err);
+    CHECK(bits == 4 * 32);
+    CHECK_OK(fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, 2, 2, NULL, "w", &call, &err), err);
+    CHECK(!memcmp(w, w_hat, sizeof w));
+    fr_call_release(&call);
+    fr_registry_free(&reg);
 }
 
 static void test_good_and_duplicates(const char *tmp)
@@ -191,13 +234,13 @@ static void test_discovery(const char *tmp)
      * others load in sorted order (libgood < libgood_dup < libmisbehave) */
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, NULL, 0, plugin_dir, NULL, &err) == FR_OK);
-    CHECK_STR(names(&reg), "good misbehave");
+    CHECK_STR(names(&reg), "good misbehave older");
     fr_registry_free(&reg);
 
     /* the installed folder alone gives the same */
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, NULL, 0, NULL, plugin_dir, &err) == FR_OK);
-    CHECK_STR(names(&reg), "good misbehave");
+    CHECK_STR(names(&reg), "good misbehave older");
     fr_registry_free(&reg);
 
     /* "none" disables the path and the installed folder, not --plugin */
@@ -213,7 +256,7 @@ static void test_discovery(const char *tmp)
     const char *two[] = {misbehave, good};
     fr_registry_init_empty(&reg);
     CHECK(fr_registry_discover_from(&reg, two, 2, plugin_dir, NULL, &err) == FR_OK);
-    CHECK_STR(names(&reg), "misbehave good");
+    CHECK_STR(names(&reg), "misbehave good older");
     CHECK(!strcmp(reg.entries[0].origin, misbehave));
     fr_registry_free(&reg);
 
@@ -287,6 +330,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_rejections();
+    test_older_plugin();
     test_good_and_duplicates(tmp);
     test_discovery(tmp);
     char junk[4200];

@@ -15,7 +15,11 @@
  *   BAD_FLAGS      a flag bit this ABI does not know
  *   BAD_DUPSELF    lists one config name twice
  *   BAD_PARAMS     params_json that is not a JSON object
- *   BAD_SIZE       struct_size smaller than the v1 descriptor
+ *   BAD_SIZE       struct_size that stops before quantize_cpu (a required field)
+ *   OLDER          an "older" plugin: its own, smaller descriptor struct that
+ *                  ends after quantize_cpu (no GPU fields), followed in
+ *                  memory by garbage where a newer struct's GPU fields would
+ *                  be: the host must read only what struct_size covers
  */
 #include <frontier/plugin.h>
 
@@ -148,7 +152,7 @@ static const frontier_quantizer descriptor = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
 #endif
 #if defined(PLUGIN_BAD_SIZE)
-    .struct_size = offsetof(frontier_quantizer, quantize_cuda),
+    .struct_size = offsetof(frontier_quantizer, quantize_cpu),
 #else
     .struct_size = sizeof(frontier_quantizer),
 #endif
@@ -176,6 +180,33 @@ static const frontier_quantizer descriptor = {
 #endif
 };
 
+#if defined(PLUGIN_OLDER)
+/* The descriptor as a plugin written against a header without the optional
+ * GPU functions would lay it out: the v1 fields up to quantize_cpu. */
+typedef struct older_quantizer {
+    uint32_t abi_version, struct_size;
+    const char *name, *description, *version;
+    uint64_t flags;
+    size_t n_configs;
+    const frontier_config *configs;
+    int (*size_bits)(const frontier_config *, int64_t, int64_t, uint64_t *, frontier_call *);
+    int (*quantize_cpu)(const frontier_config *, const float *, float *, int64_t, int64_t,
+                        const frontier_calib *, frontier_call *);
+} older_quantizer;
+
+/* what follows the older struct in memory: non-NULL junk where a newer
+ * struct has quantize_cuda and sweep_cuda */
+static const struct {
+    older_quantizer q;
+    uintptr_t junk[2];
+} older = {
+    {FRONTIER_PLUGIN_ABI_VERSION, sizeof(older_quantizer), NAME, "a test plugin (" NAME ")",
+     "0.0.1", FRONTIER_Q_DETERMINISTIC, sizeof configs / sizeof configs[0], configs,
+     identity_size_bits, identity_quantize_cpu},
+    {(uintptr_t)0xdeadbeef, (uintptr_t)0xfeedface},
+};
+#endif
+
 #if defined(PLUGIN_BAD_NOENTRY)
 /* a near miss of the entry symbol's name */
 FRONTIER_PLUGIN_EXPORT const frontier_quantizer *frontier_plugin_entry_v1(const frontier_host_api *h);
@@ -190,6 +221,9 @@ FRONTIER_PLUGIN_EXPORT const frontier_quantizer *ENTRY(const frontier_host_api *
 #if defined(PLUGIN_BAD_NULL)
     (void)descriptor;
     return NULL;
+#elif defined(PLUGIN_OLDER)
+    (void)descriptor;
+    return (const frontier_quantizer *)&older.q;
 #else
     return &descriptor;
 #endif

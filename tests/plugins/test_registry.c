@@ -120,7 +120,7 @@ static void validation_version(void)
         snprintf(expected, sizeof expected,
                  "plugin '/p/libq.so' has a descriptor of 40 bytes, ABI version 1 needs at "
                  "least %zu",
-                 sizeof(frontier_quantizer));
+                 offsetof(frontier_quantizer, quantize_cuda));
         EXPECT_REJECTED(&q, expected);
     }
 }
