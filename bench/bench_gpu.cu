@@ -34,6 +34,7 @@ extern "C" {
 #include "core/registry.h"
 #include "core/synthetic.h"
 #include "frontier/metrics.h"
+#include "quantizers/builtin.h"
 }
 
 #define CU(call)                                                                              \

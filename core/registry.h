@@ -42,9 +42,6 @@ typedef struct fr_registry {
 /* An empty registry. The built-ins are registered from above core/ by
  * fr_registry_init (quantizers/builtin.h), which is what callers use. */
 void fr_registry_init_empty(fr_registry *reg);
-/* Declared here for the callers that predate quantizers/builtin.h;
- * defined there. */
-fr_status fr_registry_init(fr_registry *reg, fr_error *err);
 /* Unregisters everything and dlclose()s the plugins. */
 void fr_registry_free(fr_registry *reg);
 

@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/registry.h"
+#include "quantizers/builtin.h"
 #include "plugin_test.h"
 
 #define DRIVER_SEED 20240611u
