@@ -293,196 +293,231 @@ static int by_key(const void *a, const void *b)
     return x->len < y->len ? -1 : x->len > y->len;
 }
 
-fr_status fr_gguf_read(fr_source *src, size_t file, fr_error *err)
+static fr_status out_of_memory(const struct cursor *c)
 {
-    const fr_mapped_file *f = &src->files[file];
-    struct cursor c = {f->base, 0, f->size, f->path, err, "header"};
-    fr_status st = FR_OK;
-    struct key_ref *keys = NULL;
-    char shape_text[256];
-    uint32_t version;
-    uint64_t n_tensors, n_kv;
+    return fr_fail(c->err, FR_E_NOMEM, "out of memory reading '%s'", c->path);
+}
 
-    if (f->size == 0)
-        return fr_fail(err, FR_E_FORMAT, "cannot read '%s': empty file", f->path);
-    if (f->size < 4 || memcmp(f->base, "GGUF", 4) != 0)
-        return fr_fail(err, FR_E_FORMAT, "cannot read '%s': bad magic (not a GGUF file)", f->path);
-    c.pos = 4;
-    if (get_u32(&c, &version) != FR_OK)
+/* Step 1, the header. Afterwards the cursor is at the first metadata key,
+ * the counts are known to fit in the file, and the version is recorded. */
+static fr_status read_header(struct cursor *c, fr_source *src, uint64_t *n_tensors,
+                             uint64_t *n_kv)
+{
+    uint32_t version;
+    if (c->size == 0)
+        return fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': empty file", c->path);
+    if (c->size < 4 || memcmp(c->base, "GGUF", 4) != 0)
+        return fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': bad magic (not a GGUF file)", c->path);
+    c->pos = 4;
+    if (get_u32(c, &version) != FR_OK)
         return FR_E_FORMAT;
     /* v1 used 32-bit counts and lengths; v2 (2023-08) made them 64-bit */
     if (version != 2 && version != 3)
-        return fr_fail(err, FR_E_FORMAT, "cannot read '%s': unsupported GGUF version %u (2 and 3 are read)",
-                       f->path, version);
-    if (get_u64(&c, &n_tensors) != FR_OK || get_u64(&c, &n_kv) != FR_OK)
+        return fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': unsupported GGUF version %u (2 and 3 are read)",
+                       c->path, version);
+    if (get_u64(c, n_tensors) != FR_OK || get_u64(c, n_kv) != FR_OK)
         return FR_E_FORMAT;
     /* each key-value takes at least 12 bytes, each tensor info at least 24:
      * counts beyond that are lies, caught before allocating for them */
-    if (n_kv > (f->size - c.pos) / 12 || n_tensors > (f->size - c.pos) / 24)
-        return fr_fail(err, FR_E_FORMAT,
+    if (*n_kv > (c->size - c->pos) / 12 || *n_tensors > (c->size - c->pos) / 24)
+        return fr_fail(c->err, FR_E_FORMAT,
                        "cannot read '%s': header claims %llu tensors and %llu metadata keys, more than the file holds",
-                       f->path, (unsigned long long)n_tensors, (unsigned long long)n_kv);
+                       c->path, (unsigned long long)*n_tensors, (unsigned long long)*n_kv);
     if (!cJSON_AddNumberToObject(src->metadata, "gguf_version", version))
-        return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", f->path);
+        return out_of_memory(c);
+    return FR_OK;
+}
 
-    uint64_t alignment = GGUF_DEFAULT_ALIGNMENT;
-    keys = n_kv ? malloc((size_t)n_kv * sizeof *keys) : NULL;
+/* general.alignment, whose value of the given type starts at value_at:
+ * gguf.md says uint32; any unsigned width a writer chose is accepted. 0
+ * when it is not a power of two below 2^30. */
+static uint64_t alignment_value(const struct cursor *c, uint32_t type, uint64_t value_at)
+{
+    uint64_t a = type == GGUF_UINT32 ? fr_le32(c->base + value_at)
+                 : type == GGUF_UINT64 ? fr_le64(c->base + value_at)
+                 : type == GGUF_UINT16 ? fr_le16(c->base + value_at)
+                                       : 0;
+    return a == 0 || (a & (a - 1)) != 0 || a > (1u << 30) ? 0 : a;
+}
+
+/* A FR_E_FORMAT failure when two of the keys are the same. */
+static fr_status check_unique_keys(const struct cursor *c, struct key_ref *keys, uint64_t n_kv)
+{
+    if (n_kv < 2)
+        return FR_OK;
+    qsort(keys, (size_t)n_kv, sizeof *keys, by_key);
+    for (uint64_t i = 1; i < n_kv; i++) {
+        if (!by_key(&keys[i - 1], &keys[i])) {
+            char *k = fr_utf8_dup(keys[i].s, (size_t)keys[i].len);
+            fr_status st = fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': duplicate metadata key '%s'",
+                                   c->path, k ? k : "?");
+            free(k);
+            return st;
+        }
+    }
+    return FR_OK;
+}
+
+/* Step 2, the metadata. Afterwards every key is in src->metadata with its
+ * value (long ones summarised), keys are known to be unique, *alignment is
+ * general.alignment or the default, and the cursor is at the first tensor
+ * info. */
+static fr_status read_metadata(struct cursor *c, fr_source *src, uint64_t n_kv,
+                               uint64_t *alignment)
+{
+    fr_status st = FR_OK;
+    *alignment = GGUF_DEFAULT_ALIGNMENT;
+    struct key_ref *keys = n_kv ? malloc((size_t)n_kv * sizeof *keys) : NULL;
     if (n_kv && !keys)
-        return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", f->path);
+        return out_of_memory(c);
     for (uint64_t i = 0; i < n_kv; i++) {
         const char *key;
         uint64_t key_len;
         uint32_t type;
-        c.what = "metadata key";
-        if (get_string(&c, &key, &key_len) != FR_OK || get_u32(&c, &type) != FR_OK) {
+        c->what = "metadata key";
+        if (get_string(c, &key, &key_len) != FR_OK || get_u32(c, &type) != FR_OK) {
             st = FR_E_FORMAT;
             goto done;
         }
         keys[i].s = key;
         keys[i].len = key_len;
-        c.what = "metadata value";
-        uint64_t value_at = c.pos;
+        c->what = "metadata value";
+        uint64_t value_at = c->pos;
         cJSON *value = NULL;
-        st = read_value(&c, type, 0, &value);
-        if (st != FR_OK)
+        if ((st = read_value(c, type, 0, &value)) != FR_OK)
             goto done;
         static const char align_key[] = "general.alignment";
         if (key_len == sizeof align_key - 1 && !memcmp(key, align_key, key_len)) {
-            /* gguf.md says uint32; accept any unsigned width a writer chose */
-            uint64_t a = type == GGUF_UINT32 ? fr_le32(f->base + value_at)
-                         : type == GGUF_UINT64 ? fr_le64(f->base + value_at)
-                         : type == GGUF_UINT16 ? fr_le16(f->base + value_at)
-                                               : 0;
-            if (a == 0 || (a & (a - 1)) != 0 || a > (1u << 30)) {
+            *alignment = alignment_value(c, type, value_at);
+            if (*alignment == 0) {
                 cJSON_Delete(value);
-                st = fr_fail(err, FR_E_FORMAT,
+                st = fr_fail(c->err, FR_E_FORMAT,
                              "cannot read '%s': general.alignment is not a power of two below 2^30",
-                             f->path);
+                             c->path);
                 goto done;
             }
-            alignment = a;
         }
         char *key_text = fr_utf8_dup(key, (size_t)key_len);
-        if (!key_text) {
-            cJSON_Delete(value);
-            st = fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", f->path);
-            goto done;
-        }
-        int added = cJSON_AddItemToObject(src->metadata, key_text, value);
+        int added = key_text && cJSON_AddItemToObject(src->metadata, key_text, value);
         free(key_text);
         if (!added) {
             cJSON_Delete(value);
-            st = fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", f->path);
+            st = out_of_memory(c);
             goto done;
         }
     }
-    if (n_kv > 1) {
-        qsort(keys, (size_t)n_kv, sizeof *keys, by_key);
-        for (uint64_t i = 1; i < n_kv; i++) {
-            if (!by_key(&keys[i - 1], &keys[i])) {
-                char *k = fr_utf8_dup(keys[i].s, (size_t)keys[i].len);
-                st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': duplicate metadata key '%s'",
-                             f->path, k ? k : "?");
-                free(k);
-                goto done;
-            }
-        }
-    }
-
-    size_t first = src->n_tensors;
-    for (uint64_t i = 0; i < n_tensors; i++) {
-        const char *name;
-        uint64_t name_len, ne[FR_MAX_DIMS], offset;
-        uint32_t n_dims, type;
-        c.what = "tensor info";
-        if (get_string(&c, &name, &name_len) != FR_OK || get_u32(&c, &n_dims) != FR_OK) {
-            st = FR_E_FORMAT;
-            goto done;
-        }
-        fr_tensor *t;
-        st = fr_source_push_tensor(src, name, (size_t)name_len, &t, err);
-        if (st != FR_OK)
-            goto done;
-        if (n_dims > FR_MAX_DIMS) {
-            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': tensor '%s': %u dimensions, more than %d",
-                         f->path, t->name, n_dims, FR_MAX_DIMS);
-            goto done;
-        }
-        for (uint32_t d = 0; d < n_dims; d++) {
-            if (get_u64(&c, &ne[d]) != FR_OK) {
-                st = FR_E_FORMAT;
-                goto done;
-            }
-            if (ne[d] > (uint64_t)INT64_MAX) {
-                st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': tensor '%s': dimension %u is %llu, beyond 2^63",
-                             f->path, t->name, d, (unsigned long long)ne[d]);
-                goto done;
-            }
-            t->shape[n_dims - 1 - d] = (int64_t)ne[d]; /* innermost-first -> C order */
-        }
-        t->ndim = (int)n_dims;
-        if (get_u32(&c, &type) != FR_OK || get_u64(&c, &offset) != FR_OK) {
-            st = FR_E_FORMAT;
-            goto done;
-        }
-        if (fr_shape_numel(t->shape, t->ndim, &t->numel) != 0) {
-            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': tensor '%s': shape %s has more than 2^63 elements",
-                         f->path, t->name, fr_shape_text(t->shape, t->ndim, shape_text, sizeof shape_text));
-            goto done;
-        }
-        t->file = (int)file;
-        t->encoding = FR_ENC_RAW;
-        t->offset = offset; /* relative to the data section until it is known */
-        const struct ggml_traits *tr = type < N_GGML_TYPES && ggml_types[type].name ? &ggml_types[type] : NULL;
-        if (!tr) {
-            /* a type newer than this table: list it, never read it */
-            snprintf(t->dtype_name, sizeof t->dtype_name, "GGML_TYPE_%u", type);
-            t->dtype = FR_DTYPE_QUANT;
-            t->skip_reason = "unknown ggml type";
-            t->nbytes = 0;
-            continue;
-        }
-        snprintf(t->dtype_name, sizeof t->dtype_name, "%s", tr->name);
-        t->dtype = tr->dtype;
-        if (tr->dtype == FR_DTYPE_QUANT)
-            t->skip_reason = "pre-quantized ggml type";
-        else if (!fr_dtype_is_float(tr->dtype))
-            t->skip_reason = "integer dtype";
-        /* ggml packs whole blocks along each row */
-        int64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
-        if (row % tr->block != 0) {
-            st = fr_fail(err, FR_E_FORMAT,
-                         "cannot read '%s': tensor '%s': row of %lld elements is not a whole number of %s blocks (%u)",
-                         f->path, t->name, (long long)row, tr->name, tr->block);
-            goto done;
-        }
-        if (__builtin_mul_overflow((uint64_t)t->numel / tr->block, (uint64_t)tr->bytes, &t->nbytes)) {
-            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': tensor '%s': size overflows 64 bits",
-                         f->path, t->name);
-            goto done;
-        }
-    }
-
-    /* the data section starts at the next multiple of the alignment */
-    uint64_t data_start = c.pos + (alignment - c.pos % alignment) % alignment;
-    for (size_t i = first; i < src->n_tensors; i++) {
-        fr_tensor *t = &src->tensors[i];
-        uint64_t rel = t->offset;
-        if (rel % alignment != 0) {
-            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': tensor '%s': offset %llu is not a multiple of the alignment %llu",
-                         f->path, t->name, (unsigned long long)rel, (unsigned long long)alignment);
-            goto done;
-        }
-        if (data_start > f->size || rel > f->size - data_start || t->nbytes > f->size - data_start - rel) {
-            st = fr_fail(err, FR_E_FORMAT,
-                         "cannot read '%s': tensor '%s': data [%llu, +%llu) past the end of the file (%llu bytes)",
-                         f->path, t->name, (unsigned long long)rel, (unsigned long long)t->nbytes,
-                         (unsigned long long)f->size);
-            goto done;
-        }
-        t->offset = data_start + rel;
-    }
+    st = check_unique_keys(c, keys, n_kv);
 done:
     free(keys);
     return st;
+}
+
+/* The storage of tensor t of ggml type `type`: its dtype, why it is not
+ * quantized when it is not, and its size in bytes. A type newer than the
+ * table is listed and never read. */
+static fr_status set_tensor_type(const struct cursor *c, fr_tensor *t, uint32_t type)
+{
+    const struct ggml_traits *tr = type < N_GGML_TYPES && ggml_types[type].name ? &ggml_types[type] : NULL;
+    if (!tr) {
+        snprintf(t->dtype_name, sizeof t->dtype_name, "GGML_TYPE_%u", type);
+        t->dtype = FR_DTYPE_QUANT;
+        t->skip_reason = "unknown ggml type";
+        t->nbytes = 0;
+        return FR_OK;
+    }
+    snprintf(t->dtype_name, sizeof t->dtype_name, "%s", tr->name);
+    t->dtype = tr->dtype;
+    if (tr->dtype == FR_DTYPE_QUANT)
+        t->skip_reason = "pre-quantized ggml type";
+    else if (!fr_dtype_is_float(tr->dtype))
+        t->skip_reason = "integer dtype";
+    /* ggml packs whole blocks along each row */
+    int64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
+    if (row % tr->block != 0)
+        return fr_fail(c->err, FR_E_FORMAT,
+                       "cannot read '%s': tensor '%s': row of %lld elements is not a whole number of %s blocks (%u)",
+                       c->path, t->name, (long long)row, tr->name, tr->block);
+    if (__builtin_mul_overflow((uint64_t)t->numel / tr->block, (uint64_t)tr->bytes, &t->nbytes))
+        return fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': tensor '%s': size overflows 64 bits",
+                       c->path, t->name);
+    return FR_OK;
+}
+
+/* Step 3, one tensor info. Afterwards the tensor is the last of src with
+ * its name, C-order shape, type and size, and an offset still relative to
+ * the data section. */
+static fr_status read_tensor_info(struct cursor *c, fr_source *src, size_t file)
+{
+    char shape_text[256];
+    const char *name;
+    uint64_t name_len, ne[FR_MAX_DIMS], offset;
+    uint32_t n_dims, type;
+    fr_status st;
+    c->what = "tensor info";
+    if (get_string(c, &name, &name_len) != FR_OK || get_u32(c, &n_dims) != FR_OK)
+        return FR_E_FORMAT;
+    fr_tensor *t;
+    if ((st = fr_source_push_tensor(src, name, (size_t)name_len, &t, c->err)) != FR_OK)
+        return st;
+    if (n_dims > FR_MAX_DIMS)
+        return fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': tensor '%s': %u dimensions, more than %d",
+                       c->path, t->name, n_dims, FR_MAX_DIMS);
+    for (uint32_t d = 0; d < n_dims; d++) {
+        if (get_u64(c, &ne[d]) != FR_OK)
+            return FR_E_FORMAT;
+        if (ne[d] > (uint64_t)INT64_MAX)
+            return fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': tensor '%s': dimension %u is %llu, beyond 2^63",
+                           c->path, t->name, d, (unsigned long long)ne[d]);
+        t->shape[n_dims - 1 - d] = (int64_t)ne[d]; /* innermost-first -> C order */
+    }
+    t->ndim = (int)n_dims;
+    if (get_u32(c, &type) != FR_OK || get_u64(c, &offset) != FR_OK)
+        return FR_E_FORMAT;
+    if (fr_shape_numel(t->shape, t->ndim, &t->numel) != 0)
+        return fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': tensor '%s': shape %s has more than 2^63 elements",
+                       c->path, t->name, fr_shape_text(t->shape, t->ndim, shape_text, sizeof shape_text));
+    t->file = (int)file;
+    t->encoding = FR_ENC_RAW;
+    t->offset = offset; /* relative to the data section until it is known */
+    return set_tensor_type(c, t, type);
+}
+
+/* Step 4, with the cursor after the last tensor info: the data section
+ * starts at the next multiple of the alignment, and every tensor of this
+ * file (from first on) gets its absolute offset, checked to be aligned and
+ * inside the file. */
+static fr_status place_tensors(const struct cursor *c, fr_source *src, size_t first,
+                               uint64_t alignment)
+{
+    uint64_t data_start = c->pos + (alignment - c->pos % alignment) % alignment;
+    for (size_t i = first; i < src->n_tensors; i++) {
+        fr_tensor *t = &src->tensors[i];
+        uint64_t rel = t->offset;
+        if (rel % alignment != 0)
+            return fr_fail(c->err, FR_E_FORMAT, "cannot read '%s': tensor '%s': offset %llu is not a multiple of the alignment %llu",
+                           c->path, t->name, (unsigned long long)rel, (unsigned long long)alignment);
+        if (data_start > c->size || rel > c->size - data_start || t->nbytes > c->size - data_start - rel)
+            return fr_fail(c->err, FR_E_FORMAT,
+                           "cannot read '%s': tensor '%s': data [%llu, +%llu) past the end of the file (%llu bytes)",
+                           c->path, t->name, (unsigned long long)rel, (unsigned long long)t->nbytes,
+                           (unsigned long long)c->size);
+        t->offset = data_start + rel;
+    }
+    return FR_OK;
+}
+
+fr_status fr_gguf_read(fr_source *src, size_t file, fr_error *err)
+{
+    const fr_mapped_file *f = &src->files[file];
+    struct cursor c = {f->base, 0, f->size, f->path, err, "header"};
+    fr_status st;
+    uint64_t n_tensors, n_kv, alignment;
+    if ((st = read_header(&c, src, &n_tensors, &n_kv)) != FR_OK ||
+        (st = read_metadata(&c, src, n_kv, &alignment)) != FR_OK)
+        return st;
+    size_t first = src->n_tensors;
+    for (uint64_t i = 0; i < n_tensors; i++)
+        if ((st = read_tensor_info(&c, src, file)) != FR_OK)
+            return st;
+    return place_tensors(&c, src, first, alignment);
 }

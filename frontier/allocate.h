@@ -6,12 +6,9 @@
  * The problem is a multiple-choice knapsack: item i (a tensor) takes exactly
  * one option j (a configuration) of weight w_ij = total_bits (an integer)
  * and cost e_ij = sq_err (or out_sq_err); minimise sum e subject to
- * sum w <= capacity = floor(budget * sum numel). The solver is exact:
- * Lagrangian relaxation on the convex hulls gives a lower bound and a
- * near-optimal solution, reduced-cost fixing removes every option that
- * cannot be in a better solution, and dynamic programming over undominated
- * (bits, error) partial solutions, pruned by the LP (hull) bound of the
- * tensors still to decide, finishes the search.
+ * sum w <= capacity = floor(budget * sum numel). frontier/mckp.h solves it
+ * exactly; frontier/allocate.c builds it from a dataset and solves it for
+ * one budget or a range; frontier/recipe.c writes the answer.
  */
 #ifndef FR_ALLOCATE_H
 #define FR_ALLOCATE_H
@@ -22,36 +19,8 @@
 
 #include "core/error.h"
 #include "frontier/dataset.h"
+#include "frontier/mckp.h"
 #include "frontier/pareto.h"
-
-/* ---- the solver, on plain arrays ---- */
-
-typedef struct fr_mckp_item {
-    size_t n_options;
-    const uint64_t *weight; /* [n_options] */
-    const double *cost;     /* [n_options], finite and >= 0 */
-} fr_mckp_item;
-
-typedef struct fr_mckp_stats {
-    double lower_bound;   /* LP (Lagrangian) bound on the optimal cost */
-    double cost;          /* cost of the returned solution */
-    uint64_t weight;      /* its weight */
-    double lambda;        /* the LP multiplier: error saved per bit at the margin */
-    uint64_t nodes;       /* search states created */
-    size_t n_free;        /* items still undecided after reduced-cost fixing */
-    int optimal;          /* 1: proven optimal (to a relative 1e-12); 0: state limit hit */
-} fr_mckp_stats;
-
-/* Default limit on search states (fr_mckp_solve's max_nodes = 0); a state
- * takes 24 bytes, so the search stays under about 200 MB. */
-#define FR_MCKP_DEFAULT_MAX_NODES 8000000ull
-
-/* Writes the chosen option of every item into choice[n_items]. Fails with
- * FR_E_USAGE when even the lightest options exceed the capacity. With the
- * state limit reached the best solution found is returned with
- * stats->optimal = 0 and its distance to stats->lower_bound. */
-fr_status fr_mckp_solve(const fr_mckp_item *items, size_t n_items, uint64_t capacity,
-                        uint64_t max_nodes, size_t *choice, fr_mckp_stats *stats, fr_error *err);
 
 /* ---- allocation over a dataset ---- */
 
@@ -168,7 +137,7 @@ fr_status fr_alloc_sweep(const fr_alloc_problem *prob, double lo, double hi, dou
                          int uniform_too, fr_mixed_curve *out, fr_error *err);
 void fr_mixed_curve_free(fr_mixed_curve *c);
 
-/* ---- outputs ---- */
+/* ---- outputs (frontier/recipe.c) ---- */
 
 /* The recipe JSON (docs/analysis.md): totals and tensor -> configuration. */
 fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,

@@ -193,21 +193,24 @@ static fr_status append_devices(fr_dataset *out, const char *devices, fr_error *
     return st;
 }
 
-fr_status fr_dataset_merge(const fr_dataset *in, const char *const *names, size_t n,
-                           fr_dataset *out, fr_merge_stats *stats, fr_error *err)
+/* A merge in progress: the output, maps from the rows of the input being
+ * merged to output ids, and hash maps from identities to output rows. */
+typedef struct merge {
+    fr_dataset *out;
+    fr_merge_stats *stats;
+    hmap tensors, configs, results, skipped;
+    uint32_t *source_map, *tensor_map, *config_map; /* by row of the input: the out id */
+    const char **tensor_from; /* input name where each out tensor came from */
+    const char **config_from;
+    const char **result_from;
+} merge;
+
+/* Tables sized for the largest input (maps) and for all inputs together
+ * (rows). Returns 0 when out of memory; merge_free frees what there is. */
+static int merge_init(merge *m, const fr_dataset *in, size_t n)
 {
-    fr_status st = FR_OK;
-    hmap tensors = {0}, configs = {0}, results = {0}, skipped = {0};
-    uint32_t *source_map = NULL, *tensor_map = NULL, *config_map = NULL;
     size_t total_tensors = 0, total_configs = 0, total_results = 0, total_skipped = 0;
     size_t max_sources = 0, max_tensors = 0, max_configs = 0;
-    const char **tensor_from = NULL; /* input name where each out tensor came from */
-    const char **config_from = NULL;
-    const char **result_from = NULL;
-    memset(out, 0, sizeof *out);
-    if (stats)
-        memset(stats, 0, sizeof *stats);
-
     for (size_t i = 0; i < n; i++) {
         total_tensors += in[i].n_tensors;
         total_configs += in[i].n_configs;
@@ -220,17 +223,35 @@ fr_status fr_dataset_merge(const fr_dataset *in, const char *const *names, size_
         if (in[i].n_configs > max_configs)
             max_configs = in[i].n_configs;
     }
-    source_map = calloc(max_sources + 1, sizeof *source_map);
-    tensor_map = calloc(max_tensors + 1, sizeof *tensor_map);
-    config_map = calloc(max_configs + 1, sizeof *config_map);
-    tensor_from = calloc(total_tensors + 1, sizeof *tensor_from);
-    config_from = calloc(total_configs + 1, sizeof *config_from);
-    result_from = calloc(total_results + 1, sizeof *result_from);
-    if (!source_map || !tensor_map || !config_map || !tensor_from || !config_from || !result_from ||
-        hmap_init(&tensors, total_tensors) || hmap_init(&configs, total_configs) ||
-        hmap_init(&results, total_results) || hmap_init(&skipped, total_skipped))
-        goto nomem;
+    m->source_map = calloc(max_sources + 1, sizeof *m->source_map);
+    m->tensor_map = calloc(max_tensors + 1, sizeof *m->tensor_map);
+    m->config_map = calloc(max_configs + 1, sizeof *m->config_map);
+    m->tensor_from = calloc(total_tensors + 1, sizeof *m->tensor_from);
+    m->config_from = calloc(total_configs + 1, sizeof *m->config_from);
+    m->result_from = calloc(total_results + 1, sizeof *m->result_from);
+    return m->source_map && m->tensor_map && m->config_map && m->tensor_from && m->config_from &&
+           m->result_from && !hmap_init(&m->tensors, total_tensors) &&
+           !hmap_init(&m->configs, total_configs) && !hmap_init(&m->results, total_results) &&
+           !hmap_init(&m->skipped, total_skipped);
+}
 
+static void merge_free(merge *m)
+{
+    hmap_free(&m->tensors);
+    hmap_free(&m->configs);
+    hmap_free(&m->results);
+    hmap_free(&m->skipped);
+    free(m->source_map);
+    free(m->tensor_map);
+    free(m->config_map);
+    free(m->tensor_from);
+    free(m->config_from);
+    free(m->result_from);
+}
+
+/* The root attributes of a dataset made here and now. */
+static fr_status merge_root(fr_dataset *out, fr_error *err)
+{
     char created[32], host[256] = "";
     time_t now = time(NULL);
     struct tm tm;
@@ -239,196 +260,250 @@ fr_status fr_dataset_merge(const fr_dataset *in, const char *const *names, size_
     if (gethostname(host, sizeof host - 1) != 0)
         host[0] = '\0';
     out->schema_version = FR_SCHEMA_VERSION;
+    fr_status st;
     if ((st = fr_dataset_set_string(&out->format, "frontier", err)) != FR_OK ||
         (st = fr_dataset_set_string(&out->tool_version, FRONTIER_VERSION, err)) != FR_OK ||
         (st = fr_dataset_set_string(&out->created, created, err)) != FR_OK ||
         (st = fr_dataset_set_string(&out->host, host, err)) != FR_OK ||
         (st = fr_dataset_set_string(&out->devices, "", err)) != FR_OK)
-        goto done;
+        return st;
+    return FR_OK;
+}
 
-    for (size_t i = 0; i < n; i++) {
-        const fr_dataset *d = &in[i];
-        if ((st = append_devices(out, d->devices, err)) != FR_OK)
+/* The out source identical to src, out->n_sources when there is none. */
+static size_t find_source(const fr_dataset *out, const fr_ds_source *src)
+{
+    size_t k = 0;
+    while (k < out->n_sources && !same_source(&out->sources[k], src))
+        k++;
+    return k;
+}
+
+/* The row of d's source with that id, d->n_sources when there is none. */
+static size_t source_row(const fr_dataset *d, uint32_t source_id)
+{
+    size_t s = 0;
+    while (s < d->n_sources && d->sources[s].source_id != source_id)
+        s++;
+    return s;
+}
+
+/* Afterwards every source of d is in out (a new one added) and
+ * source_map[row] is its out id. */
+static fr_status merge_sources(merge *m, const fr_dataset *d, fr_error *err)
+{
+    fr_status st;
+    for (size_t s = 0; s < d->n_sources; s++) {
+        const fr_ds_source *src = &d->sources[s];
+        size_t k = find_source(m->out, src);
+        if (k == m->out->n_sources) {
+            fr_ds_source row = *src;
+            row.source_id = (uint32_t)k;
+            if ((st = fr_dataset_add_source(m->out, &row, err)) != FR_OK)
+                return st;
+        }
+        m->source_map[s] = (uint32_t)k;
+    }
+    return FR_OK;
+}
+
+/* Afterwards every configuration of d is in out and config_map[row] is
+ * its out id; one of the same name that differs fails with FR_E_MISMATCH. */
+static fr_status merge_configs(merge *m, const fr_dataset *d, const char *name, fr_error *err)
+{
+    fr_status st;
+    fr_dataset *out = m->out;
+    for (size_t c = 0; c < d->n_configs; c++) {
+        const fr_ds_config *cfg = &d->configs[c];
+        config_key key = {out, cfg->name};
+        uint64_t h = fr_hash64(cfg->name, 0);
+        size_t slot = 0;
+        long at = hmap_find(&m->configs, h, same_config, &key, &slot);
+        if (at >= 0) {
+            const fr_ds_config *o = &out->configs[at];
+            if (strcmp(o->family, cfg->family) || strcmp(o->origin, cfg->origin) ||
+                strcmp(o->params, cfg->params) || o->nominal_bits != cfg->nominal_bits)
+                return fr_fail(err, FR_E_MISMATCH,
+                               "configuration '%s' differs between '%s' (%s from '%s', %s) and "
+                               "'%s' (%s from '%s', %s)",
+                               cfg->name, m->config_from[at], o->family, o->origin, o->params,
+                               name, cfg->family, cfg->origin, cfg->params);
+        } else {
+            fr_ds_config row = *cfg;
+            row.config_id = (uint32_t)out->n_configs;
+            if ((st = fr_dataset_add_config(out, &row, err)) != FR_OK)
+                return st;
+            at = (long)out->n_configs - 1;
+            m->config_from[at] = name;
+            hmap_put(&m->configs, slot, h, (size_t)at);
+        }
+        m->config_map[c] = out->configs[at].config_id;
+    }
+    return FR_OK;
+}
+
+/* Afterwards every tensor of d is in out and tensor_map[row] is its out
+ * id; the same tensor with another dtype, shape or sq_norm fails with
+ * FR_E_MISMATCH. A sq_norm the out tensor lacks is taken from d. */
+static fr_status merge_tensors(merge *m, const fr_dataset *d, const char *name, fr_error *err)
+{
+    fr_status st;
+    fr_dataset *out = m->out;
+    for (size_t t = 0; t < d->n_tensors; t++) {
+        const fr_ds_tensor *ten = &d->tensors[t];
+        size_t s = source_row(d, ten->source_id);
+        if (s == d->n_sources)
+            return fr_fail(err, FR_E_FORMAT, "'%s': tensor '%s' has no source", name, ten->name);
+        tensor_key key = {out, m->source_map[s], ten->name};
+        uint64_t h = mix(fr_hash64(ten->name, 0), m->source_map[s]);
+        size_t slot = 0;
+        long at = hmap_find(&m->tensors, h, same_tensor, &key, &slot);
+        if (at >= 0) {
+            fr_ds_tensor *o = &out->tensors[at];
+            if (strcmp(o->shape, ten->shape) || strcmp(o->dtype, ten->dtype) ||
+                o->numel != ten->numel)
+                return fr_fail(err, FR_E_MISMATCH,
+                               "tensor '%s' is %s %s in '%s' but %s %s in '%s'", ten->name,
+                               o->dtype, o->shape, m->tensor_from[at], ten->dtype, ten->shape,
+                               name);
+            if (isnan(o->sq_norm))
+                o->sq_norm = ten->sq_norm;
+            else if (!isnan(ten->sq_norm) && !fr_metric_agrees(o->sq_norm, ten->sq_norm))
+                return fr_fail(err, FR_E_MISMATCH,
+                               "tensor '%s' has sq_norm %.17g in '%s' but %.17g in '%s'",
+                               ten->name, o->sq_norm, m->tensor_from[at], ten->sq_norm, name);
+        } else {
+            fr_ds_tensor row = *ten;
+            row.tensor_id = (uint32_t)out->n_tensors;
+            row.source_id = m->source_map[s];
+            if ((st = fr_dataset_add_tensor(out, &row, err)) != FR_OK)
+                return st;
+            at = (long)out->n_tensors - 1;
+            m->tensor_from[at] = name;
+            hmap_put(&m->tensors, slot, h, (size_t)at);
+        }
+        m->tensor_map[t] = out->tensors[at].tensor_id;
+    }
+    return FR_OK;
+}
+
+/* Afterwards every result of d is in out under the out ids (the maps are
+ * by row position, so ids are looked up); a row out already has must agree
+ * with it (FR_E_MISMATCH otherwise) and is counted as a duplicate. */
+static fr_status merge_results(merge *m, const fr_dataset *d, const char *name, fr_error *err)
+{
+    fr_status st;
+    fr_dataset *out = m->out;
+    for (size_t r = 0; r < d->n_results; r++) {
+        const fr_ds_result *row = &d->results[r];
+        const fr_ds_tensor *t = fr_dataset_tensor(d, row->tensor_id);
+        const fr_ds_config *c = fr_dataset_config(d, row->config_id);
+        if (!t || !c)
+            return fr_fail(err, FR_E_FORMAT, "'%s': /results row %zu has unknown ids", name, r);
+        fr_ds_result mapped = *row;
+        mapped.tensor_id = m->tensor_map[t - d->tensors];
+        mapped.config_id = m->config_map[c - d->configs];
+        result_key key = {out, mapped.tensor_id, mapped.config_id};
+        uint64_t h = mix(mix(0, mapped.tensor_id), mapped.config_id);
+        size_t slot = 0;
+        long at = hmap_find(&m->results, h, same_result, &key, &slot);
+        if (at >= 0) {
+            double va = 0, vb = 0;
+            const char *field = row_disagreement(&out->results[at], &mapped, &va, &vb);
+            if (field)
+                return fr_fail(err, FR_E_MISMATCH,
+                               "'%s' on '%s' disagrees: %s is %.17g in '%s' but %.17g in '%s'",
+                               c->name, t->name, field, va, m->result_from[at], vb, name);
+            if (m->stats)
+                m->stats->n_duplicate_rows++;
+            continue;
+        }
+        if ((st = fr_dataset_add_result(out, &mapped, err)) != FR_OK)
+            return st;
+        m->result_from[out->n_results - 1] = name;
+        hmap_put(&m->results, slot, h, out->n_results - 1);
+    }
+    return FR_OK;
+}
+
+/* Whether out has a result for the (tensor, configuration) a skipped row
+ * (with its out source id) names. */
+static int skipped_was_measured(const merge *m, const fr_ds_skipped *row)
+{
+    const fr_dataset *out = m->out;
+    if (!row->config[0])
+        return 0;
+    tensor_key tk = {out, row->source_id, row->name};
+    size_t slot = 0;
+    long t = hmap_find(&m->tensors, mix(fr_hash64(row->name, 0), row->source_id), same_tensor,
+                       &tk, &slot);
+    config_key ck = {out, row->config};
+    long c = hmap_find(&m->configs, fr_hash64(row->config, 0), same_config, &ck, &slot);
+    if (t < 0 || c < 0)
+        return 0;
+    result_key rk = {out, out->tensors[t].tensor_id, out->configs[c].config_id};
+    uint64_t h = mix(mix(0, rk.tensor_id), rk.config_id);
+    return hmap_find(&m->results, h, same_result, &rk, &slot) >= 0;
+}
+
+/* Run once every result is in: afterwards the skipped rows of d are in out
+ * once each, less the failures of a (tensor, configuration) that another
+ * input measured and rows whose source d does not list. */
+static fr_status merge_skipped(merge *m, const fr_dataset *d, fr_error *err)
+{
+    fr_status st;
+    for (size_t s = 0; s < d->n_sources; s++)
+        m->source_map[s] = (uint32_t)find_source(m->out, &d->sources[s]);
+    for (size_t k = 0; k < d->n_skipped; k++) {
+        fr_ds_skipped row = d->skipped[k];
+        size_t s = source_row(d, row.source_id);
+        if (s == d->n_sources)
+            continue;
+        row.source_id = m->source_map[s];
+        if (skipped_was_measured(m, &row))
+            continue;
+        skipped_key key = {m->out, &row};
+        uint64_t h = mix(mix(fr_hash64(row.name, 0), row.source_id), fr_hash64(row.config, 0));
+        size_t slot = 0;
+        if (hmap_find(&m->skipped, h, same_skipped, &key, &slot) >= 0)
+            continue;
+        if ((st = fr_dataset_add_skipped(m->out, &row, err)) != FR_OK)
+            return st;
+        hmap_put(&m->skipped, slot, h, m->out->n_skipped - 1);
+    }
+    return FR_OK;
+}
+
+fr_status fr_dataset_merge(const fr_dataset *in, const char *const *names, size_t n,
+                           fr_dataset *out, fr_merge_stats *stats, fr_error *err)
+{
+    fr_status st = FR_OK;
+    merge m;
+    memset(&m, 0, sizeof m);
+    m.out = out;
+    m.stats = stats;
+    memset(out, 0, sizeof *out);
+    if (stats)
+        memset(stats, 0, sizeof *stats);
+    if (!merge_init(&m, in, n)) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((st = merge_root(out, err)) != FR_OK)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        if ((st = append_devices(out, in[i].devices, err)) != FR_OK ||
+            (st = merge_sources(&m, &in[i], err)) != FR_OK ||
+            (st = merge_configs(&m, &in[i], names[i], err)) != FR_OK ||
+            (st = merge_tensors(&m, &in[i], names[i], err)) != FR_OK ||
+            (st = merge_results(&m, &in[i], names[i], err)) != FR_OK)
             goto done;
-        /* sources */
-        for (size_t s = 0; s < d->n_sources; s++) {
-            const fr_ds_source *src = &d->sources[s];
-            size_t k = 0;
-            while (k < out->n_sources && !same_source(&out->sources[k], src))
-                k++;
-            if (k == out->n_sources) {
-                fr_ds_source row = *src;
-                row.source_id = (uint32_t)k;
-                if ((st = fr_dataset_add_source(out, &row, err)) != FR_OK)
-                    goto done;
-            }
-            source_map[s] = (uint32_t)k;
-        }
-        /* configurations */
-        for (size_t c = 0; c < d->n_configs; c++) {
-            const fr_ds_config *cfg = &d->configs[c];
-            config_key key = {out, cfg->name};
-            uint64_t h = fr_hash64(cfg->name, 0);
-            size_t slot = 0;
-            long at = hmap_find(&configs, h, same_config, &key, &slot);
-            if (at >= 0) {
-                const fr_ds_config *o = &out->configs[at];
-                if (strcmp(o->family, cfg->family) || strcmp(o->origin, cfg->origin) ||
-                    strcmp(o->params, cfg->params) || o->nominal_bits != cfg->nominal_bits) {
-                    st = fr_fail(err, FR_E_MISMATCH,
-                                 "configuration '%s' differs between '%s' (%s from '%s', %s) and "
-                                 "'%s' (%s from '%s', %s)",
-                                 cfg->name, config_from[at], o->family, o->origin, o->params,
-                                 names[i], cfg->family, cfg->origin, cfg->params);
-                    goto done;
-                }
-            } else {
-                fr_ds_config row = *cfg;
-                row.config_id = (uint32_t)out->n_configs;
-                if ((st = fr_dataset_add_config(out, &row, err)) != FR_OK)
-                    goto done;
-                at = (long)out->n_configs - 1;
-                config_from[at] = names[i];
-                hmap_put(&configs, slot, h, (size_t)at);
-            }
-            config_map[c] = out->configs[at].config_id;
-        }
-        /* tensors */
-        for (size_t t = 0; t < d->n_tensors; t++) {
-            const fr_ds_tensor *ten = &d->tensors[t];
-            size_t s = 0;
-            while (s < d->n_sources && d->sources[s].source_id != ten->source_id)
-                s++;
-            if (s == d->n_sources) {
-                st = fr_fail(err, FR_E_FORMAT, "'%s': tensor '%s' has no source", names[i], ten->name);
-                goto done;
-            }
-            tensor_key key = {out, source_map[s], ten->name};
-            uint64_t h = mix(fr_hash64(ten->name, 0), source_map[s]);
-            size_t slot = 0;
-            long at = hmap_find(&tensors, h, same_tensor, &key, &slot);
-            if (at >= 0) {
-                fr_ds_tensor *o = &out->tensors[at];
-                if (strcmp(o->shape, ten->shape) || strcmp(o->dtype, ten->dtype) ||
-                    o->numel != ten->numel) {
-                    st = fr_fail(err, FR_E_MISMATCH,
-                                 "tensor '%s' is %s %s in '%s' but %s %s in '%s'", ten->name,
-                                 o->dtype, o->shape, tensor_from[at], ten->dtype, ten->shape,
-                                 names[i]);
-                    goto done;
-                }
-                if (isnan(o->sq_norm)) {
-                    o->sq_norm = ten->sq_norm;
-                } else if (!isnan(ten->sq_norm) && !fr_metric_agrees(o->sq_norm, ten->sq_norm)) {
-                    st = fr_fail(err, FR_E_MISMATCH,
-                                 "tensor '%s' has sq_norm %.17g in '%s' but %.17g in '%s'",
-                                 ten->name, o->sq_norm, tensor_from[at], ten->sq_norm, names[i]);
-                    goto done;
-                }
-            } else {
-                fr_ds_tensor row = *ten;
-                row.tensor_id = (uint32_t)out->n_tensors;
-                row.source_id = source_map[s];
-                if ((st = fr_dataset_add_tensor(out, &row, err)) != FR_OK)
-                    goto done;
-                at = (long)out->n_tensors - 1;
-                tensor_from[at] = names[i];
-                hmap_put(&tensors, slot, h, (size_t)at);
-            }
-            tensor_map[t] = out->tensors[at].tensor_id;
-        }
-        /* results: the maps above are by row position; look ids up */
-        for (size_t r = 0; r < d->n_results; r++) {
-            const fr_ds_result *row = &d->results[r];
-            const fr_ds_tensor *t = fr_dataset_tensor(d, row->tensor_id);
-            const fr_ds_config *c = fr_dataset_config(d, row->config_id);
-            if (!t || !c) {
-                st = fr_fail(err, FR_E_FORMAT, "'%s': /results row %zu has unknown ids", names[i], r);
-                goto done;
-            }
-            fr_ds_result mapped = *row;
-            mapped.tensor_id = tensor_map[t - d->tensors];
-            mapped.config_id = config_map[c - d->configs];
-            result_key key = {out, mapped.tensor_id, mapped.config_id};
-            uint64_t h = mix(mix(0, mapped.tensor_id), mapped.config_id);
-            size_t slot = 0;
-            long at = hmap_find(&results, h, same_result, &key, &slot);
-            if (at >= 0) {
-                double va = 0, vb = 0;
-                const char *field = row_disagreement(&out->results[at], &mapped, &va, &vb);
-                if (field) {
-                    st = fr_fail(err, FR_E_MISMATCH,
-                                 "'%s' on '%s' disagrees: %s is %.17g in '%s' but %.17g in '%s'",
-                                 c->name, t->name, field, va, result_from[at], vb, names[i]);
-                    goto done;
-                }
-                if (stats)
-                    stats->n_duplicate_rows++;
-                continue;
-            }
-            if ((st = fr_dataset_add_result(out, &mapped, err)) != FR_OK)
-                goto done;
-            result_from[out->n_results - 1] = names[i];
-            hmap_put(&results, slot, h, out->n_results - 1);
-        }
-    }
-    /* skipped rows, deduplicated; a failure of a (tensor, configuration)
-     * that another input measured is dropped */
-    for (size_t i = 0; i < n; i++) {
-        const fr_dataset *d = &in[i];
-        for (size_t s = 0; s < d->n_sources; s++) {
-            size_t k = 0;
-            while (k < out->n_sources && !same_source(&out->sources[k], &d->sources[s]))
-                k++;
-            source_map[s] = (uint32_t)k;
-        }
-        for (size_t k = 0; k < d->n_skipped; k++) {
-            fr_ds_skipped row = d->skipped[k];
-            size_t s = 0;
-            while (s < d->n_sources && d->sources[s].source_id != row.source_id)
-                s++;
-            if (s == d->n_sources)
-                continue;
-            row.source_id = source_map[s];
-            if (row.config[0]) {
-                tensor_key tk = {out, row.source_id, row.name};
-                size_t slot = 0;
-                long t = hmap_find(&tensors, mix(fr_hash64(row.name, 0), row.source_id),
-                                   same_tensor, &tk, &slot);
-                config_key ck = {out, row.config};
-                long c = hmap_find(&configs, fr_hash64(row.config, 0), same_config, &ck, &slot);
-                if (t >= 0 && c >= 0) {
-                    result_key rk = {out, out->tensors[t].tensor_id, out->configs[c].config_id};
-                    uint64_t h = mix(mix(0, rk.tensor_id), rk.config_id);
-                    if (hmap_find(&results, h, same_result, &rk, &slot) >= 0)
-                        continue;
-                }
-            }
-            skipped_key key = {out, &row};
-            uint64_t h = mix(mix(fr_hash64(row.name, 0), row.source_id), fr_hash64(row.config, 0));
-            size_t slot = 0;
-            if (hmap_find(&skipped, h, same_skipped, &key, &slot) >= 0)
-                continue;
-            if ((st = fr_dataset_add_skipped(out, &row, err)) != FR_OK)
-                goto done;
-            hmap_put(&skipped, slot, h, out->n_skipped - 1);
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        if ((st = merge_skipped(&m, &in[i], err)) != FR_OK)
+            goto done;
     fr_dataset_sort(out);
-    goto done;
-nomem:
-    st = fr_fail(err, FR_E_NOMEM, "out of memory");
 done:
-    hmap_free(&tensors);
-    hmap_free(&configs);
-    hmap_free(&results);
-    hmap_free(&skipped);
-    free(source_map);
-    free(tensor_map);
-    free(config_map);
-    free(tensor_from);
-    free(config_from);
-    free(result_from);
+    merge_free(&m);
     if (st != FR_OK)
         fr_dataset_free(out);
     return st;

@@ -45,8 +45,8 @@ fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
                     const fr_export_options *opt, const char *path, fr_error *err);
 
 /* The figure the image formats draw, built from Pareto points (by family or
- * by class) and an optional mixed curve. Everything it points to is owned
- * by fig and freed by fr_figure_free. Exposed for tests. */
+ * by class) and an optional mixed curve (frontier/export.c). Everything it
+ * points to is owned by fig and freed by fr_figure_free. Exposed for tests. */
 typedef struct fr_figure {
     fr_plot plot;
     fr_plot_series *series;

@@ -333,6 +333,166 @@ static int valid_at(const fr_result_index *ix, fr_metric metric, size_t t, size_
     return r && fr_metric_terms(metric, r, &ix->ds->tensors[t], &e, &n);
 }
 
+/* What fr_pareto_compute works on: the selection as masks and, for the
+ * group being built, which configurations it compares and which tensors
+ * they are compared on. */
+typedef struct pareto_work {
+    const fr_dataset *ds;
+    const fr_result_index *ix;
+    fr_group_by by;
+    fr_metric metric;
+    unsigned char *tsel;   /* tensors selected, with parameters */
+    unsigned char *csel;   /* configurations selected */
+    unsigned char *ccmp;   /* configurations compared in the group */
+    unsigned char *tin;    /* the group's tensors: 1 measured by some compared
+                              configuration, 2 by all of them */
+    size_t *tgroup;        /* group of each tensor (by class, by tensor) */
+    size_t *cgroup;        /* group of each configuration (by family) */
+    group_keys keys;       /* group names in order of first appearance */
+    size_t cap_points;     /* room in out->points */
+} pareto_work;
+
+/* Step 1, the groups. Afterwards keys names them, tgroup gives each
+ * selected tensor's group (one "model" group unless by class or tensor)
+ * and, by family, cgroup each selected configuration's. */
+static void assign_groups(pareto_work *w)
+{
+    const fr_dataset *ds = w->ds;
+    fr_group_by by = w->by;
+    for (size_t t = 0; t < ds->n_tensors; t++) {
+        if (!w->tsel[t])
+            continue;
+        const char *key = by == FR_BY_CLASS ? ds->tensors[t].cls
+                        : by == FR_BY_TENSOR ? ds->tensors[t].name : "model";
+        if (by == FR_BY_FAMILY)
+            key = "model";
+        int64_t g = by == FR_BY_TENSOR ? -1 : keys_find(&w->keys, key);
+        if (g < 0) {
+            g = (int64_t)w->keys.n;
+            w->keys.keys[w->keys.n++] = key;
+        }
+        w->tgroup[t] = (size_t)g;
+    }
+    if (by != FR_BY_FAMILY)
+        return;
+    w->keys.n = 0;
+    for (size_t c = 0; c < ds->n_configs; c++) {
+        if (!w->csel[c])
+            continue;
+        int64_t g = keys_find(&w->keys, ds->configs[c].family);
+        if (g < 0) {
+            g = (int64_t)w->keys.n;
+            w->keys.keys[w->keys.n++] = ds->configs[c].family;
+        }
+        w->cgroup[c] = (size_t)g;
+    }
+}
+
+/* Step 2, what group g compares. Afterwards ccmp marks its configurations
+ * measured on any of its tensors, tin its tensors measured by any of those
+ * (2: by all of them, the common set every point sums over), and grp counts
+ * both and names a configuration that covers only part of the tensors. */
+static void measure_group(pareto_work *w, size_t g, fr_pareto_group *grp)
+{
+    const fr_dataset *ds = w->ds;
+    size_t nt = ds->n_tensors, nc = ds->n_configs;
+    fr_group_by by = w->by;
+    for (size_t t = 0; t < nt; t++)
+        w->tin[t] = w->tsel[t] && (by == FR_BY_FAMILY || by == FR_BY_CONFIG || w->tgroup[t] == g);
+    for (size_t c = 0; c < nc; c++) {
+        w->ccmp[c] = 0;
+        if (!w->csel[c] || (by == FR_BY_FAMILY && w->cgroup[c] != g))
+            continue;
+        for (size_t t = 0; t < nt && !w->ccmp[c]; t++)
+            if (w->tin[t] && valid_at(w->ix, w->metric, t, c))
+                w->ccmp[c] = 1;
+        grp->n_configs += w->ccmp[c];
+    }
+    for (size_t t = 0; t < nt; t++) {
+        if (!w->tin[t])
+            continue;
+        size_t n_valid = 0;
+        for (size_t c = 0; c < nc; c++)
+            if (w->ccmp[c] && valid_at(w->ix, w->metric, t, c))
+                n_valid++;
+        if (n_valid == 0) {
+            w->tin[t] = 0;
+            continue;
+        }
+        grp->n_tensors++;
+        grp->numel += ds->tensors[t].numel;
+        if (n_valid == grp->n_configs) {
+            grp->n_common++;
+            grp->common_numel += ds->tensors[t].numel;
+            w->tin[t] = 2;
+        }
+    }
+    for (size_t c = 0; c < nc; c++) {
+        if (!w->ccmp[c])
+            continue;
+        for (size_t t = 0; t < nt; t++)
+            if (w->tin[t] == 1 && !valid_at(w->ix, w->metric, t, c)) {
+                if (!grp->partial_example)
+                    grp->partial_example = ds->configs[c].name;
+                grp->n_partial++;
+                break;
+            }
+    }
+}
+
+/* Step 3, one point: configuration c of group g summed over the group's
+ * common tensors, appended to out. Returns 0 when out of memory. */
+static int add_point(pareto_work *w, fr_pareto *out, size_t g, size_t c)
+{
+    const fr_dataset *ds = w->ds;
+    size_t nt = ds->n_tensors;
+    if (out->n_points == w->cap_points) {
+        size_t ncap = w->cap_points ? 2 * w->cap_points : 64;
+        fr_point *np = realloc(out->points, ncap * sizeof *np);
+        if (!np)
+            return 0;
+        out->points = np;
+        w->cap_points = ncap;
+    }
+    fr_point *p = &out->points[out->n_points++];
+    memset(p, 0, sizeof *p);
+    p->group = g;
+    p->config = c;
+    p->config_name = ds->configs[c].name;
+    p->family = ds->configs[c].family;
+    p->nominal_bits = ds->configs[c].nominal_bits;
+    for (size_t t = 0; t < nt; t++) {
+        if (w->tin[t] != 2)
+            continue;
+        const fr_ds_result *r = fr_result_at(w->ix, t, c);
+        p->total_bits += r->total_bits;
+        p->numel += ds->tensors[t].numel;
+        p->n_tensors++;
+        p->sq_err += r->sq_err;
+        p->sq_norm += ds->tensors[t].sq_norm;
+        p->out_sq_err += r->out_sq_err; /* NaN propagates: absent for the set */
+        p->out_sq_ref += r->out_sq_ref;
+    }
+    if (w->metric == FR_METRIC_OUT_REL_ERR) {
+        /* the weight terms may be absent on rows kept for the output metric */
+        double se = 0, sn = 0, e, n;
+        for (size_t t = 0; t < nt; t++)
+            if (w->tin[t] == 2) {
+                const fr_ds_result *r = fr_result_at(w->ix, t, c);
+                if (fr_metric_terms(FR_METRIC_REL_ERR, r, &ds->tensors[t], &e, &n)) {
+                    se += e;
+                    sn += n;
+                } else {
+                    se = sn = NAN;
+                }
+            }
+        p->sq_err = se;
+        p->sq_norm = sn;
+    }
+    point_finish(p);
+    return 1;
+}
+
 fr_status fr_pareto_compute(const fr_dataset *ds, const fr_result_index *ix,
                             const fr_selection *selection, fr_group_by by, fr_metric metric,
                             fr_pareto *out, fr_error *err)
@@ -340,10 +500,12 @@ fr_status fr_pareto_compute(const fr_dataset *ds, const fr_result_index *ix,
     fr_status st = FR_OK;
     fr_selector sel;
     size_t nt = ds->n_tensors, nc = ds->n_configs;
-    unsigned char *tsel = NULL, *csel = NULL, *ccmp = NULL, *tin = NULL;
-    size_t *tgroup = NULL, *cgroup = NULL;
-    group_keys keys = {0, NULL};
-    size_t cap_points = 0;
+    pareto_work w;
+    memset(&w, 0, sizeof w);
+    w.ds = ds;
+    w.ix = ix;
+    w.by = by;
+    w.metric = metric;
 
     memset(out, 0, sizeof *out);
     out->by = by;
@@ -353,160 +515,36 @@ fr_status fr_pareto_compute(const fr_dataset *ds, const fr_result_index *ix,
     if ((st = fr_selector_init(&sel, selection, err)) != FR_OK)
         return st;
 
-    tsel = calloc(nt + 1, 1);
-    csel = calloc(nc + 1, 1);
-    ccmp = calloc(nc + 1, 1);
-    tin = calloc(nt + 1, 1);
-    tgroup = calloc(nt + 1, sizeof *tgroup);
-    cgroup = calloc(nc + 1, sizeof *cgroup);
-    keys.keys = calloc((nt > nc ? nt : nc) + 1, sizeof *keys.keys);
-    if (!tsel || !csel || !ccmp || !tin || !tgroup || !cgroup || !keys.keys) {
-        st = fr_fail(err, FR_E_NOMEM, "out of memory");
-        goto done;
-    }
+    w.tsel = calloc(nt + 1, 1);
+    w.csel = calloc(nc + 1, 1);
+    w.ccmp = calloc(nc + 1, 1);
+    w.tin = calloc(nt + 1, 1);
+    w.tgroup = calloc(nt + 1, sizeof *w.tgroup);
+    w.cgroup = calloc(nc + 1, sizeof *w.cgroup);
+    w.keys.keys = calloc((nt > nc ? nt : nc) + 1, sizeof *w.keys.keys);
+    if (!w.tsel || !w.csel || !w.ccmp || !w.tin || !w.tgroup || !w.cgroup || !w.keys.keys)
+        goto nomem;
     for (size_t t = 0; t < nt; t++)
-        tsel[t] = ds->tensors[t].numel > 0 && fr_selector_tensor(&sel, ds->tensors[t].name);
+        w.tsel[t] = ds->tensors[t].numel > 0 && fr_selector_tensor(&sel, ds->tensors[t].name);
     for (size_t c = 0; c < nc; c++)
-        csel[c] = fr_selector_config(&sel, ds->configs[c].name);
+        w.csel[c] = fr_selector_config(&sel, ds->configs[c].name);
+    assign_groups(&w);
 
-    /* Assign tensors (by class, by tensor) or configurations (by family) to groups. */
-    for (size_t t = 0; t < nt; t++) {
-        if (!tsel[t])
-            continue;
-        const char *key = by == FR_BY_CLASS ? ds->tensors[t].cls
-                        : by == FR_BY_TENSOR ? ds->tensors[t].name : "model";
-        if (by == FR_BY_FAMILY)
-            key = "model";
-        int64_t g = by == FR_BY_TENSOR ? -1 : keys_find(&keys, key);
-        if (g < 0) {
-            g = (int64_t)keys.n;
-            keys.keys[keys.n++] = key;
-        }
-        tgroup[t] = (size_t)g;
-    }
-    if (by == FR_BY_FAMILY) {
-        keys.n = 0;
-        for (size_t c = 0; c < nc; c++) {
-            if (!csel[c])
-                continue;
-            int64_t g = keys_find(&keys, ds->configs[c].family);
-            if (g < 0) {
-                g = (int64_t)keys.n;
-                keys.keys[keys.n++] = ds->configs[c].family;
-            }
-            cgroup[c] = (size_t)g;
-        }
-    }
-
-    out->groups = calloc(keys.n + 1, sizeof *out->groups);
-    if (!out->groups) {
-        st = fr_fail(err, FR_E_NOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t g = 0; g < keys.n; g++) {
+    out->groups = calloc(w.keys.n + 1, sizeof *out->groups);
+    if (!out->groups)
+        goto nomem;
+    for (size_t g = 0; g < w.keys.n; g++) {
         fr_pareto_group *grp = &out->groups[out->n_groups++];
-        grp->name = strdup(keys.keys[g]);
-        if (!grp->name) {
-            st = fr_fail(err, FR_E_NOMEM, "out of memory");
-            goto done;
-        }
-        /* tensors of the group, configurations of the group */
-        for (size_t t = 0; t < nt; t++)
-            tin[t] = tsel[t] && (by == FR_BY_FAMILY || by == FR_BY_CONFIG || tgroup[t] == g);
-        /* configurations compared: in the group and measured on any of its tensors */
-        for (size_t c = 0; c < nc; c++) {
-            ccmp[c] = 0;
-            if (!csel[c] || (by == FR_BY_FAMILY && cgroup[c] != g))
-                continue;
-            for (size_t t = 0; t < nt && !ccmp[c]; t++)
-                if (tin[t] && valid_at(ix, metric, t, c))
-                    ccmp[c] = 1;
-            grp->n_configs += ccmp[c];
-        }
-        /* tensors measured by any compared configuration; of those, the common ones */
-        for (size_t t = 0; t < nt; t++) {
-            if (!tin[t])
-                continue;
-            size_t n_valid = 0;
-            for (size_t c = 0; c < nc; c++)
-                if (ccmp[c] && valid_at(ix, metric, t, c))
-                    n_valid++;
-            if (n_valid == 0) {
-                tin[t] = 0;
-                continue;
-            }
-            grp->n_tensors++;
-            grp->numel += ds->tensors[t].numel;
-            if (n_valid == grp->n_configs) {
-                grp->n_common++;
-                grp->common_numel += ds->tensors[t].numel;
-                tin[t] = 2;
-            }
-        }
-        for (size_t c = 0; c < nc; c++) {
-            if (!ccmp[c])
-                continue;
-            for (size_t t = 0; t < nt; t++)
-                if (tin[t] == 1 && !valid_at(ix, metric, t, c)) {
-                    if (!grp->partial_example)
-                        grp->partial_example = ds->configs[c].name;
-                    grp->n_partial++;
-                    break;
-                }
-        }
+        grp->name = strdup(w.keys.keys[g]);
+        if (!grp->name)
+            goto nomem;
+        measure_group(&w, g, grp);
         grp->first_point = out->n_points;
         if (grp->n_common == 0)
             continue;
-        for (size_t c = 0; c < nc; c++) {
-            if (!ccmp[c])
-                continue;
-            if (out->n_points == cap_points) {
-                size_t ncap = cap_points ? 2 * cap_points : 64;
-                fr_point *np = realloc(out->points, ncap * sizeof *np);
-                if (!np) {
-                    st = fr_fail(err, FR_E_NOMEM, "out of memory");
-                    goto done;
-                }
-                out->points = np;
-                cap_points = ncap;
-            }
-            fr_point *p = &out->points[out->n_points++];
-            memset(p, 0, sizeof *p);
-            p->group = g;
-            p->config = c;
-            p->config_name = ds->configs[c].name;
-            p->family = ds->configs[c].family;
-            p->nominal_bits = ds->configs[c].nominal_bits;
-            for (size_t t = 0; t < nt; t++) {
-                if (tin[t] != 2)
-                    continue;
-                const fr_ds_result *r = fr_result_at(ix, t, c);
-                p->total_bits += r->total_bits;
-                p->numel += ds->tensors[t].numel;
-                p->n_tensors++;
-                p->sq_err += r->sq_err;
-                p->sq_norm += ds->tensors[t].sq_norm;
-                p->out_sq_err += r->out_sq_err; /* NaN propagates: absent for the set */
-                p->out_sq_ref += r->out_sq_ref;
-            }
-            if (metric == FR_METRIC_OUT_REL_ERR) {
-                /* the weight terms may be absent on rows kept for the output metric */
-                double se = 0, sn = 0, e, n;
-                for (size_t t = 0; t < nt; t++)
-                    if (tin[t] == 2) {
-                        const fr_ds_result *r = fr_result_at(ix, t, c);
-                        if (fr_metric_terms(FR_METRIC_REL_ERR, r, &ds->tensors[t], &e, &n)) {
-                            se += e;
-                            sn += n;
-                        } else {
-                            se = sn = NAN;
-                        }
-                    }
-                p->sq_err = se;
-                p->sq_norm = sn;
-            }
-            point_finish(p);
-        }
+        for (size_t c = 0; c < nc; c++)
+            if (w.ccmp[c] && !add_point(&w, out, g, c))
+                goto nomem;
         grp->n_points = out->n_points - grp->first_point;
         fr_pareto_mark(out->points + grp->first_point, grp->n_points, metric);
     }
@@ -516,16 +554,18 @@ fr_status fr_pareto_compute(const fr_dataset *ds, const fr_result_index *ix,
                          "no selected result has out_rel_err (sweep with --calib to measure it)");
         else
             st = fr_fail(err, FR_E_FORMAT, "no selected tensor has a result to compare");
-        goto done;
     }
+    goto done;
+nomem:
+    st = fr_fail(err, FR_E_NOMEM, "out of memory");
 done:
-    free(tsel);
-    free(csel);
-    free(ccmp);
-    free(tin);
-    free(tgroup);
-    free(cgroup);
-    free(keys.keys);
+    free(w.tsel);
+    free(w.csel);
+    free(w.ccmp);
+    free(w.tin);
+    free(w.tgroup);
+    free(w.cgroup);
+    free(w.keys.keys);
     fr_selector_free(&sel);
     if (st != FR_OK)
         fr_pareto_free(out);

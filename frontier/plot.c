@@ -468,154 +468,183 @@ static void draw_legend_entry(cairo_t *cr, const fr_plot_series *se, double x, d
     text_at(cr, se->label, x + sample + 0.4 * fs, y, 0, 0.5, fs);
 }
 
-static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
-{
-    const double fs = p->font_pt > 0 ? p->font_pt : 8.0;
-    const double marker_r = 0.3 * fs, gap = 0.4 * fs;
-    fr_status st = FR_OK;
-    obstacles obs = {NULL, 0, 0};
-    frame f;
-    memset(&f, 0, sizeof f);
-    f.log_y = p->log_y;
+/* Sizes of the drawing, in points, all from the font size. */
+typedef struct sizes {
+    double fs, marker_r, gap;       /* text, marker radius, spacing around text */
+    double sample, row, pad, inset; /* legend: line sample, row height, padding, inset */
+} sizes;
 
-    /* data range and ticks */
+/* The axes: frame and data ranges, ticks and their labels. */
+typedef struct axes {
+    frame f;
+    size_t nxt, nyt;
+    double xt[MAX_TICKS], yt[MAX_TICKS];
+    tick_label xl[MAX_TICKS], yl[MAX_TICKS];
+} axes;
+
+/* Where the legend goes: a box inside the plot area, or band_rows rows of
+ * entries above it (then the frame's top has moved down for them). */
+typedef struct legend {
+    size_t n_entries;
+    int inside;
+    rect box;
+    size_t band_rows;
+} legend;
+
+/* Step 1. The axes fit the data (every usable point) and the plot area is
+ * the page less the tick labels, the axis labels and the title: the frame
+ * before any legend band. Measuring text sets cr's font. */
+static void set_axes(cairo_t *cr, const fr_plot *p, const sizes *sz, double W, double H, axes *ax)
+{
+    const double fs = sz->fs, gap = sz->gap;
+    frame *f = &ax->f;
+    memset(ax, 0, sizeof *ax);
+    f->log_y = p->log_y;
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     for (size_t s = 0; s < p->n_series; s++)
         for (size_t i = 0; i < p->series[s].n; i++) {
             double x = p->series[s].x[i], y = p->series[s].y[i];
-            if (!usable(&f, x, y))
+            if (!usable(f, x, y))
                 continue;
             xmin = fmin(xmin, x);
             xmax = fmax(xmax, x);
             ymin = fmin(ymin, y);
             ymax = fmax(ymax, y);
         }
-    double xt[MAX_TICKS], yt[MAX_TICKS];
-    size_t nxt = fr_plot_ticks(xmin, xmax, 0, xt, MAX_TICKS, &f.xlo, &f.xhi);
-    size_t nyt = fr_plot_ticks(ymin, ymax, p->log_y, yt, MAX_TICKS, &f.ylo, &f.yhi);
+    ax->nxt = fr_plot_ticks(xmin, xmax, 0, ax->xt, MAX_TICKS, &f->xlo, &f->xhi);
+    ax->nyt = fr_plot_ticks(ymin, ymax, p->log_y, ax->yt, MAX_TICKS, &f->ylo, &f->yhi);
     int decades_only = 0;
     if (p->log_y) {
         decades_only = 1;
-        for (size_t i = 0; i < nyt; i++)
-            if (fabs(log10(yt[i]) - lround(log10(yt[i]))) > 1e-9)
+        for (size_t i = 0; i < ax->nyt; i++)
+            if (fabs(log10(ax->yt[i]) - lround(log10(ax->yt[i]))) > 1e-9)
                 decades_only = 0;
     }
-    tick_label xl[MAX_TICKS], yl[MAX_TICKS];
     double ytw = 0;
-    for (size_t i = 0; i < nxt; i++)
-        format_tick(xt[i], 0, 0, &xl[i]);
-    for (size_t i = 0; i < nyt; i++) {
-        format_tick(yt[i], p->log_y, decades_only, &yl[i]);
-        ytw = fmax(ytw, tick_label_width(cr, &yl[i], fs));
+    for (size_t i = 0; i < ax->nxt; i++)
+        format_tick(ax->xt[i], 0, 0, &ax->xl[i]);
+    for (size_t i = 0; i < ax->nyt; i++) {
+        format_tick(ax->yt[i], p->log_y, decades_only, &ax->yl[i]);
+        ytw = fmax(ytw, tick_label_width(cr, &ax->yl[i], fs));
     }
-
-    /* layout without a legend band */
     double title_h = p->title ? 1.5 * fs : 0;
-    f.x0 = gap + 1.1 * fs + gap + ytw + gap;
-    f.x1 = W - fmax(0.5 * fs, nxt ? 0.5 * tick_label_width(cr, &xl[nxt - 1], fs) + 2 : 0);
-    f.y0 = (p->title ? title_h + gap : 0.6 * fs + gap);
-    f.y1 = H - (gap + 1.0 * fs + gap + 1.0 * fs + gap);
+    f->x0 = gap + 1.1 * fs + gap + ytw + gap;
+    f->x1 = W - fmax(0.5 * fs,
+                     ax->nxt ? 0.5 * tick_label_width(cr, &ax->xl[ax->nxt - 1], fs) + 2 : 0);
+    f->y0 = (p->title ? title_h + gap : 0.6 * fs + gap);
+    f->y1 = H - (gap + 1.0 * fs + gap + 1.0 * fs + gap);
+}
 
-    /* legend: one column inside the plot where it hides nothing, else rows
-     * of entries in a band above the plot */
-    const double sample = 1.8 * fs, row = 1.2 * fs, pad = 0.35 * fs, inset = 0.4 * fs;
-    size_t n_entries = 0;
+/* Step 2. The legend is one column in the first corner of the plot (upper
+ * right, lower left, lower right, upper left) where it covers no marker or
+ * line, and otherwise rows of entries in a band above the plot, which
+ * moves f's top down. obs is scratch. Returns 0 when out of memory. */
+static int place_legend(cairo_t *cr, const fr_plot *p, const sizes *sz, frame *f, obstacles *obs,
+                        legend *lg)
+{
+    const double fs = sz->fs, sample = sz->sample, row = sz->row, pad = sz->pad,
+                 inset = sz->inset;
     double text_w = 0;
+    memset(lg, 0, sizeof *lg);
     font(cr, fs, 0);
     for (size_t s = 0; s < p->n_series; s++)
         if (p->series[s].label) {
-            n_entries++;
+            lg->n_entries++;
             text_w = fmax(text_w, text_width(cr, p->series[s].label));
         }
-    int legend_inside = 0;
-    rect L = {0, 0, 0, 0};
-    size_t band_rows = 0;
-    if (n_entries) {
-        if (!collect_obstacles(p, &f, marker_r, &obs)) {
-            st = FR_E_NOMEM;
-            goto done;
-        }
-        double lw = 2 * pad + sample + 0.4 * fs + text_w, lh = 2 * pad + n_entries * row - 0.2 * fs;
-        rect corners[4] = {
-            {f.x1 - inset - lw, f.y0 + inset, f.x1 - inset, f.y0 + inset + lh},  /* upper right */
-            {f.x0 + inset, f.y1 - inset - lh, f.x0 + inset + lw, f.y1 - inset},  /* lower left */
-            {f.x1 - inset - lw, f.y1 - inset - lh, f.x1 - inset, f.y1 - inset},  /* lower right */
-            {f.x0 + inset, f.y0 + inset, f.x0 + inset + lw, f.y0 + inset + lh},  /* upper left */
-        };
-        if (lw < 0.6 * (f.x1 - f.x0) && lh < 0.6 * (f.y1 - f.y0))
-            for (size_t c = 0; c < 4 && !legend_inside; c++)
-                if (hits(&obs, &corners[c]) == 0) {
-                    L = corners[c];
-                    legend_inside = 1;
-                }
-        if (!legend_inside) {
-            /* flow the entries into rows across the plot width */
-            double x = 0, avail = f.x1 - f.x0;
-            band_rows = 1;
-            for (size_t s = 0; s < p->n_series; s++) {
-                if (!p->series[s].label)
-                    continue;
-                double w = sample + 0.4 * fs + text_width(cr, p->series[s].label) + fs;
-                if (x > 0 && x + w - fs > avail) {
-                    band_rows++;
-                    x = 0;
-                }
-                x += w;
+    if (!lg->n_entries)
+        return 1;
+    if (!collect_obstacles(p, f, sz->marker_r, obs))
+        return 0;
+    double lw = 2 * pad + sample + 0.4 * fs + text_w, lh = 2 * pad + lg->n_entries * row - 0.2 * fs;
+    rect corners[4] = {
+        {f->x1 - inset - lw, f->y0 + inset, f->x1 - inset, f->y0 + inset + lh},  /* upper right */
+        {f->x0 + inset, f->y1 - inset - lh, f->x0 + inset + lw, f->y1 - inset},  /* lower left */
+        {f->x1 - inset - lw, f->y1 - inset - lh, f->x1 - inset, f->y1 - inset},  /* lower right */
+        {f->x0 + inset, f->y0 + inset, f->x0 + inset + lw, f->y0 + inset + lh},  /* upper left */
+    };
+    if (lw < 0.6 * (f->x1 - f->x0) && lh < 0.6 * (f->y1 - f->y0))
+        for (size_t c = 0; c < 4 && !lg->inside; c++)
+            if (hits(obs, &corners[c]) == 0) {
+                lg->box = corners[c];
+                lg->inside = 1;
             }
-            f.y0 += band_rows * row + 0.2 * fs;
+    if (lg->inside)
+        return 1;
+    /* flow the entries into rows across the plot width */
+    double x = 0, avail = f->x1 - f->x0;
+    lg->band_rows = 1;
+    for (size_t s = 0; s < p->n_series; s++) {
+        if (!p->series[s].label)
+            continue;
+        double w = sample + 0.4 * fs + text_width(cr, p->series[s].label) + fs;
+        if (x > 0 && x + w - fs > avail) {
+            lg->band_rows++;
+            x = 0;
         }
+        x += w;
     }
-    if (!collect_obstacles(p, &f, marker_r, &obs)) {
-        st = FR_E_NOMEM;
-        goto done;
-    }
+    f->y0 += lg->band_rows * row + 0.2 * fs;
+    return 1;
+}
 
-    /* background and grid */
+/* Step 3. White page, grid at the major ticks. */
+static void draw_grid(cairo_t *cr, const axes *ax)
+{
+    const frame *f = &ax->f;
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
     cairo_set_line_width(cr, 0.4);
     cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-    for (size_t i = 0; i < nxt; i++) {
-        double x = map_x(&f, xt[i]);
-        cairo_move_to(cr, x, f.y0);
-        cairo_line_to(cr, x, f.y1);
+    for (size_t i = 0; i < ax->nxt; i++) {
+        double x = map_x(f, ax->xt[i]);
+        cairo_move_to(cr, x, f->y0);
+        cairo_line_to(cr, x, f->y1);
     }
-    for (size_t i = 0; i < nyt; i++) {
-        double y = map_y(&f, yt[i]);
-        cairo_move_to(cr, f.x0, y);
-        cairo_line_to(cr, f.x1, y);
+    for (size_t i = 0; i < ax->nyt; i++) {
+        double y = map_y(f, ax->yt[i]);
+        cairo_move_to(cr, f->x0, y);
+        cairo_line_to(cr, f->x1, y);
     }
     cairo_stroke(cr);
+}
 
-    /* data: lines under markers, clipped to the plot area */
+/* Step 4. The data, clipped to the plot area: every line under every
+ * marker, and in each marker series the hollow (dominated) points under
+ * the filled frontier points. */
+static void draw_data(cairo_t *cr, const fr_plot *p, const frame *f, double marker_r)
+{
     cairo_save(cr);
-    cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
+    cairo_rectangle(cr, f->x0, f->y0, f->x1 - f->x0, f->y1 - f->y0);
     cairo_clip(cr);
     for (size_t s = 0; s < p->n_series; s++)
         if (p->series[s].line != FR_LINE_NONE && p->series[s].n > 1)
-            draw_line(cr, &f, &p->series[s]);
+            draw_line(cr, f, &p->series[s]);
     for (size_t s = 0; s < p->n_series; s++) {
         const fr_plot_series *se = &p->series[s];
         if (se->marker < 0)
             continue;
-        /* hollow (dominated) points first, so frontier points stay on top */
         for (int pass = 0; pass < 2; pass++)
             for (size_t i = 0; i < se->n; i++) {
                 int filled = se->emphasis ? se->emphasis[i] != 0 : 1;
-                if (filled != pass || !usable(&f, se->x[i], se->y[i]))
+                if (filled != pass || !usable(f, se->x[i], se->y[i]))
                     continue;
-                draw_marker(cr, se->marker, se->color, map_x(&f, se->x[i]), map_y(&f, se->y[i]),
+                draw_marker(cr, se->marker, se->color, map_x(f, se->x[i]), map_y(f, se->y[i]),
                             marker_r, filled);
             }
     }
     cairo_restore(cr);
+}
 
-    /* point labels, where they cover no marker, line, legend or earlier label */
-    if (legend_inside && !obstacle_add(&obs, L)) {
-        st = FR_E_NOMEM;
-        goto done;
-    }
-    rect area = {f.x0 + 1, f.y0 + 1, f.x1 - 1, f.y1 - 1};
+/* Step 5. Each point label goes to the first of eight places around its
+ * point that stays inside the plot and covers nothing in obs (markers,
+ * lines, the legend, earlier labels); one with no such place is left out.
+ * Returns 0 when out of memory. */
+static int draw_point_labels(cairo_t *cr, const fr_plot *p, const frame *f, const sizes *sz,
+                             obstacles *obs)
+{
+    const double fs = sz->fs, marker_r = sz->marker_r;
+    rect area = {f->x0 + 1, f->y0 + 1, f->x1 - 1, f->y1 - 1};
     font(cr, fs, 0);
     for (size_t s = 0; s < p->n_series; s++) {
         const fr_plot_series *se = &p->series[s];
@@ -623,9 +652,9 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
             continue;
         for (size_t i = 0; i < se->n; i++) {
             const char *txt = se->point_labels[i];
-            if (!txt || !usable(&f, se->x[i], se->y[i]))
+            if (!txt || !usable(f, se->x[i], se->y[i]))
                 continue;
-            double x = map_x(&f, se->x[i]), y = map_y(&f, se->y[i]);
+            double x = map_x(f, se->x[i]), y = map_y(f, se->y[i]);
             double w = text_width(cr, txt), h = 0.75 * fs, d = marker_r + 1.5;
             /* right, upper right, lower right, left, upper left, lower left, above, below */
             const double cand[][2] = {{x + d, y + h / 2},     {x + d, y - d / 2},
@@ -635,72 +664,88 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
             for (size_t k = 0; k < sizeof cand / sizeof cand[0]; k++) {
                 rect r = {cand[k][0] - 0.5, cand[k][1] - h - 0.5, cand[k][0] + w + 0.5,
                           cand[k][1] + 0.25 * fs};
-                if (!inside(&r, &area) || hits(&obs, &r))
+                if (!inside(&r, &area) || hits(obs, &r))
                     continue;
                 set_color(cr, FR_COLOR_BLACK);
                 cairo_move_to(cr, cand[k][0], cand[k][1]);
                 cairo_show_text(cr, txt);
-                if (!obstacle_add(&obs, r)) {
-                    st = FR_E_NOMEM;
-                    goto done;
-                }
+                if (!obstacle_add(obs, r))
+                    return 0;
                 break;
             }
         }
     }
+    return 1;
+}
 
-    /* frame, ticks, tick labels */
+/* Step 6. The frame, inward ticks with their labels, and on a log axis
+ * the minor ticks at 2..9 of every decade. */
+static void draw_frame(cairo_t *cr, const fr_plot *p, const axes *ax, const sizes *sz)
+{
+    const frame *f = &ax->f;
+    const double fs = sz->fs, gap = sz->gap;
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_line_width(cr, 0.6);
-    cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
+    cairo_rectangle(cr, f->x0, f->y0, f->x1 - f->x0, f->y1 - f->y0);
     cairo_stroke(cr);
     const double tick = 0.4 * fs, minor = 0.22 * fs;
-    for (size_t i = 0; i < nxt; i++) {
-        double x = map_x(&f, xt[i]);
-        cairo_move_to(cr, x, f.y1);
-        cairo_line_to(cr, x, f.y1 - tick);
-        draw_tick_label(cr, &xl[i], x, f.y1 + gap + 0.72 * fs, 0.5, 0, fs);
+    for (size_t i = 0; i < ax->nxt; i++) {
+        double x = map_x(f, ax->xt[i]);
+        cairo_move_to(cr, x, f->y1);
+        cairo_line_to(cr, x, f->y1 - tick);
+        draw_tick_label(cr, &ax->xl[i], x, f->y1 + gap + 0.72 * fs, 0.5, 0, fs);
     }
-    for (size_t i = 0; i < nyt; i++) {
-        double y = map_y(&f, yt[i]);
-        cairo_move_to(cr, f.x0, y);
-        cairo_line_to(cr, f.x0 + tick, y);
-        draw_tick_label(cr, &yl[i], f.x0 - gap, y, 1, 0.5, fs);
+    for (size_t i = 0; i < ax->nyt; i++) {
+        double y = map_y(f, ax->yt[i]);
+        cairo_move_to(cr, f->x0, y);
+        cairo_line_to(cr, f->x0 + tick, y);
+        draw_tick_label(cr, &ax->yl[i], f->x0 - gap, y, 1, 0.5, fs);
     }
     if (p->log_y) {
-        for (int k = (int)floor(log10(f.ylo)); k <= (int)ceil(log10(f.yhi)); k++)
+        for (int k = (int)floor(log10(f->ylo)); k <= (int)ceil(log10(f->yhi)); k++)
             for (int m = 2; m <= 9; m++) {
                 double v = m * pow(10.0, k);
-                if (v <= f.ylo || v >= f.yhi)
+                if (v <= f->ylo || v >= f->yhi)
                     continue;
-                double y = map_y(&f, v);
-                cairo_move_to(cr, f.x0, y);
-                cairo_line_to(cr, f.x0 + minor, y);
+                double y = map_y(f, v);
+                cairo_move_to(cr, f->x0, y);
+                cairo_line_to(cr, f->x0 + minor, y);
             }
     }
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_stroke(cr);
+}
 
-    /* axis labels and title */
+/* Step 7. Axis labels, centred on the plot area, and the title. */
+static void draw_labels(cairo_t *cr, const fr_plot *p, const frame *f, const sizes *sz, double H)
+{
+    const double fs = sz->fs, gap = sz->gap;
     font(cr, fs, 0);
     if (p->xlabel)
-        text_at(cr, p->xlabel, 0.5 * (f.x0 + f.x1), H - gap - 0.25 * fs, 0.5, 0, fs);
+        text_at(cr, p->xlabel, 0.5 * (f->x0 + f->x1), H - gap - 0.25 * fs, 0.5, 0, fs);
     if (p->ylabel) {
         cairo_save(cr);
-        cairo_translate(cr, gap + 0.8 * fs, 0.5 * (f.y0 + f.y1));
+        cairo_translate(cr, gap + 0.8 * fs, 0.5 * (f->y0 + f->y1));
         cairo_rotate(cr, -M_PI / 2);
         text_at(cr, p->ylabel, 0, 0, 0.5, 0, fs);
         cairo_restore(cr);
     }
     if (p->title) {
         font(cr, fs + 1, 1);
-        text_at(cr, p->title, 0.5 * (f.x0 + f.x1), gap + 0.72 * (fs + 1), 0.5, 0, fs + 1);
+        text_at(cr, p->title, 0.5 * (f->x0 + f->x1), gap + 0.72 * (fs + 1), 0.5, 0, fs + 1);
         font(cr, fs, 0);
     }
+}
 
-    /* legend */
-    if (n_entries && legend_inside) {
-        cairo_rectangle(cr, L.x0, L.y0, L.x1 - L.x0, L.y1 - L.y0);
+/* Step 8. The legend where step 2 placed it: a boxed column, or the rows
+ * of the band above the plot, flowed as step 2 counted them. */
+static void draw_legend(cairo_t *cr, const fr_plot *p, const frame *f, const sizes *sz,
+                        const legend *lg)
+{
+    const double fs = sz->fs, sample = sz->sample, row = sz->row, pad = sz->pad;
+    if (lg->n_entries && lg->inside) {
+        const rect *L = &lg->box;
+        cairo_rectangle(cr, L->x0, L->y0, L->x1 - L->x0, L->y1 - L->y0);
         cairo_set_source_rgb(cr, 1, 1, 1);
         cairo_fill_preserve(cr);
         cairo_set_source_rgb(cr, 0.6, 0.6, 0.6);
@@ -709,12 +754,13 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
         size_t e = 0;
         for (size_t s = 0; s < p->n_series; s++)
             if (p->series[s].label)
-                draw_legend_entry(cr, &p->series[s], L.x0 + pad,
-                                  L.y0 + pad + (double)e++ * row + 0.5 * fs, sample, marker_r, fs);
-    } else if (n_entries) {
-        double x = 0, avail = f.x1 - f.x0;
+                draw_legend_entry(cr, &p->series[s], L->x0 + pad,
+                                  L->y0 + pad + (double)e++ * row + 0.5 * fs, sample,
+                                  sz->marker_r, fs);
+    } else if (lg->n_entries) {
+        double x = 0, avail = f->x1 - f->x0;
         size_t r = 0;
-        double top = f.y0 - band_rows * row - 0.2 * fs;
+        double top = f->y0 - lg->band_rows * row - 0.2 * fs;
         for (size_t s = 0; s < p->n_series; s++) {
             if (!p->series[s].label)
                 continue;
@@ -724,11 +770,39 @@ static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
                 r++;
                 x = 0;
             }
-            draw_legend_entry(cr, &p->series[s], f.x0 + x, top + (double)r * row + 0.5 * fs,
-                              sample, marker_r, fs);
+            draw_legend_entry(cr, &p->series[s], f->x0 + x, top + (double)r * row + 0.5 * fs,
+                              sample, sz->marker_r, fs);
             x += w;
         }
     }
+}
+
+static fr_status render(cairo_t *cr, const fr_plot *p, double W, double H)
+{
+    const double fs = p->font_pt > 0 ? p->font_pt : 8.0;
+    const sizes sz = {fs, 0.3 * fs, 0.4 * fs, 1.8 * fs, 1.2 * fs, 0.35 * fs, 0.4 * fs};
+    fr_status st = FR_OK;
+    obstacles obs = {NULL, 0, 0};
+    axes ax;
+    legend lg;
+
+    set_axes(cr, p, &sz, W, H, &ax);
+    /* the labels must avoid what is drawn where the frame finally is */
+    if (!place_legend(cr, p, &sz, &ax.f, &obs, &lg) ||
+        !collect_obstacles(p, &ax.f, sz.marker_r, &obs)) {
+        st = FR_E_NOMEM;
+        goto done;
+    }
+    draw_grid(cr, &ax);
+    draw_data(cr, p, &ax.f, sz.marker_r);
+    if ((lg.inside && !obstacle_add(&obs, lg.box)) ||
+        !draw_point_labels(cr, p, &ax.f, &sz, &obs)) {
+        st = FR_E_NOMEM;
+        goto done;
+    }
+    draw_frame(cr, p, &ax, &sz);
+    draw_labels(cr, p, &ax.f, &sz, H);
+    draw_legend(cr, p, &ax.f, &sz, &lg);
     if (cairo_status(cr) != CAIRO_STATUS_SUCCESS)
         st = FR_E_OUTPUT;
 done:

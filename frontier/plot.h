@@ -1,9 +1,10 @@
 /*
  * A frontier figure: what it shows (scatter series, the Pareto line, the
  * mixed-precision staircase, labels) independent of how it is written.
- * plot.c renders it with cairo (svg, pdf, png); export.c writes the same
- * figure as pgfplots and gnuplot. Sized for one column of a two-column
- * paper: 3.4 in wide, 8 pt text, 300 dpi for png.
+ * plot.c renders it with cairo (svg, pdf, png); export_tex.c and
+ * export_gnuplot.c write the same figure as pgfplots and gnuplot. Sized
+ * for one column of a two-column paper: 3.4 in wide, 8 pt text, 300 dpi
+ * for png.
  */
 #ifndef FR_PLOT_H
 #define FR_PLOT_H

@@ -36,38 +36,57 @@ static int cmp_summary(const void *a, const void *b)
     return strcmp(x->cfg->name, y->cfg->name);
 }
 
-fr_status fr_sweep_summary_print(FILE *out, const fr_dataset *ds, const char *output,
-                                 const fr_sweep_stats *stats, int json, fr_error *err)
+static double class_err(const config_summary *s, int k)
 {
-    fr_status st = FR_OK;
-    const char **class_names = NULL;
-    size_t n_classes = 0;
-    int *tensor_class = NULL;
-    config_summary *sum = NULL;
-    size_t n_sum = 0;
-    cJSON *root = NULL;
-    char *text = NULL;
+    return ratio_err(s->cls[k].sq_err, s->cls[k].sq_norm);
+}
 
-    /* class index of every tensor (classes as they appear) */
-    class_names = calloc(ds->n_tensors + 1, sizeof *class_names);
-    tensor_class = calloc(ds->n_tensors + 1, sizeof *tensor_class);
-    sum = calloc(ds->n_configs + 1, sizeof *sum);
-    if (!class_names || !tensor_class || !sum)
-        goto nomem;
+/* What the summary shows, computed from the dataset alone. */
+typedef struct summary {
+    const char **class_names; /* tensor classes in order of appearance */
+    size_t n_classes;
+    int *tensor_class;        /* class index of every tensor */
+    config_summary *sum;      /* configurations with rows, by bits then error */
+    size_t n_sum;
+    size_t n_skipped_tensors, n_failed, n_measured;
+} summary;
+
+static void summary_free(summary *s)
+{
+    if (s->sum)
+        for (size_t i = 0; i < s->n_sum; i++)
+            free(s->sum[i].cls);
+    free(s->sum);
+    free(s->tensor_class);
+    free(s->class_names);
+}
+
+/* Sums per configuration and per (configuration, class) over the result
+ * rows; configurations without rows are dropped, the rest get their best
+ * and worst class and are sorted. Returns 0 when out of memory (what was
+ * allocated is in s, for summary_free). */
+static int summary_build(summary *sm, const fr_dataset *ds)
+{
+    memset(sm, 0, sizeof *sm);
+    sm->class_names = calloc(ds->n_tensors + 1, sizeof *sm->class_names);
+    sm->tensor_class = calloc(ds->n_tensors + 1, sizeof *sm->tensor_class);
+    sm->sum = calloc(ds->n_configs + 1, sizeof *sm->sum);
+    if (!sm->class_names || !sm->tensor_class || !sm->sum)
+        return 0;
     for (size_t t = 0; t < ds->n_tensors; t++) {
         size_t c = 0;
-        while (c < n_classes && strcmp(class_names[c], ds->tensors[t].cls) != 0)
+        while (c < sm->n_classes && strcmp(sm->class_names[c], ds->tensors[t].cls) != 0)
             c++;
-        if (c == n_classes)
-            class_names[n_classes++] = ds->tensors[t].cls;
-        tensor_class[t] = (int)c;
+        if (c == sm->n_classes)
+            sm->class_names[sm->n_classes++] = ds->tensors[t].cls;
+        sm->tensor_class[t] = (int)c;
     }
-    n_sum = ds->n_configs;
+    sm->n_sum = ds->n_configs;
     for (size_t c = 0; c < ds->n_configs; c++) {
-        sum[c].cfg = &ds->configs[c];
-        sum[c].cls = calloc(n_classes + 1, sizeof *sum[c].cls);
-        if (!sum[c].cls)
-            goto nomem;
+        sm->sum[c].cfg = &ds->configs[c];
+        sm->sum[c].cls = calloc(sm->n_classes + 1, sizeof *sm->sum[c].cls);
+        if (!sm->sum[c].cls)
+            return 0;
     }
     for (size_t r = 0; r < ds->n_results; r++) {
         const fr_ds_result *row = &ds->results[r];
@@ -75,20 +94,19 @@ fr_status fr_sweep_summary_print(FILE *out, const fr_dataset *ds, const char *ou
         const fr_ds_config *cfg = fr_dataset_config(ds, row->config_id);
         if (!t || !cfg)
             continue;
-        config_summary *s = &sum[cfg - ds->configs];
+        config_summary *s = &sm->sum[cfg - ds->configs];
         s->tensors++;
         s->total_bits += (double)row->total_bits;
         s->numel += (double)t->numel;
         s->sq_err += row->sq_err;
         s->sq_norm += t->sq_norm;
-        class_sums *cs = &s->cls[tensor_class[t - ds->tensors]];
+        class_sums *cs = &s->cls[sm->tensor_class[t - ds->tensors]];
         cs->sq_err += row->sq_err;
         cs->sq_norm += t->sq_norm;
     }
-    /* keep configurations with rows */
     size_t kept = 0;
-    for (size_t c = 0; c < n_sum; c++) {
-        config_summary *s = &sum[c];
+    for (size_t c = 0; c < sm->n_sum; c++) {
+        config_summary *s = &sm->sum[c];
         if (!s->tensors) {
             free(s->cls);
             continue;
@@ -96,121 +114,135 @@ fr_status fr_sweep_summary_print(FILE *out, const fr_dataset *ds, const char *ou
         s->bits_per_weight = s->total_bits / s->numel;
         s->rel_err = ratio_err(s->sq_err, s->sq_norm);
         s->best = s->worst = -1;
-        for (size_t k = 0; k < n_classes; k++) {
+        for (size_t k = 0; k < sm->n_classes; k++) {
             if (s->cls[k].sq_norm <= 0 && s->cls[k].sq_err <= 0)
                 continue;
             double e = ratio_err(s->cls[k].sq_err, s->cls[k].sq_norm);
-            if (s->best < 0 || e < ratio_err(s->cls[s->best].sq_err, s->cls[s->best].sq_norm))
+            if (s->best < 0 || e < class_err(s, s->best))
                 s->best = (int)k;
-            if (s->worst < 0 || e > ratio_err(s->cls[s->worst].sq_err, s->cls[s->worst].sq_norm))
+            if (s->worst < 0 || e > class_err(s, s->worst))
                 s->worst = (int)k;
         }
-        sum[kept++] = *s;
+        sm->sum[kept++] = *s;
     }
-    n_sum = kept;
-    qsort(sum, n_sum, sizeof *sum, cmp_summary);
-
-    size_t n_skipped_tensors = 0, n_failed = 0;
+    sm->n_sum = kept;
+    qsort(sm->sum, sm->n_sum, sizeof *sm->sum, cmp_summary);
     for (size_t k = 0; k < ds->n_skipped; k++) {
         if (ds->skipped[k].config[0])
-            n_failed++;
+            sm->n_failed++;
         else
-            n_skipped_tensors++;
+            sm->n_skipped_tensors++;
     }
-    size_t n_measured = 0;
     for (size_t t = 0; t < ds->n_tensors; t++)
-        n_measured += !isnan(ds->tensors[t].sq_norm);
+        sm->n_measured += !isnan(ds->tensors[t].sq_norm);
+    return 1;
+}
 
-    if (json) {
-        root = cJSON_CreateObject();
-        if (!root)
+/* JSON has no infinity: an infinite error is null. */
+static void add_error(cJSON *o, const char *name, double v)
+{
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, name, v);
+    else
+        cJSON_AddNullToObject(o, name);
+}
+
+static fr_status print_json(FILE *out, const fr_dataset *ds, const char *output,
+                            const fr_sweep_stats *stats, const summary *sm, fr_error *err)
+{
+    fr_status st = FR_OK;
+    char *text = NULL;
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        goto nomem;
+    cJSON_AddStringToObject(root, "output", output ? output : "");
+    cJSON_AddNumberToObject(root, "rows", (double)ds->n_results);
+    cJSON_AddNumberToObject(root, "tensors", (double)sm->n_measured);
+    cJSON_AddNumberToObject(root, "skipped_tensors", (double)sm->n_skipped_tensors);
+    cJSON_AddNumberToObject(root, "failed", (double)sm->n_failed);
+    if (stats) {
+        cJSON_AddNumberToObject(root, "new_rows", (double)stats->n_rows_new);
+        cJSON_AddNumberToObject(root, "seconds", stats->seconds);
+        cJSON_AddStringToObject(root, "device", stats->device);
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "configs");
+    for (size_t i = 0; arr && i < sm->n_sum; i++) {
+        const config_summary *s = &sm->sum[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
             goto nomem;
-        cJSON_AddStringToObject(root, "output", output ? output : "");
-        cJSON_AddNumberToObject(root, "rows", (double)ds->n_results);
-        cJSON_AddNumberToObject(root, "tensors", (double)n_measured);
-        cJSON_AddNumberToObject(root, "skipped_tensors", (double)n_skipped_tensors);
-        cJSON_AddNumberToObject(root, "failed", (double)n_failed);
-        if (stats) {
-            cJSON_AddNumberToObject(root, "new_rows", (double)stats->n_rows_new);
-            cJSON_AddNumberToObject(root, "seconds", stats->seconds);
-            cJSON_AddStringToObject(root, "device", stats->device);
-        }
-        cJSON *arr = cJSON_AddArrayToObject(root, "configs");
-        for (size_t i = 0; arr && i < n_sum; i++) {
-            const config_summary *s = &sum[i];
-            cJSON *o = cJSON_CreateObject();
-            if (!o)
-                goto nomem;
-            cJSON_AddItemToArray(arr, o);
-            cJSON_AddStringToObject(o, "name", s->cfg->name);
-            cJSON_AddStringToObject(o, "family", s->cfg->family);
-            cJSON_AddNumberToObject(o, "nominal_bits", s->cfg->nominal_bits);
-            cJSON_AddNumberToObject(o, "bits_per_weight", s->bits_per_weight);
-            /* JSON has no infinity: an infinite error is null */
-            if (isfinite(s->rel_err))
-                cJSON_AddNumberToObject(o, "rel_err", s->rel_err);
-            else
-                cJSON_AddNullToObject(o, "rel_err");
-            cJSON_AddNumberToObject(o, "tensors", (double)s->tensors);
-            for (int which = 0; which < 2; which++) {
-                int k = which ? s->worst : s->best;
-                if (k < 0) {
-                    cJSON_AddNullToObject(o, which ? "worst_class" : "best_class");
-                    continue;
-                }
-                cJSON *c = cJSON_AddObjectToObject(o, which ? "worst_class" : "best_class");
-                double e = ratio_err(s->cls[k].sq_err, s->cls[k].sq_norm);
-                cJSON_AddStringToObject(c, "class", class_names[k]);
-                if (isfinite(e))
-                    cJSON_AddNumberToObject(c, "rel_err", e);
-                else
-                    cJSON_AddNullToObject(c, "rel_err");
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "name", s->cfg->name);
+        cJSON_AddStringToObject(o, "family", s->cfg->family);
+        cJSON_AddNumberToObject(o, "nominal_bits", s->cfg->nominal_bits);
+        cJSON_AddNumberToObject(o, "bits_per_weight", s->bits_per_weight);
+        add_error(o, "rel_err", s->rel_err);
+        cJSON_AddNumberToObject(o, "tensors", (double)s->tensors);
+        for (int which = 0; which < 2; which++) {
+            int k = which ? s->worst : s->best;
+            if (k < 0) {
+                cJSON_AddNullToObject(o, which ? "worst_class" : "best_class");
+                continue;
             }
-        }
-        text = cJSON_Print(root);
-        if (!text)
-            goto nomem;
-        fprintf(out, "%s\n", text);
-    } else {
-        fprintf(out, "%zu rows in '%s': %zu tensors x %zu configurations", ds->n_results,
-                output ? output : "", n_measured, n_sum);
-        if (n_skipped_tensors)
-            fprintf(out, "; %zu tensors skipped", n_skipped_tensors);
-        if (n_failed)
-            fprintf(out, "; %zu failures", n_failed);
-        if (n_skipped_tensors || n_failed)
-            fprintf(out, " (see /skipped)");
-        fprintf(out, "\n\n");
-        int width = 13;
-        for (size_t i = 0; i < n_sum; i++)
-            if ((int)strlen(sum[i].cfg->name) > width)
-                width = (int)strlen(sum[i].cfg->name);
-        fprintf(out, "%-*s  %8s  %10s  %7s  %-22s  %-22s\n", width, "configuration", "bits/w",
-                "rel_err", "tensors", "best class (rel_err)", "worst class (rel_err)");
-        for (size_t i = 0; i < n_sum; i++) {
-            const config_summary *s = &sum[i];
-            char best[64] = "-", worst[64] = "-";
-            if (s->best >= 0)
-                snprintf(best, sizeof best, "%s %.4g", class_names[s->best],
-                         ratio_err(s->cls[s->best].sq_err, s->cls[s->best].sq_norm));
-            if (s->worst >= 0)
-                snprintf(worst, sizeof worst, "%s %.4g", class_names[s->worst],
-                         ratio_err(s->cls[s->worst].sq_err, s->cls[s->worst].sq_norm));
-            fprintf(out, "%-*s  %8.4f  %10.4g  %7zu  %-22s  %-22s\n", width, s->cfg->name,
-                    s->bits_per_weight, s->rel_err, s->tensors, best, worst);
+            cJSON *c = cJSON_AddObjectToObject(o, which ? "worst_class" : "best_class");
+            cJSON_AddStringToObject(c, "class", sm->class_names[k]);
+            add_error(c, "rel_err", class_err(s, k));
         }
     }
+    text = cJSON_Print(root);
+    if (!text)
+        goto nomem;
+    fprintf(out, "%s\n", text);
     goto done;
 nomem:
     st = fr_fail(err, FR_E_NOMEM, "out of memory");
 done:
-    if (sum)
-        for (size_t i = 0; i < n_sum; i++)
-            free(sum[i].cls);
-    free(sum);
-    free(tensor_class);
-    free(class_names);
     cJSON_free(text);
     cJSON_Delete(root);
+    return st;
+}
+
+static void print_table(FILE *out, const fr_dataset *ds, const char *output, const summary *sm)
+{
+    fprintf(out, "%zu rows in '%s': %zu tensors x %zu configurations", ds->n_results,
+            output ? output : "", sm->n_measured, sm->n_sum);
+    if (sm->n_skipped_tensors)
+        fprintf(out, "; %zu tensors skipped", sm->n_skipped_tensors);
+    if (sm->n_failed)
+        fprintf(out, "; %zu failures", sm->n_failed);
+    if (sm->n_skipped_tensors || sm->n_failed)
+        fprintf(out, " (see /skipped)");
+    fprintf(out, "\n\n");
+    int width = 13;
+    for (size_t i = 0; i < sm->n_sum; i++)
+        if ((int)strlen(sm->sum[i].cfg->name) > width)
+            width = (int)strlen(sm->sum[i].cfg->name);
+    fprintf(out, "%-*s  %8s  %10s  %7s  %-22s  %-22s\n", width, "configuration", "bits/w",
+            "rel_err", "tensors", "best class (rel_err)", "worst class (rel_err)");
+    for (size_t i = 0; i < sm->n_sum; i++) {
+        const config_summary *s = &sm->sum[i];
+        char best[64] = "-", worst[64] = "-";
+        if (s->best >= 0)
+            snprintf(best, sizeof best, "%s %.4g", sm->class_names[s->best], class_err(s, s->best));
+        if (s->worst >= 0)
+            snprintf(worst, sizeof worst, "%s %.4g", sm->class_names[s->worst],
+                     class_err(s, s->worst));
+        fprintf(out, "%-*s  %8.4f  %10.4g  %7zu  %-22s  %-22s\n", width, s->cfg->name,
+                s->bits_per_weight, s->rel_err, s->tensors, best, worst);
+    }
+}
+
+fr_status fr_sweep_summary_print(FILE *out, const fr_dataset *ds, const char *output,
+                                 const fr_sweep_stats *stats, int json, fr_error *err)
+{
+    fr_status st = FR_OK;
+    summary sm;
+    if (!summary_build(&sm, ds))
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+    else if (json)
+        st = print_json(out, ds, output, stats, &sm, err);
+    else
+        print_table(out, ds, output, &sm);
+    summary_free(&sm);
     return st;
 }

@@ -119,7 +119,41 @@ static void print_uniform_comparison(const fr_allocation *a, const fr_alloc_prob
     printf("\n");
 }
 
-int cmd_allocate(int argc, char **argv)
+/* The command line, parsed. */
+typedef struct allocate_args {
+    fr_alloc_options aopt;
+    fr_alloc_fixed fixed[MAX_FIXED];
+    char *fixed_text[MAX_FIXED]; /* the REGEX parts, owned */
+    size_t n_fixed;
+    double budget, lo, hi, step;
+    int have_budget, have_sweep, summary, store;
+    const char *out_path, *types_path;
+    const char *path;            /* the dataset */
+} allocate_args;
+
+/* One --fixed REGEX=CONFIG; the configuration is after the last '=', as
+ * regexes may hold '='. Returns -1 when taken, else the exit code. */
+static int parse_fixed(const char *cmd, const char *text, allocate_args *args)
+{
+    const char *eq = strrchr(text, '=');
+    if (!eq || eq == text || !eq[1])
+        return cli_usage_error(cmd, "invalid --fixed '%s' (REGEX=CONFIG)", text);
+    if (args->n_fixed == MAX_FIXED)
+        return cli_usage_error(cmd, "more than %d --fixed rules", MAX_FIXED);
+    char *re = strndup(text, (size_t)(eq - text));
+    if (!re) {
+        fr_error_log("out of memory");
+        return FR_E_NOMEM;
+    }
+    args->fixed_text[args->n_fixed] = re;
+    args->fixed[args->n_fixed++] = (fr_alloc_fixed){re, eq + 1};
+    return -1;
+}
+
+/* Returns -1 when the command is to run (args complete), else the exit
+ * code: 0 after --help, FR_E_USAGE (said on stderr) for a bad command line.
+ * The --fixed texts taken are in args either way. */
+static int parse_args(int argc, char **argv, allocate_args *args)
 {
     static const struct option longopts[] = {
         {"budget", required_argument, NULL, 'B'},
@@ -137,226 +171,239 @@ int cmd_allocate(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    fr_alloc_fixed fixed[MAX_FIXED];
-    char *fixed_text[MAX_FIXED];
-    size_t n_fixed = 0;
-    fr_alloc_options aopt;
-    memset(&aopt, 0, sizeof aopt);
-    aopt.metric = FR_METRIC_REL_ERR;
-    double budget = NAN, lo = 0, hi = 0, step = 0;
-    int have_budget = 0, have_sweep = 0, summary = 0, store = 1, opt;
-    const char *out_path = NULL, *types_path = NULL;
-    int rc = FR_OK;
-
+    fr_alloc_options *aopt = &args->aopt;
+    int opt, rc;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
         switch (opt) {
         case 'B':
-            if (!cli_parse_double(optarg, &budget) || budget <= 0) {
-                rc = cli_usage_error(argv[0], "invalid --budget '%s' (bits per weight, e.g. 3.5)", optarg);
-                goto done;
-            }
-            have_budget = 1;
+            if (!cli_parse_double(optarg, &args->budget) || args->budget <= 0)
+                return cli_usage_error(argv[0], "invalid --budget '%s' (bits per weight, e.g. 3.5)", optarg);
+            args->have_budget = 1;
             break;
         case 'S':
-            if (!cli_parse_range(optarg, 0.1, &lo, &hi, &step)) {
-                rc = cli_usage_error(argv[0], "invalid --sweep-budgets '%s' (LO..HI or LO..HI:STEP, e.g. 2..8:0.25)", optarg);
-                goto done;
-            }
-            have_sweep = 1;
+            if (!cli_parse_range(optarg, 0.1, &args->lo, &args->hi, &args->step))
+                return cli_usage_error(argv[0], "invalid --sweep-budgets '%s' (LO..HI or LO..HI:STEP, e.g. 2..8:0.25)", optarg);
+            args->have_sweep = 1;
             break;
-        case 'o': out_path = optarg; break;
-        case 'T': types_path = optarg; break;
+        case 'o': args->out_path = optarg; break;
+        case 'T': args->types_path = optarg; break;
         case 'm': {
             int m = fr_metric_from_name(optarg);
-            if (m < 0) {
-                rc = cli_usage_error(argv[0], "unknown metric '%s' (rel_err, out_rel_err, sqnr_db)", optarg);
-                goto done;
-            }
-            aopt.metric = (fr_metric)m;
+            if (m < 0)
+                return cli_usage_error(argv[0], "unknown metric '%s' (rel_err, out_rel_err, sqnr_db)", optarg);
+            aopt->metric = (fr_metric)m;
             break;
         }
-        case 'i': aopt.selection.include = optarg; break;
-        case 'x': aopt.selection.exclude = optarg; break;
-        case 'c': aopt.selection.configs = optarg; break;
-        case 'F': {
-            /* the configuration is after the last '=': regexes may hold '=' */
-            const char *eq = strrchr(optarg, '=');
-            if (!eq || eq == optarg || !eq[1]) {
-                rc = cli_usage_error(argv[0], "invalid --fixed '%s' (REGEX=CONFIG)", optarg);
-                goto done;
-            }
-            if (n_fixed == MAX_FIXED) {
-                rc = cli_usage_error(argv[0], "more than %d --fixed rules", MAX_FIXED);
-                goto done;
-            }
-            char *re = strndup(optarg, (size_t)(eq - optarg));
-            if (!re) {
-                rc = FR_E_NOMEM;
-                fr_error_log("out of memory");
-                goto done;
-            }
-            fixed_text[n_fixed] = re;
-            fixed[n_fixed++] = (fr_alloc_fixed){re, eq + 1};
+        case 'i': aopt->selection.include = optarg; break;
+        case 'x': aopt->selection.exclude = optarg; break;
+        case 'c': aopt->selection.configs = optarg; break;
+        case 'F':
+            if ((rc = parse_fixed(argv[0], optarg, args)) >= 0)
+                return rc;
             break;
-        }
         case 'N': {
             char *end;
             unsigned long long n = strtoull(optarg, &end, 10);
-            if (*end || n == 0 || optarg[0] == '-') {
-                rc = cli_usage_error(argv[0], "invalid --max-states '%s' (a positive integer)", optarg);
-                goto done;
-            }
-            aopt.max_nodes = n;
+            if (*end || n == 0 || optarg[0] == '-')
+                return cli_usage_error(argv[0], "invalid --max-states '%s' (a positive integer)", optarg);
+            aopt->max_nodes = n;
             break;
         }
-        case 's': summary = 1; break;
-        case 'n': store = 0; break;
-        case 'h': print_help(stdout); goto done;
-        case ':': rc = cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]); goto done;
-        default: rc = cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]); goto done;
+        case 's': args->summary = 1; break;
+        case 'n': args->store = 0; break;
+        case 'h': print_help(stdout); return FR_OK;
+        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc) {
-        rc = cli_usage_error(argv[0], "no dataset given (frontier allocate RUN.h5 --budget BITS)");
-        goto done;
-    }
-    if (optind + 1 < argc) {
-        rc = cli_usage_error(argv[0], "one dataset at a time: unexpected '%s'", argv[optind + 1]);
-        goto done;
-    }
-    if (have_budget == have_sweep) {
-        rc = cli_usage_error(argv[0], have_budget ? "--budget and --sweep-budgets exclude each other"
-                                                  : "no budget given (--budget BITS or --sweep-budgets LO..HI)");
-        goto done;
-    }
-    if (have_sweep && (out_path || types_path)) {
-        rc = cli_usage_error(argv[0], "-o and --tensor-types write one recipe: use them with --budget");
-        goto done;
-    }
-    aopt.n_fixed = n_fixed;
-    aopt.fixed = fixed;
+    if (optind >= argc)
+        return cli_usage_error(argv[0], "no dataset given (frontier allocate RUN.h5 --budget BITS)");
+    if (optind + 1 < argc)
+        return cli_usage_error(argv[0], "one dataset at a time: unexpected '%s'", argv[optind + 1]);
+    if (args->have_budget == args->have_sweep)
+        return cli_usage_error(argv[0], args->have_budget ? "--budget and --sweep-budgets exclude each other"
+                                                          : "no budget given (--budget BITS or --sweep-budgets LO..HI)");
+    if (args->have_sweep && (args->out_path || args->types_path))
+        return cli_usage_error(argv[0], "-o and --tensor-types write one recipe: use them with --budget");
+    aopt->n_fixed = args->n_fixed;
+    aopt->fixed = args->fixed;
+    args->path = argv[optind];
+    return -1;
+}
 
-    const char *path = argv[optind];
+/* A failure of the analysis said the way of its kind: a usage error (a
+ * budget below the minimum, an unknown --fixed configuration) with the
+ * command's usage line, anything else as an error. */
+static void report(const char *cmd, fr_status st, const fr_error *err)
+{
+    if (st == FR_E_USAGE)
+        cli_usage_error(cmd, "%s", err->msg);
+    else
+        fr_error_log("%s", err->msg);
+}
+
+/* The recipe JSON (-o) and the llama.cpp tensor-type file (--tensor-types,
+ * or beside the recipe). */
+static fr_status write_recipe(const allocate_args *args, const fr_allocation *a,
+                              const fr_alloc_problem *prob)
+{
+    fr_error err;
+    fr_status st = FR_OK;
+    char *types = NULL;
+    if (args->out_path) {
+        if ((st = fr_allocation_write_json(a, prob, args->path, args->out_path, &err)) != FR_OK) {
+            fr_error_log("%s", err.msg);
+            return st;
+        }
+        types = args->types_path ? NULL : tensor_types_path(args->out_path);
+        if (!args->types_path && !types) {
+            fr_error_log("out of memory");
+            return FR_E_NOMEM;
+        }
+    }
+    if (!args->types_path && !types)
+        return FR_OK;
+    size_t unmapped = 0;
+    const char *tp = args->types_path ? args->types_path : types;
+    if ((st = fr_allocation_write_tensor_types(a, prob, tp, &unmapped, &err)) != FR_OK) {
+        fr_error_log("%s", err.msg);
+        goto done;
+    }
+    if (unmapped)
+        fr_warn("%zu of %zu tensors got a configuration without a llama.cpp type, so "
+                "'%s' lists only the other %zu (for a complete file restrict --configs "
+                "to int8-g32-sym, int4-g32-sym, int4-g32-asym, int5-g32-sym, "
+                "int5-g32-asym, mxfp4)",
+                unmapped, a->n_choices, tp, a->n_choices - unmapped);
+    if (args->out_path)
+        fr_info("wrote '%s' and '%s'", args->out_path, tp);
+    else
+        fr_info("wrote '%s'", tp);
+done:
+    free(types);
+    return st;
+}
+
+/* --budget: the allocation, its table, how it compares, the recipe. */
+static fr_status run_budget(const char *cmd, const allocate_args *args,
+                            const fr_alloc_problem *prob, fr_allocation *a)
+{
+    fr_error err;
+    fr_status st = fr_alloc_solve(prob, args->budget, a, &err);
+    if (st != FR_OK) {
+        report(cmd, st, &err);
+        return st;
+    }
+    fr_allocation_print(stdout, a, prob, !args->summary);
+    print_uniform_comparison(a, prob);
+    if (!a->stats.optimal)
+        fr_warn("the search stopped after %llu states: the allocation is within %.3g%% of the "
+                "optimal squared error (raise --max-states to prove optimality)",
+                (unsigned long long)a->stats.nodes,
+                a->stats.lower_bound > 0 ? 100 * (a->err_sum / a->stats.lower_bound - 1) : 0.0);
+    return write_recipe(args, a, prob);
+}
+
+/* --sweep-budgets: the mixed-precision curve and its table. */
+static fr_status run_sweep(const char *cmd, const allocate_args *args,
+                           const fr_alloc_problem *prob, fr_mixed_curve *curve)
+{
+    fr_error err;
+    fr_status st = fr_alloc_sweep(prob, args->lo, args->hi, args->step, 1, curve, &err);
+    if (st != FR_OK) {
+        report(cmd, st, &err);
+        return st;
+    }
+    fr_mixed_curve_print(stdout, curve);
+    return FR_OK;
+}
+
+/* The allocation or the curve under /frontier in the dataset, in one
+ * transaction. */
+static fr_status store_result(int argc, char **argv, const allocate_args *args,
+                              const fr_alloc_problem *prob, const fr_allocation *a,
+                              const fr_mixed_curve *curve)
+{
+    fr_error err;
+    fr_store *tx;
+    char *command_line = cli_command_line(argc, argv);
+    fr_status st = fr_store_begin(args->path, &tx, &err);
+    if (st == FR_OK) {
+        st = args->have_budget
+                 ? fr_store_allocation(tx, a, prob, &args->aopt.selection, command_line, &err)
+                 : fr_store_mixed_curve(tx, curve, &args->aopt.selection, command_line, &err);
+        if (st == FR_OK)
+            st = fr_store_commit(tx, &err);
+        else
+            fr_store_abort(tx);
+    }
+    free(command_line);
+    if (st != FR_OK) {
+        fr_error_log("%s (the result above is not stored; --no-store skips storing)", err.msg);
+        return st;
+    }
+    char name[128];
+    if (args->have_budget)
+        fr_store_allocation_name(args->budget, name, sizeof name);
+    else
+        snprintf(name, sizeof name, "mixed_curve");
+    fr_info("stored /frontier/%s in '%s'", name, args->path);
+    return FR_OK;
+}
+
+int cmd_allocate(int argc, char **argv)
+{
+    allocate_args args;
+    memset(&args, 0, sizeof args);
+    args.aopt.metric = FR_METRIC_REL_ERR;
+    args.budget = NAN;
+    args.store = 1;
+    int rc = parse_args(argc, argv, &args);
+    if (rc >= 0)
+        goto done;
+
     fr_error err;
     fr_dataset ds;
     fr_result_index ix;
     fr_alloc_problem prob;
     fr_allocation a;
     fr_mixed_curve curve;
-    fr_store *tx;
-    char *command_line = NULL, *types = NULL;
     memset(&prob, 0, sizeof prob);
     memset(&a, 0, sizeof a);
     memset(&curve, 0, sizeof curve);
-    fr_status st = cli_read_dataset(path, &ds, &ix, &err);
+    fr_status st = cli_read_dataset(args.path, &ds, &ix, &err);
     if (st != FR_OK) {
         fr_error_log("%s", err.msg);
         rc = st;
         goto done;
     }
-    if ((st = fr_alloc_prepare(&ds, &ix, &aopt, &prob, &err)) != FR_OK) {
+    if ((st = fr_alloc_prepare(&ds, &ix, &args.aopt, &prob, &err)) != FR_OK) {
         if (st == FR_E_USAGE)
             cli_usage_error(argv[0], "%s", err.msg);
         else
-            fr_error_log("'%s': %s", path, err.msg);
+            fr_error_log("'%s': %s", args.path, err.msg);
         goto finish;
     }
     if (prob.n_dropped)
         fr_warn("%zu selected tensor%s (e.g. '%s') %s no %s result and %s left out of the allocation",
                 prob.n_dropped, prob.n_dropped == 1 ? "" : "s", prob.dropped_example,
-                prob.n_dropped == 1 ? "has" : "have", fr_metric_name(aopt.metric),
+                prob.n_dropped == 1 ? "has" : "have", fr_metric_name(args.aopt.metric),
                 prob.n_dropped == 1 ? "is" : "are");
-
-    if (have_budget) {
-        if ((st = fr_alloc_solve(&prob, budget, &a, &err)) != FR_OK) {
-            if (st == FR_E_USAGE)
-                cli_usage_error(argv[0], "%s", err.msg);
-            else
-                fr_error_log("%s", err.msg);
-            goto finish;
-        }
-        fr_allocation_print(stdout, &a, &prob, !summary);
-        print_uniform_comparison(&a, &prob);
-        if (!a.stats.optimal)
-            fr_warn("the search stopped after %llu states: the allocation is within %.3g%% of the "
-                    "optimal squared error (raise --max-states to prove optimality)",
-                    (unsigned long long)a.stats.nodes,
-                    a.stats.lower_bound > 0 ? 100 * (a.err_sum / a.stats.lower_bound - 1) : 0.0);
-        if (out_path) {
-            if ((st = fr_allocation_write_json(&a, &prob, path, out_path, &err)) != FR_OK) {
-                fr_error_log("%s", err.msg);
-                goto finish;
-            }
-            types = types_path ? NULL : tensor_types_path(out_path);
-            if (!types_path && !types) {
-                st = FR_E_NOMEM;
-                fr_error_log("out of memory");
-                goto finish;
-            }
-        }
-        if (types_path || types) {
-            size_t unmapped = 0;
-            const char *tp = types_path ? types_path : types;
-            if ((st = fr_allocation_write_tensor_types(&a, &prob, tp, &unmapped, &err)) != FR_OK) {
-                fr_error_log("%s", err.msg);
-                goto finish;
-            }
-            if (unmapped)
-                fr_warn("%zu of %zu tensors got a configuration without a llama.cpp type, so "
-                        "'%s' lists only the other %zu (for a complete file restrict --configs "
-                        "to int8-g32-sym, int4-g32-sym, int4-g32-asym, int5-g32-sym, "
-                        "int5-g32-asym, mxfp4)",
-                        unmapped, a.n_choices, tp, a.n_choices - unmapped);
-            if (out_path)
-                fr_info("wrote '%s' and '%s'", out_path, tp);
-            else
-                fr_info("wrote '%s'", tp);
-        }
-    } else {
-        if ((st = fr_alloc_sweep(&prob, lo, hi, step, 1, &curve, &err)) != FR_OK) {
-            if (st == FR_E_USAGE)
-                cli_usage_error(argv[0], "%s", err.msg);
-            else
-                fr_error_log("%s", err.msg);
-            goto finish;
-        }
-        fr_mixed_curve_print(stdout, &curve);
-    }
-
-    if (store) {
-        command_line = cli_command_line(argc, argv);
-        if ((st = fr_store_begin(path, &tx, &err)) == FR_OK) {
-            st = have_budget ? fr_store_allocation(tx, &a, &prob, &aopt.selection, command_line, &err)
-                             : fr_store_mixed_curve(tx, &curve, &aopt.selection, command_line, &err);
-            if (st == FR_OK)
-                st = fr_store_commit(tx, &err);
-            else
-                fr_store_abort(tx);
-        }
-        if (st != FR_OK) {
-            fr_error_log("%s (the result above is not stored; --no-store skips storing)", err.msg);
-            goto finish;
-        }
-        char name[128];
-        if (have_budget)
-            fr_store_allocation_name(budget, name, sizeof name);
-        else
-            snprintf(name, sizeof name, "mixed_curve");
-        fr_info("stored /frontier/%s in '%s'", name, path);
-    }
+    st = args.have_budget ? run_budget(argv[0], &args, &prob, &a)
+                          : run_sweep(argv[0], &args, &prob, &curve);
+    if (st == FR_OK && args.store)
+        st = store_result(argc, argv, &args, &prob, &a, &curve);
 finish:
     rc = st;
-    free(command_line);
-    free(types);
     fr_allocation_free(&a);
     fr_mixed_curve_free(&curve);
     fr_alloc_problem_free(&prob);
     fr_result_index_free(&ix);
     fr_dataset_free(&ds);
 done:
-    for (size_t i = 0; i < n_fixed; i++)
-        free(fixed_text[i]);
+    for (size_t i = 0; i < args.n_fixed; i++)
+        free(args.fixed_text[i]);
     return rc;
 }

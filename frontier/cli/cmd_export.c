@@ -71,7 +71,18 @@ static int format_from_extension(const char *path)
     return -1;
 }
 
-int cmd_export(int argc, char **argv)
+/* The command line, parsed. */
+typedef struct export_args {
+    fr_export_options eopt;
+    const char *out_path;
+    int mixed;        /* draw the stored mixed-precision curve */
+    const char *path; /* the dataset */
+} export_args;
+
+/* Returns -1 when the command is to run (args complete, the format known
+ * and available in this build), else the exit code: 0 after --help,
+ * FR_E_USAGE (said on stderr) for a bad command line. */
+static int parse_args(int argc, char **argv, export_args *args)
 {
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'},  {"output", required_argument, NULL, 'o'},
@@ -82,14 +93,8 @@ int cmd_export(int argc, char **argv)
         {"exclude", required_argument, NULL, 'x'}, {"configs", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    fr_export_options eopt;
-    memset(&eopt, 0, sizeof eopt);
-    eopt.format = FR_EXPORT_COUNT;
-    eopt.y = FR_METRIC_REL_ERR;
-    eopt.by = FR_BY_FAMILY;
-    const char *out_path = NULL;
-    int mixed = 1, opt;
-
+    fr_export_options *eopt = &args->eopt;
+    int opt;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
@@ -98,10 +103,10 @@ int cmd_export(int argc, char **argv)
             int f = fr_export_format_from_name(optarg);
             if (f < 0)
                 return cli_usage_error(argv[0], "unknown format '%s' (csv, json, tex, gnuplot, svg, pdf, png)", optarg);
-            eopt.format = (fr_export_format)f;
+            eopt->format = (fr_export_format)f;
             break;
         }
-        case 'o': out_path = optarg; break;
+        case 'o': args->out_path = optarg; break;
         case 'X':
             if (strcmp(optarg, "bits_per_weight"))
                 return cli_usage_error(argv[0], "unknown --x '%s' (bits_per_weight)", optarg);
@@ -110,24 +115,24 @@ int cmd_export(int argc, char **argv)
             int m = fr_metric_from_name(optarg);
             if (m < 0)
                 return cli_usage_error(argv[0], "unknown metric '%s' (rel_err, out_rel_err, sqnr_db)", optarg);
-            eopt.y = (fr_metric)m;
+            eopt->y = (fr_metric)m;
             break;
         }
-        case 'l': eopt.log_y = 1; break;
+        case 'l': eopt->log_y = 1; break;
         case 'b':
             if (!strcmp(optarg, "family"))
-                eopt.by = FR_BY_FAMILY;
+                eopt->by = FR_BY_FAMILY;
             else if (!strcmp(optarg, "class"))
-                eopt.by = FR_BY_CLASS;
+                eopt->by = FR_BY_CLASS;
             else
                 return cli_usage_error(argv[0], "unknown --by '%s' (family, class)", optarg);
             break;
-        case 't': eopt.title = optarg; break;
-        case 'L': eopt.label_frontier = 1; break;
-        case 'M': mixed = 0; break;
-        case 'i': eopt.selection.include = optarg; break;
-        case 'x': eopt.selection.exclude = optarg; break;
-        case 'c': eopt.selection.configs = optarg; break;
+        case 't': eopt->title = optarg; break;
+        case 'L': eopt->label_frontier = 1; break;
+        case 'M': args->mixed = 0; break;
+        case 'i': eopt->selection.include = optarg; break;
+        case 'x': eopt->selection.exclude = optarg; break;
+        case 'c': eopt->selection.configs = optarg; break;
         case 'h': print_help(stdout); return FR_OK;
         case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
@@ -137,25 +142,41 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error(argv[0], "no dataset given (frontier export RUN.h5 --format F -o FILE)");
     if (optind + 1 < argc)
         return cli_usage_error(argv[0], "one dataset at a time: unexpected '%s'", argv[optind + 1]);
-    if (!out_path)
+    if (!args->out_path)
         return cli_usage_error(argv[0], "no output given (-o FILE)");
-    if (eopt.format == FR_EXPORT_COUNT) {
-        int f = format_from_extension(out_path);
+    if (eopt->format == FR_EXPORT_COUNT) {
+        int f = format_from_extension(args->out_path);
         if (f < 0)
-            return cli_usage_error(argv[0], "no --format given and '%s' has no known extension", out_path);
-        eopt.format = (fr_export_format)f;
+            return cli_usage_error(argv[0], "no --format given and '%s' has no known extension", args->out_path);
+        eopt->format = (fr_export_format)f;
     }
-    if (eopt.log_y && eopt.y == FR_METRIC_SQNR_DB)
+    if (eopt->log_y && eopt->y == FR_METRIC_SQNR_DB)
         return cli_usage_error(argv[0], "--log-y does not apply to sqnr_db, which is already in decibels");
-    if ((eopt.format == FR_EXPORT_SVG || eopt.format == FR_EXPORT_PDF || eopt.format == FR_EXPORT_PNG) &&
+    if ((eopt->format == FR_EXPORT_SVG || eopt->format == FR_EXPORT_PDF || eopt->format == FR_EXPORT_PNG) &&
         !fr_plot_available())
         return cli_usage_error(argv[0],
                                "%s needs cairo, which this build lacks (install libcairo2-dev and "
                                "rebuild, or use --format tex or gnuplot)",
-                               fr_export_format_name(eopt.format));
+                               fr_export_format_name(eopt->format));
+    args->path = argv[optind];
+    eopt->dataset_path = args->path;
+    return -1;
+}
 
-    const char *path = argv[optind];
-    eopt.dataset_path = path;
+int cmd_export(int argc, char **argv)
+{
+    export_args args;
+    memset(&args, 0, sizeof args);
+    args.eopt.format = FR_EXPORT_COUNT;
+    args.eopt.y = FR_METRIC_REL_ERR;
+    args.eopt.by = FR_BY_FAMILY;
+    args.mixed = 1;
+    int rc = parse_args(argc, argv, &args);
+    if (rc >= 0)
+        return rc;
+
+    const char *path = args.path, *out_path = args.out_path;
+    fr_export_options *eopt = &args.eopt;
     fr_error err;
     fr_dataset ds;
     fr_result_index ix;
@@ -167,15 +188,15 @@ int cmd_export(int argc, char **argv)
         fr_error_log("%s", err.msg);
         return st;
     }
-    if (mixed) {
+    if (args.mixed) {
         if ((st = fr_store_read_mixed_curve(path, &curve, &found, &err)) != FR_OK) {
             fr_error_log("%s", err.msg);
             goto done;
         }
         if (found)
-            eopt.mixed = &curve;
+            eopt->mixed = &curve;
     }
-    if ((st = fr_export(&ds, &ix, &eopt, out_path, &err)) != FR_OK) {
+    if ((st = fr_export(&ds, &ix, eopt, out_path, &err)) != FR_OK) {
         if (st == FR_E_USAGE)
             cli_usage_error(argv[0], "%s", err.msg);
         else
@@ -183,7 +204,7 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     fr_info("wrote '%s'%s", out_path,
-            eopt.format == FR_EXPORT_GNUPLOT ? " and its data file beside it" : "");
+            eopt->format == FR_EXPORT_GNUPLOT ? " and its data file beside it" : "");
 done:
     fr_mixed_curve_free(&curve);
     fr_result_index_free(&ix);
