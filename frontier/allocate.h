@@ -150,9 +150,6 @@ fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_proble
 fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_alloc_problem *prob,
                                            const char *path, size_t *n_unmapped, fr_error *err);
 
-/* GGML type name standing for a configuration name, NULL when none does. */
-const char *fr_ggml_type_for(const char *config_name);
-
 /* The GGUF name of a Hugging Face Llama-style tensor name
  * ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight");
  * other names are copied. Writes at most size bytes. */

@@ -8,6 +8,7 @@
 
 #include "core/call.h"
 #include "frontier/merge.h"
+#include "frontier/sweep.h" /* fr_source_identity_same */
 
 #define METRIC_TOLERANCE 1e-12
 
@@ -67,17 +68,6 @@ static void hmap_put(hmap *m, size_t slot, uint64_t h, size_t index)
 }
 
 /* ---- identities ---- */
-
-static int same_source(const fr_ds_source *a, const fr_ds_source *b)
-{
-    if (strcmp(a->kind, b->kind) != 0)
-        return 0;
-    if (!strcmp(a->kind, "synthetic"))
-        return !strcmp(a->path, b->path);
-    if (a->sha256[0] && b->sha256[0])
-        return !strcmp(a->sha256, b->sha256) && a->size == b->size;
-    return !strcmp(a->path, b->path) && a->size == b->size && a->mtime == b->mtime;
-}
 
 typedef struct tensor_key {
     const fr_dataset *out;
@@ -274,7 +264,7 @@ static fr_status merge_root(fr_dataset *out, fr_error *err)
 static size_t find_source(const fr_dataset *out, const fr_ds_source *src)
 {
     size_t k = 0;
-    while (k < out->n_sources && !same_source(&out->sources[k], src))
+    while (k < out->n_sources && !fr_source_identity_same(&out->sources[k], src, 1))
         k++;
     return k;
 }

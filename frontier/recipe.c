@@ -13,34 +13,9 @@
 #include <cjson/cJSON.h>
 
 #include "frontier/output_file.h"
+#include "quantizers/families.h" /* fr_builtin_ggml_type: the family table's GGML types */
 
 /* ---- llama.cpp names and types ---- */
-
-/* Frontier configurations with the same storage as a GGML type
- * (ggml-common.h block layouts): block of 32 with an fp16 scale (Q8_0, Q4_0,
- * Q5_0) or an fp16 scale and fp16 minimum (Q4_1, Q5_1), and OCP MXFP4.
- * The rounding rules differ in detail (Q4_0 uses the 16 levels -8..7 with
- * d = max / -8; Q4_1/Q5_1 store an fp16 minimum where frontier stores a
- * b-bit zero point), so llama.cpp's error and size are close to, not
- * identical with, what frontier measured: see docs/analysis.md. */
-static const struct {
-    const char *config, *ggml;
-} ggml_types[] = {
-    {"int8-g32-sym", "q8_0"},
-    {"int4-g32-sym", "q4_0"},
-    {"int4-g32-asym", "q4_1"},
-    {"int5-g32-sym", "q5_0"},
-    {"int5-g32-asym", "q5_1"},
-    {"mxfp4", "mxfp4"},
-};
-
-const char *fr_ggml_type_for(const char *config_name)
-{
-    for (size_t i = 0; i < sizeof ggml_types / sizeof ggml_types[0]; i++)
-        if (!strcmp(config_name, ggml_types[i].config))
-            return ggml_types[i].ggml;
-    return NULL;
-}
 
 /* convert_hf_to_gguf.py's names for the Llama layout (gguf-py
  * tensor_mapping.py, MODEL_ARCH.LLAMA). */
@@ -159,7 +134,7 @@ fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_proble
         cJSON_AddStringToObject(o, "class", t->cls);
         cJSON_AddStringToObject(o, "config", c->name);
         cJSON_AddStringToObject(o, "family", c->family);
-        const char *ggml = fr_ggml_type_for(c->name);
+        const char *ggml = fr_builtin_ggml_type(c->name);
         cJSON_AddItemToObject(o, "llama_cpp_type", ggml ? cJSON_CreateString(ggml) : cJSON_CreateNull());
         cJSON_AddNumberToObject(o, "numel", (double)ch->numel);
         cJSON_AddNumberToObject(o, "total_bits", (double)ch->total_bits);
@@ -204,7 +179,7 @@ fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_allo
      * match winning, so each name is escaped and anchored. */
     for (size_t i = 0; i < a->n_choices; i++) {
         const fr_alloc_choice *ch = &a->choices[i];
-        const char *ggml = fr_ggml_type_for(prob->ds->configs[ch->config].name);
+        const char *ggml = fr_builtin_ggml_type(prob->ds->configs[ch->config].name);
         if (!ggml) {
             unmapped++;
             continue;

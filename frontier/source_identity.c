@@ -142,3 +142,15 @@ fr_status fr_source_identity(const fr_source *src, char sha256[65], uint64_t *si
     return FR_OK;
 #endif
 }
+
+int fr_source_identity_same(const fr_ds_source *a, const fr_ds_source *b, int by_path)
+{
+    if (strcmp(a->kind, b->kind) != 0)
+        return 0;
+    if (!strcmp(a->kind, "synthetic"))
+        return !strcmp(a->path, b->path);
+    if (a->sha256[0] && b->sha256[0])
+        return !strcmp(a->sha256, b->sha256) && a->size == b->size;
+    return (!by_path || !strcmp(a->path, b->path)) && a->size == b->size &&
+           a->mtime == b->mtime;
+}

@@ -239,17 +239,6 @@ const fr_sweep_stats *fr_sweep_get_stats(const fr_sweep *sw)
 
 /* ---- resume and plan ---- */
 
-static int same_source(const fr_ds_source *a, const fr_ds_source *b)
-{
-    if (strcmp(a->kind, b->kind) != 0)
-        return 0;
-    if (!strcmp(a->kind, "synthetic"))
-        return !strcmp(a->path, b->path);
-    if (a->sha256[0] && b->sha256[0])
-        return !strcmp(a->sha256, b->sha256) && a->size == b->size;
-    return a->size == b->size && a->mtime == b->mtime;
-}
-
 static const char *config_params(const frontier_config *cfg)
 {
     return cfg->params_json ? cfg->params_json : "{}";
@@ -282,7 +271,7 @@ static fr_status plan_sources(fr_sweep *sw, int resuming, fr_error *err)
             row.n_params += (uint64_t)src->tensors[t].numel;
         if (resuming) {
             const fr_ds_source *old = &sw->ds.sources[i];
-            if (!same_source(old, &row))
+            if (!fr_source_identity_same(old, &row, 0))
                 return fr_fail(err, FR_E_MISMATCH,
                                "cannot resume '%s': it was made from another model ('%s' %s, "
                                "this run's '%s' %s)",

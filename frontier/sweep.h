@@ -116,6 +116,13 @@ void fr_sweep_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);
 fr_status fr_source_identity(const fr_source *src, char sha256[65], uint64_t *size,
                              int64_t *mtime, fr_error *err);
 
+/* Whether two /sources rows name the same checkpoint: synthetic sources by
+ * their spec; files by sha256 and size when both rows have a digest, else
+ * by size and mtime, and then also by path when by_path is set (merge: two
+ * folders with equal sizes and times are not one model; --resume: the
+ * checkpoint may have moved). */
+int fr_source_identity_same(const fr_ds_source *a, const fr_ds_source *b, int by_path);
+
 /* ---- summary (frontier/sweep_summary.c) ---- */
 
 /* Per configuration with rows: model-level bits per weight (sum total_bits /

@@ -10,6 +10,7 @@
 
 #include "fixture.h"
 #include "frontier/allocate.h"
+#include "quantizers/families.h"
 
 static const char *choice_of(const fr_allocation *a, const fr_dataset *ds, const char *tensor)
 {
@@ -256,8 +257,8 @@ static void names(void)
     CHECK(!strcmp(buf, "blk.0.attn_q.weight"));
     fr_gguf_tensor_name("model.layers.x.self_attn.q_proj.weight", buf, sizeof buf);
     CHECK(!strcmp(buf, "model.layers.x.self_attn.q_proj.weight"));
-    CHECK(!strcmp(fr_ggml_type_for("int8-g32-sym"), "q8_0"));
-    CHECK(fr_ggml_type_for("int4-g128-asym") == NULL);
+    CHECK(!strcmp(fr_builtin_ggml_type("int8-g32-sym"), "q8_0"));
+    CHECK(fr_builtin_ggml_type("int4-g128-asym") == NULL);
 }
 
 /* Random datasets: 6 tensors x 5 configurations, some results missing,
