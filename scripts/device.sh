@@ -150,6 +150,11 @@ if [ $BUILT -eq 0 ] && [ -x "$FRONTIER" ]; then
   rm -f "$F" /tmp/frontier-llama4.h5
 fi
 
+# ---- the worked example family of docs/adding-a-quantizer.md, through nvcc and the GPU ----
+if [ $BUILT -eq 0 ]; then
+  step family-cuda 150 "$LOG" bash tests/family/add_example.sh "$ROOT" ON
+fi
+
 # ---- 4. the rest of the suite ----
 if [ $BUILT -eq 0 ]; then
   step ctest-rest 150 "$CTLOG/ctest-all.log" ctest --test-dir "$BUILD" -LE gpu --output-on-failure -j"$JOBS"
