@@ -200,6 +200,8 @@ static void device_line(char *buf, size_t size)
 
 /* ---- (1) ---- */
 
+/* One timed sequence in the order it is measured and printed (setup, warm-up,
+ * timed repetitions, checks, JSON); its length is that sequence's. */
 static int bench_kernels(const opts *o)
 {
     fr_registry reg;
@@ -353,6 +355,8 @@ static cJSON *read_json(const char *path)
     return j;
 }
 
+/* One timed sequence in the order it is measured and printed (setup, warm-up,
+ * timed repetitions, checks, JSON); its length is that sequence's. */
 static int bench_fused(opts *o)
 {
     fr_registry reg;

@@ -416,156 +416,183 @@ static int regex_selects(const fr_sweep *sw, const char *name)
     return 1;
 }
 
+/* What planning the tensors carries from one tensor to the next. */
+typedef struct plan_state {
+    int resuming;
+    tensor_index ix;          /* the resumed tensors, sorted for find_tensor */
+    size_t n_old;             /* tensors of the resumed dataset */
+    uint8_t *done;            /* [max_tensor_id x max_config_id]: rows that exist */
+    uint32_t max_tensor_id, max_config_id;
+    size_t n_flat;            /* entries of sw->item_configs used */
+} plan_state;
+
+/* The rows a resumed dataset already has, as a bitmap over its tensor ids x
+ * config ids (empty for a new output). */
+static fr_status plan_existing_rows(fr_sweep *sw, plan_state *ps, fr_error *err)
+{
+    for (size_t c = 0; c < sw->ds.n_configs; c++)
+        if (sw->ds.configs[c].config_id + 1 > ps->max_config_id)
+            ps->max_config_id = sw->ds.configs[c].config_id + 1;
+    for (size_t t = 0; t < ps->n_old; t++)
+        if (sw->ds.tensors[t].tensor_id + 1 > ps->max_tensor_id)
+            ps->max_tensor_id = sw->ds.tensors[t].tensor_id + 1;
+    if ((uint64_t)ps->max_tensor_id * ps->max_config_id > ((uint64_t)1 << 34))
+        return fr_fail(err, FR_E_NOMEM, "'%s': too many tensors x configurations",
+                       sw->opt.output);
+    ps->done = calloc((size_t)ps->max_tensor_id * ps->max_config_id + 1, 1);
+    if (!ps->done)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    for (size_t r = 0; r < sw->ds.n_results; r++) {
+        const fr_ds_result *row = &sw->ds.results[r];
+        if (row->tensor_id < ps->max_tensor_id && row->config_id < ps->max_config_id)
+            ps->done[(size_t)row->tensor_id * ps->max_config_id + row->config_id] = 1;
+    }
+    sw->stats.n_rows_resumed = sw->ds.n_results;
+    return FR_OK;
+}
+
+/* The plan's arrays, sized for every tensor of every source x every
+ * selected configuration. */
+static fr_status plan_alloc(fr_sweep *sw, size_t n_planned_max, fr_error *err)
+{
+    if ((uint64_t)n_planned_max * sw->n_configs > ((uint64_t)1 << 34))
+        return fr_fail(err, FR_E_NOMEM, "too many tensors x configurations");
+    sw->items = calloc(n_planned_max + 1, sizeof *sw->items);
+    sw->item_tensor = calloc(n_planned_max + 1, sizeof *sw->item_tensor);
+    sw->item_source_id = calloc(n_planned_max + 1, sizeof *sw->item_source_id);
+    sw->item_first_config = calloc(n_planned_max + 1, sizeof *sw->item_first_config);
+    sw->item_configs = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_configs);
+    sw->item_config_ids = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_config_ids);
+    if (!sw->items || !sw->item_tensor || !sw->item_source_id || !sw->item_first_config ||
+        !sw->item_configs || !sw->item_config_ids)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    return FR_OK;
+}
+
+/* The /tensors row of a selected tensor: the resumed one (its shape must
+ * not have changed) or a new one with the next free id. *at is its index. */
+static fr_status plan_tensor_row(fr_sweep *sw, plan_state *ps, size_t s, const fr_tensor *t,
+                                 long *at, fr_error *err)
+{
+    int64_t rows, cols;
+    fr_sweep_matrix(t, &rows, &cols);
+    char shape[160];
+    shape_text(t, shape, sizeof shape);
+    *at = ps->resuming ? find_tensor(&ps->ix, ps->n_old, (uint32_t)s, t->name) : -1;
+    if (*at >= 0) {
+        const fr_ds_tensor *old = &sw->ds.tensors[*at];
+        if (old->numel != (uint64_t)t->numel || strcmp(old->shape, shape) != 0)
+            return fr_fail(err, FR_E_MISMATCH,
+                           "cannot resume '%s': tensor '%s' has shape %s there, %s now",
+                           sw->opt.output, t->name, old->shape, shape);
+        return FR_OK;
+    }
+    uint32_t id = 0;
+    if (sw->ds.n_tensors)
+        id = sw->ds.tensors[sw->ds.n_tensors - 1].tensor_id + 1;
+    for (size_t k = 0; k < ps->n_old; k++)
+        if (sw->ds.tensors[k].tensor_id >= id)
+            id = sw->ds.tensors[k].tensor_id + 1;
+    fr_ds_tensor row = {.tensor_id = id, .source_id = (uint32_t)s,
+                        .name = t->name,
+                        .cls = (char *)(uintptr_t)fr_class_name(t->cls),
+                        .dtype = (char *)(uintptr_t)(t->dtype_name[0] ? t->dtype_name : fr_dtype_name(t->dtype)),
+                        .shape = shape, .numel = (uint64_t)t->numel, .rows = rows,
+                        .cols = cols, .sq_norm = NAN};
+    fr_status st = fr_dataset_add_tensor(&sw->ds, &row, err);
+    *at = (long)sw->ds.n_tensors - 1;
+    return st;
+}
+
+/* One tensor of source s: excluded, skipped (recorded in /skipped), or
+ * registered and queued with the configurations it has no row for yet. */
+static fr_status plan_one_tensor(fr_sweep *sw, plan_state *ps, size_t s, const fr_tensor *t,
+                                 fr_error *err)
+{
+    char why[160];
+    sw->stats.n_tensors++;
+    if (!regex_selects(sw, t->name)) {
+        sw->stats.n_excluded++;
+        return FR_OK;
+    }
+    const char *reason = fr_sweep_skip_reason(t, sw->opt.min_numel, why, sizeof why);
+    if (reason) {
+        fr_ds_skipped row = {.source_id = (uint32_t)s, .name = t->name,
+                             .reason = (char *)(uintptr_t)reason, .config = ""};
+        sw->stats.n_skipped++;
+        return fr_dataset_add_skipped(&sw->ds, &row, err);
+    }
+    sw->stats.n_selected++;
+    long at;
+    fr_status st = plan_tensor_row(sw, ps, s, t, &at, err);
+    if (st != FR_OK)
+        return st;
+    uint32_t tensor_id = sw->ds.tensors[at].tensor_id;
+    size_t first = ps->n_flat;
+    for (size_t j = 0; j < sw->n_configs; j++) {
+        uint32_t cid = sw->config_ids[j];
+        if (tensor_id < ps->max_tensor_id && cid < ps->max_config_id &&
+            ps->done[(size_t)tensor_id * ps->max_config_id + cid])
+            continue;
+        sw->item_configs[ps->n_flat] = sw->configs[j];
+        sw->item_config_ids[ps->n_flat] = cid;
+        ps->n_flat++;
+    }
+    if (ps->n_flat == first)
+        return FR_OK; /* complete already */
+    int64_t rows, cols;
+    fr_sweep_matrix(t, &rows, &cols);
+    size_t k = sw->n_items++;
+    sw->item_tensor[k] = (size_t)at;
+    sw->item_source_id[k] = (uint32_t)s;
+    sw->item_first_config[k] = first;
+    sw->items[k] = (fr_sweep_item){.src = sw->sources[s], .tensor = t, .rows = rows,
+                                   .cols = cols, .n_configs = ps->n_flat - first, .calib = NULL};
+    sw->stats.bytes += t->nbytes;
+    return FR_OK;
+}
+
+/* The plan: every selected tensor of every source with the configurations
+ * still to measure on it (all of them for a new output). */
 static fr_status plan_tensors(fr_sweep *sw, int resuming, fr_error *err)
 {
     fr_status st = FR_OK;
-    tensor_index ix = {&sw->ds, NULL};
-    size_t n_old = sw->ds.n_tensors;
-    uint8_t *done = NULL, *considered = NULL;
+    plan_state ps = {.resuming = resuming, .ix = {&sw->ds, NULL}, .n_old = sw->ds.n_tensors};
+    uint8_t *considered = NULL;
     size_t n_planned_max = 0;
 
     for (size_t s = 0; s < sw->n_sources; s++)
         n_planned_max += sw->sources[s]->n_tensors;
     considered = calloc(sw->n_sources + 1, 1);
-    ix.order = calloc(n_old + 1, sizeof *ix.order);
-    if (!considered || !ix.order) {
+    ps.ix.order = calloc(ps.n_old + 1, sizeof *ps.ix.order);
+    if (!considered || !ps.ix.order) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < n_old; i++)
-        ix.order[i] = i;
+    for (size_t i = 0; i < ps.n_old; i++)
+        ps.ix.order[i] = i;
     sort_ds = &sw->ds;
-    qsort(ix.order, n_old, sizeof *ix.order, cmp_tensor_order);
-
-    /* which (tensor, config_id) rows exist: a bitmap over the resumed
-     * tensors x config ids */
-    uint32_t max_config_id = 0;
-    for (size_t c = 0; c < sw->ds.n_configs; c++)
-        if (sw->ds.configs[c].config_id + 1 > max_config_id)
-            max_config_id = sw->ds.configs[c].config_id + 1;
-    uint32_t max_tensor_id = 0;
-    for (size_t t = 0; t < n_old; t++)
-        if (sw->ds.tensors[t].tensor_id + 1 > max_tensor_id)
-            max_tensor_id = sw->ds.tensors[t].tensor_id + 1;
-    if ((uint64_t)max_tensor_id * max_config_id > ((uint64_t)1 << 34)) {
-        st = fr_fail(err, FR_E_NOMEM, "'%s': too many tensors x configurations", sw->opt.output);
+    qsort(ps.ix.order, ps.n_old, sizeof *ps.ix.order, cmp_tensor_order);
+    if ((st = plan_existing_rows(sw, &ps, err)) != FR_OK ||
+        (st = plan_alloc(sw, n_planned_max, err)) != FR_OK)
         goto done;
-    }
-    done = calloc((size_t)max_tensor_id * max_config_id + 1, 1);
-    if (!done) {
-        st = fr_fail(err, FR_E_NOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t r = 0; r < sw->ds.n_results; r++) {
-        const fr_ds_result *row = &sw->ds.results[r];
-        if (row->tensor_id < max_tensor_id && row->config_id < max_config_id)
-            done[(size_t)row->tensor_id * max_config_id + row->config_id] = 1;
-    }
-    sw->stats.n_rows_resumed = sw->ds.n_results;
-
-    sw->items = calloc(n_planned_max + 1, sizeof *sw->items);
-    sw->item_tensor = calloc(n_planned_max + 1, sizeof *sw->item_tensor);
-    sw->item_source_id = calloc(n_planned_max + 1, sizeof *sw->item_source_id);
-    sw->item_first_config = calloc(n_planned_max + 1, sizeof *sw->item_first_config);
-    if ((uint64_t)n_planned_max * sw->n_configs > ((uint64_t)1 << 34)) {
-        st = fr_fail(err, FR_E_NOMEM, "too many tensors x configurations");
-        goto done;
-    }
-    sw->item_configs = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_configs);
-    sw->item_config_ids = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_config_ids);
-    if (!sw->items || !sw->item_tensor || !sw->item_source_id || !sw->item_first_config ||
-        !sw->item_configs || !sw->item_config_ids) {
-        st = fr_fail(err, FR_E_NOMEM, "out of memory");
-        goto done;
-    }
-
     if (resuming) {
         for (size_t s = 0; s < sw->n_sources; s++)
             considered[s] = 1;
         drop_stale_skipped(sw, considered);
     }
-
-    size_t n_flat = 0;
-    for (size_t s = 0; s < sw->n_sources; s++) {
-        const fr_source *src = sw->sources[s];
-        for (size_t ti = 0; ti < src->n_tensors; ti++) {
-            const fr_tensor *t = &src->tensors[ti];
-            char why[160];
-            sw->stats.n_tensors++;
-            if (!regex_selects(sw, t->name)) {
-                sw->stats.n_excluded++;
-                continue;
-            }
-            const char *reason = fr_sweep_skip_reason(t, sw->opt.min_numel, why, sizeof why);
-            if (reason) {
-                fr_ds_skipped row = {.source_id = (uint32_t)s, .name = t->name,
-                                     .reason = (char *)(uintptr_t)reason, .config = ""};
-                if ((st = fr_dataset_add_skipped(&sw->ds, &row, err)) != FR_OK)
-                    goto done;
-                sw->stats.n_skipped++;
-                continue;
-            }
-            sw->stats.n_selected++;
-            int64_t rows, cols;
-            fr_sweep_matrix(t, &rows, &cols);
-            long at = resuming ? find_tensor(&ix, n_old, (uint32_t)s, t->name) : -1;
-            char shape[160];
-            shape_text(t, shape, sizeof shape);
-            if (at >= 0) {
-                const fr_ds_tensor *old = &sw->ds.tensors[at];
-                if (old->numel != (uint64_t)t->numel || strcmp(old->shape, shape) != 0) {
-                    st = fr_fail(err, FR_E_MISMATCH,
-                                 "cannot resume '%s': tensor '%s' has shape %s there, %s now",
-                                 sw->opt.output, t->name, old->shape, shape);
-                    goto done;
-                }
-            } else {
-                uint32_t id = 0;
-                if (sw->ds.n_tensors)
-                    id = sw->ds.tensors[sw->ds.n_tensors - 1].tensor_id + 1;
-                for (size_t k = 0; k < n_old; k++)
-                    if (sw->ds.tensors[k].tensor_id >= id)
-                        id = sw->ds.tensors[k].tensor_id + 1;
-                fr_ds_tensor row = {.tensor_id = id, .source_id = (uint32_t)s,
-                                    .name = t->name,
-                                    .cls = (char *)(uintptr_t)fr_class_name(t->cls),
-                                    .dtype = (char *)(uintptr_t)(t->dtype_name[0] ? t->dtype_name : fr_dtype_name(t->dtype)),
-                                    .shape = shape, .numel = (uint64_t)t->numel, .rows = rows,
-                                    .cols = cols, .sq_norm = NAN};
-                if ((st = fr_dataset_add_tensor(&sw->ds, &row, err)) != FR_OK)
-                    goto done;
-                at = (long)sw->ds.n_tensors - 1;
-            }
-            uint32_t tensor_id = sw->ds.tensors[at].tensor_id;
-            size_t first = n_flat;
-            for (size_t j = 0; j < sw->n_configs; j++) {
-                uint32_t cid = sw->config_ids[j];
-                if (tensor_id < max_tensor_id && cid < max_config_id &&
-                    done[(size_t)tensor_id * max_config_id + cid])
-                    continue;
-                sw->item_configs[n_flat] = sw->configs[j];
-                sw->item_config_ids[n_flat] = cid;
-                n_flat++;
-            }
-            if (n_flat == first)
-                continue; /* complete already */
-            size_t k = sw->n_items++;
-            sw->item_tensor[k] = (size_t)at;
-            sw->item_source_id[k] = (uint32_t)s;
-            sw->item_first_config[k] = first;
-            sw->items[k] = (fr_sweep_item){.src = src, .tensor = t, .rows = rows, .cols = cols,
-                                           .n_configs = n_flat - first, .calib = NULL};
-            sw->stats.bytes += t->nbytes;
-        }
-    }
+    for (size_t s = 0; s < sw->n_sources; s++)
+        for (size_t ti = 0; ti < sw->sources[s]->n_tensors; ti++)
+            if ((st = plan_one_tensor(sw, &ps, s, &sw->sources[s]->tensors[ti], err)) != FR_OK)
+                goto done;
     /* item config pointers, now that the flat array is final */
     for (size_t k = 0; k < sw->n_items; k++)
         sw->items[k].configs = &sw->item_configs[sw->item_first_config[k]];
     sw->stats.n_items = sw->n_items;
 done:
-    free(done);
+    free(ps.done);
     free(considered);
-    free(ix.order);
+    free(ps.ix.order);
     return st;
 }
 
@@ -779,24 +806,16 @@ static fr_status set_root(fr_sweep *sw, int resuming, const char *devices, fr_er
 
 /* ---- execution ---- */
 
-fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
+/* The output as it stands: a new file (refused if it exists without
+ * --resume), or a dataset of this schema to continue, read into sw->ds.
+ * Nothing is written before every check has passed. */
+static fr_status open_output(fr_sweep *sw, int *resuming, fr_error *err)
 {
-    fr_status st = FR_OK;
-    int resuming = 0;
-    if (sw->n_sources == 0)
-        return fr_fail(err, FR_E_USAGE, "no model to sweep");
-
-    /* an interval asked for is kept as it is; the default adapts to the
-     * cost of a commit */
-    sw->fixed_interval = sw->opt.commit_interval > 0;
-    if (sw->opt.commit_interval <= 0)
-        sw->opt.commit_interval = FR_COMMIT_INTERVAL;
-    /* resume: the output must be a frontier dataset of this schema made
-     * from the same sources; nothing is written before all checks pass */
+    *resuming = 0;
     if (sw->opt.resume && access(sw->opt.output, F_OK) == 0) {
         int64_t version = 0;
         sw->output_exists = 1;
-        st = fr_dataset_probe(sw->opt.output, &version, err);
+        fr_status st = fr_dataset_probe(sw->opt.output, &version, err);
         if (st != FR_OK) {
             fr_error_prefix(err, "cannot resume: ");
             return st;
@@ -809,7 +828,7 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
         fr_dataset_free(&sw->ds);
         if ((st = fr_dataset_read(sw->opt.output, &sw->ds, err)) != FR_OK)
             return st;
-        resuming = 1;
+        *resuming = 1;
         /* commits rewrite the file from the rows alone: tables derived from
          * the old rows would no longer match them */
         if (ds_has_derived(sw->opt.output))
@@ -823,6 +842,52 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
                        "'%s' already exists; use --resume to continue it, or choose another output",
                        sw->opt.output);
     }
+    return FR_OK;
+}
+
+/* Runs the plan on the chosen executor; the rows reach the dataset through
+ * the sink as they come. Returns the executor's status (xerr its error). */
+static fr_status run_executor(fr_sweep *sw, fr_error *xerr)
+{
+    fr_sweep_sink sink = {.ctx = sw, .outcome = on_outcome, .item_skipped = on_item_skipped,
+                          .item_done = on_item_done, .item_norm = on_item_norm,
+                          .cancelled = on_cancelled};
+    fr_executor_options xopt = {.threads = sw->opt.threads,
+                                .device = sw->device,
+                                .seed = sw->opt.seed,
+                                .cpu_batch_bytes = sw->opt.cpu_batch_bytes,
+                                .cpu_parallel_bytes = sw->opt.cpu_parallel_bytes,
+                                .cuda_buffer_bytes = sw->opt.cuda_buffer_bytes,
+                                .cuda_stats = sw->opt.cuda_stats};
+    double t0 = now_seconds();
+    sw->progress = fr_progress_start("tensors", sw->n_items, sw->stats.bytes, sw->opt.quiet);
+    fr_status xst;
+#ifdef FR_SWEEP_HAVE_CUDA
+    if (sw->device >= 0)
+        xst = fr_exec_cuda(sw->reg, sw->items, sw->n_items, &xopt, &sink, xerr);
+    else
+#endif
+        xst = fr_exec_cpu(sw->reg, sw->items, sw->n_items, &xopt, &sink, xerr);
+    fr_progress_finish(sw->progress);
+    sw->progress = NULL;
+    sw->stats.seconds = now_seconds() - t0;
+    return xst;
+}
+
+fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
+{
+    fr_status st = FR_OK;
+    int resuming = 0;
+    if (sw->n_sources == 0)
+        return fr_fail(err, FR_E_USAGE, "no model to sweep");
+
+    /* an interval asked for is kept as it is; the default adapts to the
+     * cost of a commit */
+    sw->fixed_interval = sw->opt.commit_interval > 0;
+    if (sw->opt.commit_interval <= 0)
+        sw->opt.commit_interval = FR_COMMIT_INTERVAL;
+    if ((st = open_output(sw, &resuming, err)) != FR_OK)
+        return st;
 
     if ((st = plan_sources(sw, resuming, err)) != FR_OK ||
         (st = plan_configs(sw, err)) != FR_OK || (st = plan_tensors(sw, resuming, err)) != FR_OK)
@@ -852,29 +917,8 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     if ((st = commit(sw, err)) != FR_OK)
         return st;
 
-    fr_sweep_sink sink = {.ctx = sw, .outcome = on_outcome, .item_skipped = on_item_skipped,
-                          .item_done = on_item_done, .item_norm = on_item_norm,
-                          .cancelled = on_cancelled};
-    fr_executor_options xopt = {.threads = sw->opt.threads,
-                                .device = sw->device,
-                                .seed = sw->opt.seed,
-                                .cpu_batch_bytes = sw->opt.cpu_batch_bytes,
-                                .cpu_parallel_bytes = sw->opt.cpu_parallel_bytes,
-                                .cuda_buffer_bytes = sw->opt.cuda_buffer_bytes,
-                                .cuda_stats = sw->opt.cuda_stats};
     fr_error xerr = {0};
-    double t0 = now_seconds();
-    sw->progress = fr_progress_start("tensors", sw->n_items, sw->stats.bytes, sw->opt.quiet);
-    fr_status xst;
-#ifdef FR_SWEEP_HAVE_CUDA
-    if (sw->device >= 0)
-        xst = fr_exec_cuda(sw->reg, sw->items, sw->n_items, &xopt, &sink, &xerr);
-    else
-#endif
-        xst = fr_exec_cpu(sw->reg, sw->items, sw->n_items, &xopt, &sink, &xerr);
-    fr_progress_finish(sw->progress);
-    sw->progress = NULL;
-    sw->stats.seconds = now_seconds() - t0;
+    fr_status xst = run_executor(sw, &xerr);
 
     /* the final commit, whatever happened: every row measured is kept */
     fr_error cerr = {0};

@@ -702,6 +702,12 @@ __device__ __forceinline__ float2 fr_kentry_stat(const fr_kstatbufs &b,
  * evaluates its units, each lane reading its group's entry (fr_kapply).
  * Before, every lane of a group computed the same scale: 4 lanes per group
  * for g32, 32 for g256 and rows.
+ *
+ * Over 120 lines on purpose: the phases (tile load with its group bounds,
+ * scale table, apply, the block's reduction) share the shared-memory arrays
+ * declared at the top and the prefetch registers carried across tiles;
+ * as separate functions they would take a dozen reference parameters each
+ * and hide the register budget docs/gpu.md measures for this one body.
  */
 template <int DT, int V>
 static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr_kfused_args a)
@@ -856,7 +862,9 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_kfused_kernel(const fr
  * come from warp shuffles up to the configuration's level and every lane
  * computes its group's scale; the sums stay in registers until the end.
  * Same partials layout ([grid][2]) and reduction as the fused kernel, so
- * the results are reduced in a fixed order too.
+ * the results are reduced in a fixed order too. One body for the same
+ * reason as the fused kernel: the two-unit software pipeline keeps its
+ * loads in flight across the loop, which a split would obscure.
  */
 /* 3 blocks per SM for 16-bit inputs (at most 80 registers): ptxas then
  * keeps one or two loop-invariant values in local memory (L1), reloaded once
