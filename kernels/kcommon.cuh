@@ -116,6 +116,14 @@ FR_BUILTIN_FAMILIES(FR_KSPEC_DECLARE)
  * slot), for tensors whose configurations all run elsewhere. */
 void fr_kspec_norm_probe(fr_kspec *out);
 
+/* nf4-g64-dq's pre-pass (kernels/nf4.cu): from the lo/hi of every 64-column
+ * block (n_blocks), the mean of the block absmax values into tstats[2]
+ * (fallbacks counted in tstats[3]) and each block's double-quantized a'
+ * into nf4_scale; part holds up to 1024 double partial sums. Enqueued. */
+fr_status fr_knf4_dq_scales(const float *seg_lo, const float *seg_hi, int64_t n_blocks,
+                            double *part, float *tstats, float *nf4_scale, cudaStream_t s,
+                            fr_error *err);
+
 /* What a set of specs needs from the statistics pre-pass. */
 typedef struct fr_kneeds {
     int segs;   /* 64-column segment lo/hi (everything below derives from them) */

@@ -19,14 +19,6 @@ const frontier_plugin_entry_fn fr_builtin_entries[FR_FAMILY_COUNT] = {
 
 const size_t fr_n_builtin_entries = FR_FAMILY_COUNT;
 
-int fr_builtin_family_of(const char *name)
-{
-    for (int f = 0; name && f < FR_FAMILY_COUNT; f++)
-        if (!strcmp(fr_builtin_families[f].name, name))
-            return f;
-    return FR_FAMILY_NONE;
-}
-
 const char *fr_builtin_ggml_type(const char *config)
 {
     for (int f = 0; config && f < FR_FAMILY_COUNT; f++)

@@ -79,10 +79,6 @@ extern const fr_builtin_family fr_builtin_families[FR_FAMILY_COUNT];
 FR_BUILTIN_FAMILIES(FR_FAMILY_DECLARE)
 #undef FR_FAMILY_DECLARE
 
-/* The family whose descriptor name is `name`, or FR_FAMILY_NONE (for
- * messages and tests; the engine keys on the registry's family index). */
-int fr_builtin_family_of(const char *name);
-
 /* The GGML type with the storage of built-in configuration `config`, or
  * NULL (docs/analysis.md says how close the rounding rules are). */
 const char *fr_builtin_ggml_type(const char *config);
