@@ -9,7 +9,7 @@
  *
  * A configuration's *variant* (family, scope) is a compile-time parameter
  * of the kernels: the host launches the instance of the variant (one
- * launch per variant, FR_KV_FOR_EACH), so a kernel holds one variant's
+ * launch per variant, fr_kfused_launch), so a kernel holds one variant's
  * code. Each rule comes in two halves, the group's scale (fr_kscale) and
  * its application to a lane's elements (fr_kapply). The variants are the
  * union of the families' lists (FR_KVARIANTS_<family> in each family
