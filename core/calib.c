@@ -1,0 +1,612 @@
+/*
+ * Calibration statistics files (calib.h, docs/calibration.md): the
+ * safetensors reader lists and maps the tensors; this file groups them by
+ * module, checks the layout, and matches modules to weights.
+ */
+#include "calib.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "readers.h"
+#include "source.h"
+
+/* The tensors a module may have, by the suffix after its name. */
+enum calib_part { PART_HESSIAN, PART_ABS_MEAN, PART_SQ_MEAN, PART_SENSITIVITY, PART_COUNT };
+
+static const char *const part_names[PART_COUNT] = {
+    [PART_HESSIAN] = "hessian",
+    [PART_ABS_MEAN] = "act_abs_mean",
+    [PART_SQ_MEAN] = "act_sq_mean",
+    [PART_SENSITIVITY] = "sensitivity",
+};
+
+struct calib_module {
+    char *name;
+    long tensor[PART_COUNT]; /* index into src->tensors, or -1 */
+    int64_t in;              /* input dimension; 0 when only a sensitivity is stored */
+    int values_checked;      /* check_module_values passed */
+    float *copy[PART_COUNT]; /* aligned copies of tensors the file misaligns, else NULL */
+};
+
+struct fr_calib_file {
+    fr_source *src;
+    int64_t token_count;
+    size_t n_modules;
+    struct calib_module *modules; /* sorted by name */
+};
+
+#define PREFIX "cannot read calibration '%s': "
+
+/* ---- opening ---- */
+
+static int by_module_name(const void *a, const void *b)
+{
+    return strcmp(((const struct calib_module *)a)->name, ((const struct calib_module *)b)->name);
+}
+
+/* The module whose name is key[0..len), or NULL. */
+static struct calib_module *find_module(const fr_calib_file *cf, const char *key, size_t len)
+{
+    size_t lo = 0, hi = cf->n_modules;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *name = cf->modules[mid].name;
+        int c = strncmp(name, key, len);
+        if (c == 0 && name[len] != '\0')
+            c = 1;
+        if (c == 0)
+            return &cf->modules[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* token_count: a string of decimal digits as safetensors metadata requires,
+ * or (from lenient writers) a JSON integer; positive either way. */
+static fr_status read_token_count(fr_calib_file *cf, fr_error *err)
+{
+    const char *path = cf->src->path;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(cf->src->metadata, "__metadata__");
+    const cJSON *item = meta ? cJSON_GetObjectItemCaseSensitive(meta, "token_count") : NULL;
+    if (!item)
+        return fr_fail(err, FR_E_FORMAT, PREFIX "__metadata__ has no token_count", path);
+    if (cJSON_IsNumber(item)) {
+        double d = item->valuedouble;
+        if (d >= 1.0 && d < 9007199254740992.0 && d == (double)(int64_t)d) {
+            cf->token_count = (int64_t)d;
+            return FR_OK;
+        }
+        return fr_fail(err, FR_E_FORMAT, PREFIX "token_count %g is not a positive integer", path, d);
+    }
+    if (!cJSON_IsString(item))
+        return fr_fail(err, FR_E_FORMAT, PREFIX "token_count is not a string", path);
+    const char *s = item->valuestring;
+    int digits_only = s[0] != '\0';
+    for (const char *p = s; *p; p++)
+        digits_only &= *p >= '0' && *p <= '9';
+    errno = 0;
+    long long v = digits_only ? strtoll(s, NULL, 10) : 0;
+    if (!digits_only || errno == ERANGE || v < 1)
+        return fr_fail(err, FR_E_FORMAT, PREFIX "token_count '%.64s' is not a positive integer", path,
+                       s);
+    cf->token_count = v;
+    return FR_OK;
+}
+
+/* One tensor name into its module and part; 0 when it is none of the parts. */
+static int split_name(const char *name, size_t *module_len, enum calib_part *part)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot || dot == name)
+        return 0;
+    for (int p = 0; p < PART_COUNT; p++) {
+        if (!strcmp(dot + 1, part_names[p])) {
+            *module_len = (size_t)(dot - name);
+            *part = (enum calib_part)p;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Groups the tensors into modules (sorted by name). */
+static fr_status build_modules(fr_calib_file *cf, fr_error *err)
+{
+    const fr_source *src = cf->src;
+    const char *path = src->path;
+    if (src->n_tensors == 0)
+        return FR_OK;
+    cf->modules = calloc(src->n_tensors, sizeof *cf->modules);
+    if (!cf->modules)
+        return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
+    /* one entry per tensor first, then merge the entries of one name */
+    for (size_t i = 0; i < src->n_tensors; i++) {
+        const char *name = src->tensors[i].name;
+        size_t len;
+        enum calib_part part;
+        if (!split_name(name, &len, &part))
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "tensor '%s' is not <module>.hessian, .act_abs_mean, "
+                                  ".act_sq_mean or .sensitivity",
+                           path, name);
+        struct calib_module *m = &cf->modules[cf->n_modules++];
+        for (int p = 0; p < PART_COUNT; p++)
+            m->tensor[p] = -1;
+        m->tensor[part] = (long)i;
+        m->name = strndup(name, len);
+        if (!m->name)
+            return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
+    }
+    qsort(cf->modules, cf->n_modules, sizeof *cf->modules, by_module_name);
+    size_t kept = 0;
+    for (size_t i = 0; i < cf->n_modules; i++) {
+        struct calib_module *m = &cf->modules[i];
+        if (kept && !strcmp(cf->modules[kept - 1].name, m->name)) {
+            struct calib_module *into = &cf->modules[kept - 1];
+            for (int p = 0; p < PART_COUNT; p++) {
+                if (m->tensor[p] < 0)
+                    continue;
+                if (into->tensor[p] >= 0)
+                    return fr_fail(err, FR_E_FORMAT, PREFIX "tensor '%s' appears twice", path,
+                                   src->tensors[m->tensor[p]].name);
+                into->tensor[p] = m->tensor[p];
+            }
+            free(m->name);
+            m->name = NULL;
+            continue;
+        }
+        cf->modules[kept++] = *m;
+        if (kept - 1 != i)
+            m->name = NULL;
+    }
+    cf->n_modules = kept;
+    return FR_OK;
+}
+
+/* The header-level checks of one module: dtypes, ranks, shapes agreeing. */
+static fr_status check_module_layout(const fr_calib_file *cf, struct calib_module *m, fr_error *err)
+{
+    const fr_source *src = cf->src;
+    const char *path = src->path;
+    char shape[256], other[256];
+    for (int p = 0; p < PART_COUNT; p++) {
+        if (m->tensor[p] < 0)
+            continue;
+        const fr_tensor *t = &src->tensors[m->tensor[p]];
+        if (t->dtype != FR_DTYPE_F32)
+            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s is %s, not F32", path, m->name,
+                           part_names[p], t->dtype_name);
+        fr_shape_text(t->shape, t->ndim, shape, sizeof shape);
+        int want_rank = p == PART_HESSIAN ? 2 : 1;
+        if (p != PART_SENSITIVITY && t->ndim == want_rank + 1)
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "module '%s': %s is %s: per-expert statistics (a leading expert "
+                                  "axis) are not supported yet",
+                           path, m->name, part_names[p], shape);
+        if (p == PART_HESSIAN && (t->ndim != 2 || t->shape[0] != t->shape[1]))
+            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': hessian is %s, not square [in, in]",
+                           path, m->name, shape);
+        if ((p == PART_ABS_MEAN || p == PART_SQ_MEAN) && t->ndim != 1)
+            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s is %s, not [in]", path, m->name,
+                           part_names[p], shape);
+        if (p == PART_SENSITIVITY && (t->ndim != 1 || t->shape[0] < 1 || t->shape[0] > 2))
+            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': sensitivity is %s, not [1] or [2]",
+                           path, m->name, shape);
+        if (p != PART_SENSITIVITY && t->shape[0] == 0)
+            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s is %s, empty", path, m->name,
+                           part_names[p], shape);
+    }
+    /* the first of hessian, act_abs_mean, act_sq_mean sets in; the others agree */
+    int first = -1;
+    for (int p = PART_HESSIAN; p <= PART_SQ_MEAN; p++) {
+        if (m->tensor[p] < 0)
+            continue;
+        const fr_tensor *t = &src->tensors[m->tensor[p]];
+        if (first < 0) {
+            first = p;
+            m->in = t->shape[0];
+            continue;
+        }
+        if (t->shape[0] != m->in) {
+            const fr_tensor *f = &src->tensors[m->tensor[first]];
+            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s is %s, the %s is %s", path,
+                           m->name, part_names[p], fr_shape_text(t->shape, t->ndim, shape, sizeof shape),
+                           part_names[first], fr_shape_text(f->shape, f->ndim, other, sizeof other));
+        }
+    }
+    return FR_OK;
+}
+
+fr_status fr_calib_open(const char *path, fr_calib_file **out, fr_error *err)
+{
+    fr_status st;
+    size_t file;
+    *out = NULL;
+    fr_calib_file *cf = calloc(1, sizeof *cf);
+    fr_source *src = cf ? calloc(1, sizeof *src) : NULL;
+    if (!src) {
+        free(cf);
+        return fr_fail(err, FR_E_NOMEM, "out of memory opening '%s'", path);
+    }
+    cf->src = src;
+    src->kind = FR_SOURCE_SAFETENSORS;
+    src->path = strdup(path);
+    src->metadata = cJSON_CreateObject();
+    if (!src->path || !src->metadata) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory opening '%s'", path);
+        goto fail;
+    }
+    st = fr_source_add_file(src, path, &file, err);
+    if (st != FR_OK)
+        goto fail;
+    /* a GGUF or ONNX file would otherwise read as a lying header length */
+    const fr_mapped_file *f = &src->files[file];
+    if (f->size >= 10 && !fr_safetensors_sniff(f->base, f->size)) {
+        st = fr_fail(err, FR_E_FORMAT, PREFIX "not a safetensors file", path);
+        goto fail;
+    }
+    st = fr_safetensors_read(src, file, err);
+    if (st != FR_OK)
+        goto fail;
+    st = read_token_count(cf, err);
+    if (st != FR_OK)
+        goto fail;
+    st = build_modules(cf, err);
+    if (st != FR_OK)
+        goto fail;
+    for (size_t i = 0; i < cf->n_modules; i++) {
+        st = check_module_layout(cf, &cf->modules[i], err);
+        if (st != FR_OK)
+            goto fail;
+    }
+    *out = cf;
+    return FR_OK;
+fail:
+    fr_calib_close(cf);
+    return st;
+}
+
+static void free_copies(struct calib_module *m)
+{
+    for (int p = 0; p < PART_COUNT; p++) {
+        free(m->copy[p]);
+        m->copy[p] = NULL;
+    }
+}
+
+void fr_calib_close(fr_calib_file *cf)
+{
+    if (!cf)
+        return;
+    /* build_modules may have failed half-way: names past n_modules too */
+    size_t n = cf->modules && cf->src ? cf->src->n_tensors : 0;
+    for (size_t i = 0; i < n; i++) {
+        free(cf->modules[i].name);
+        if (i < cf->n_modules)
+            free_copies(&cf->modules[i]);
+    }
+    free(cf->modules);
+    fr_source_close(cf->src);
+    free(cf);
+}
+
+const char *fr_calib_path(const fr_calib_file *cf)
+{
+    return cf->src->path;
+}
+
+int64_t fr_calib_token_count(const fr_calib_file *cf)
+{
+    return cf->token_count;
+}
+
+size_t fr_calib_module_count(const fr_calib_file *cf)
+{
+    return cf->n_modules;
+}
+
+/* ---- values ---- */
+
+/* The float32 elements of a module's part: mapped when the file aligns
+ * them (safetensors writers pad the header to 8 bytes), else a copy. */
+static fr_status part_data(fr_calib_file *cf, struct calib_module *m, int p, const float **data,
+                           fr_error *err)
+{
+    *data = NULL;
+    if (m->tensor[p] < 0)
+        return FR_OK;
+    const fr_tensor *t = &cf->src->tensors[m->tensor[p]];
+    const void *raw = fr_tensor_raw(cf->src, t);
+    if (!raw)
+        return fr_fail(err, FR_E_FAIL, PREFIX "module '%s': %s is not mapped", cf->src->path,
+                       m->name, part_names[p]);
+    if ((uintptr_t)raw % _Alignof(float) == 0) {
+        *data = raw;
+        return FR_OK;
+    }
+    if (!m->copy[p]) {
+        m->copy[p] = malloc(t->nbytes ? t->nbytes : 1);
+        if (!m->copy[p])
+            return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", cf->src->path);
+        memcpy(m->copy[p], raw, t->nbytes);
+    }
+    *data = m->copy[p];
+    return FR_OK;
+}
+
+/* Index text of element k of a part: "[3]" or "[3, 5]". */
+static const char *index_text(int64_t k, int64_t in, int matrix, char *buf, size_t len)
+{
+    if (matrix)
+        snprintf(buf, len, "[%lld, %lld]", (long long)(k / in), (long long)(k % in));
+    else
+        snprintf(buf, len, "[%lld]", (long long)k);
+    return buf;
+}
+
+/* Every element finite; vectors and the diagonal not negative. */
+static fr_status check_finite_signs(const fr_calib_file *cf, const struct calib_module *m,
+                                    const float *const data[PART_COUNT], fr_error *err)
+{
+    const char *path = cf->src->path;
+    char at[64];
+    for (int p = 0; p < PART_COUNT; p++) {
+        if (!data[p])
+            continue;
+        int64_t n = cf->src->tensors[m->tensor[p]].numel;
+        for (int64_t k = 0; k < n; k++)
+            if (!isfinite(data[p][k]))
+                return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s%s is %g", path, m->name,
+                               part_names[p],
+                               index_text(k, m->in, p == PART_HESSIAN, at, sizeof at),
+                               (double)data[p][k]);
+    }
+    if (data[PART_HESSIAN])
+        for (int64_t j = 0; j < m->in; j++)
+            if (data[PART_HESSIAN][j * m->in + j] < 0)
+                return fr_fail(err, FR_E_FORMAT,
+                               PREFIX "module '%s': hessian[%lld, %lld] = %g is negative", path,
+                               m->name, (long long)j, (long long)j,
+                               (double)data[PART_HESSIAN][j * m->in + j]);
+    for (int p = PART_ABS_MEAN; p <= PART_SQ_MEAN; p++) {
+        if (!data[p])
+            continue;
+        for (int64_t j = 0; j < m->in; j++)
+            if (data[p][j] < 0)
+                return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s[%lld] = %g is negative",
+                               path, m->name, part_names[p], (long long)j, (double)data[p][j]);
+    }
+    return FR_OK;
+}
+
+/* |H_ij - H_ji| <= FR_CALIB_SYMMETRY_TOL * max|H|, in tiles so both
+ * triangles stay in cache. */
+static fr_status check_symmetric(const fr_calib_file *cf, const struct calib_module *m,
+                                 const float *h, fr_error *err)
+{
+    const int64_t in = m->in, tile = 64;
+    double max_abs = 0;
+    for (int64_t k = 0; k < in * in; k++)
+        max_abs = fmax(max_abs, fabs((double)h[k]));
+    double tol = FR_CALIB_SYMMETRY_TOL * max_abs;
+    for (int64_t bi = 0; bi < in; bi += tile)
+        for (int64_t bj = bi; bj < in; bj += tile)
+            for (int64_t i = bi; i < bi + tile && i < in; i++)
+                for (int64_t j = bj > i + 1 ? bj : i + 1; j < bj + tile && j < in; j++) {
+                    double a = h[i * in + j], b = h[j * in + i];
+                    if (fabs(a - b) > tol)
+                        return fr_fail(err, FR_E_FORMAT,
+                                       PREFIX "module '%s': hessian is not symmetric: [%lld, %lld] "
+                                              "= %g, [%lld, %lld] = %g (tolerance %g x max|H| = %g)",
+                                       cf->src->path, m->name, (long long)i, (long long)j, a,
+                                       (long long)j, (long long)i, b, FR_CALIB_SYMMETRY_TOL, tol);
+                }
+    return FR_OK;
+}
+
+/* act_sq_mean is diag(H) measured on the same tokens. */
+static fr_status check_diagonal(const fr_calib_file *cf, const struct calib_module *m,
+                                const float *h, const float *sq, fr_error *err)
+{
+    const int64_t in = m->in;
+    double max_diag = 0;
+    for (int64_t j = 0; j < in; j++)
+        max_diag = fmax(max_diag, (double)h[j * in + j]);
+    for (int64_t j = 0; j < in; j++) {
+        double d = h[j * in + j], s = sq[j];
+        double tol = FR_CALIB_DIAG_REL_TOL * fmax(d, s) + FR_CALIB_DIAG_ABS_TOL * max_diag;
+        if (fabs(d - s) > tol)
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "module '%s': act_sq_mean[%lld] = %g differs from hessian[%lld, "
+                                  "%lld] = %g (act_sq_mean is diag(H))",
+                           cf->src->path, m->name, (long long)j, s, (long long)j, (long long)j, d);
+    }
+    return FR_OK;
+}
+
+static fr_status check_module_values(fr_calib_file *cf, struct calib_module *m, fr_error *err)
+{
+    if (m->values_checked)
+        return FR_OK;
+    const float *data[PART_COUNT];
+    fr_status st = FR_OK;
+    for (int p = 0; p < PART_COUNT && st == FR_OK; p++)
+        st = part_data(cf, m, p, &data[p], err);
+    if (st == FR_OK)
+        st = check_finite_signs(cf, m, data, err);
+    if (st == FR_OK && data[PART_HESSIAN])
+        st = check_symmetric(cf, m, data[PART_HESSIAN], err);
+    if (st == FR_OK && data[PART_HESSIAN] && data[PART_SQ_MEAN])
+        st = check_diagonal(cf, m, data[PART_HESSIAN], data[PART_SQ_MEAN], err);
+    m->values_checked = st == FR_OK;
+    return st;
+}
+
+fr_status fr_calib_check_values(fr_calib_file *cf, fr_error *err)
+{
+    for (size_t i = 0; i < cf->n_modules; i++) {
+        struct calib_module *m = &cf->modules[i];
+        int was_checked = m->values_checked;
+        fr_status st = check_module_values(cf, m, err);
+        if (st != FR_OK)
+            return st;
+        if (!was_checked) {
+            /* a whole-file check must not keep the whole file resident */
+            for (int p = 0; p < PART_COUNT; p++)
+                if (m->tensor[p] >= 0)
+                    fr_tensor_release(cf->src, &cf->src->tensors[m->tensor[p]]);
+            free_copies(m);
+        }
+    }
+    return FR_OK;
+}
+
+/* ---- matching ---- */
+
+const char *fr_calib_module_of(const char *weight_name, char *buf, size_t len)
+{
+    size_t n = strlen(weight_name), suffix = sizeof ".weight" - 1;
+    if (n > suffix && !strcmp(weight_name + n - suffix, ".weight"))
+        n -= suffix;
+    if (n + 1 > len)
+        return NULL;
+    memcpy(buf, weight_name, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The module a weight's statistics are stored under: its own name, else,
+ * for q_proj, k_proj and v_proj, one of its block's three (CALIBRATION.md,
+ * "Fused projections": they see the same input). */
+static struct calib_module *resolve(const fr_calib_file *cf, const char *weight_name)
+{
+    size_t n = strlen(weight_name), suffix = sizeof ".weight" - 1;
+    if (n > suffix && !strcmp(weight_name + n - suffix, ".weight"))
+        n -= suffix;
+    struct calib_module *m = find_module(cf, weight_name, n);
+    if (m)
+        return m;
+    static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"};
+    const size_t k = 6; /* strlen of each */
+    if (n < k || (n > k && weight_name[n - k - 1] != '.'))
+        return NULL;
+    int is_qkv = 0;
+    for (int i = 0; i < 3; i++)
+        is_qkv |= !strncmp(weight_name + n - k, qkv[i], k);
+    if (!is_qkv)
+        return NULL;
+    char *name = strndup(weight_name, n);
+    if (!name)
+        return NULL;
+    for (int i = 0; i < 3 && !m; i++) {
+        memcpy(name + n - k, qkv[i], k);
+        m = find_module(cf, name, n);
+    }
+    free(name);
+    return m;
+}
+
+fr_status fr_calib_lookup(fr_calib_file *cf, const char *weight_name, int64_t cols,
+                          fr_calib_stats *out, fr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->calib.cols = cols;
+    struct calib_module *m = resolve(cf, weight_name);
+    if (!m) {
+        size_t n = strlen(weight_name), suffix = sizeof ".weight" - 1;
+        if (n > suffix && !strcmp(weight_name + n - suffix, ".weight"))
+            n -= suffix;
+        snprintf(out->skip_reason, sizeof out->skip_reason, "no statistics for '%.*s'", (int)n,
+                 weight_name);
+        return FR_OK;
+    }
+    out->module = m->name;
+    fr_status st = check_module_values(cf, m, err);
+    if (st != FR_OK)
+        return st;
+    const float *data[PART_COUNT];
+    for (int p = 0; p < PART_COUNT; p++) {
+        st = part_data(cf, m, p, &data[p], err);
+        if (st != FR_OK)
+            return st;
+    }
+    if (data[PART_SENSITIVITY]) {
+        out->n_sensitivity = (int)cf->src->tensors[m->tensor[PART_SENSITIVITY]].numel;
+        memcpy(out->sensitivity, data[PART_SENSITIVITY],
+               (size_t)out->n_sensitivity * sizeof out->sensitivity[0]);
+    }
+    if (m->in == 0) {
+        snprintf(out->skip_reason, sizeof out->skip_reason,
+                 "'%s' has only a sensitivity, no input statistics", m->name);
+        return FR_OK;
+    }
+    if (m->in != cols) {
+        int p = m->tensor[PART_HESSIAN] >= 0 ? PART_HESSIAN
+                : m->tensor[PART_ABS_MEAN] >= 0 ? PART_ABS_MEAN
+                                                : PART_SQ_MEAN;
+        const fr_tensor *t = &cf->src->tensors[m->tensor[p]];
+        char shape[256];
+        snprintf(out->skip_reason, sizeof out->skip_reason,
+                 "%s of '%s' is %s, the weight has %lld input columns", part_names[p], m->name,
+                 fr_shape_text(t->shape, t->ndim, shape, sizeof shape), (long long)cols);
+        return FR_OK;
+    }
+    out->found = 1;
+    out->calib.hessian = data[PART_HESSIAN];
+    out->calib.act_mean_abs = data[PART_ABS_MEAN];
+    out->calib.act_mean_sq = data[PART_SQ_MEAN];
+    return FR_OK;
+}
+
+void fr_calib_release(fr_calib_file *cf, const fr_calib_stats *stats)
+{
+    if (!stats->module)
+        return;
+    struct calib_module *m = find_module(cf, stats->module, strlen(stats->module));
+    if (!m)
+        return;
+    for (int p = 0; p < PART_COUNT; p++)
+        if (m->tensor[p] >= 0)
+            fr_tensor_release(cf->src, &cf->src->tensors[m->tensor[p]]);
+    free_copies(m);
+}
+
+fr_status fr_calib_unmatched(const fr_calib_file *cf, const char *const *weight_names,
+                             size_t n_weights, const char ***names, size_t *n_names, fr_error *err)
+{
+    *names = NULL;
+    *n_names = 0;
+    if (cf->n_modules == 0)
+        return FR_OK;
+    unsigned char *matched = calloc(cf->n_modules, 1);
+    if (!matched)
+        return fr_fail(err, FR_E_NOMEM, "out of memory matching '%s'", cf->src->path);
+    for (size_t i = 0; i < n_weights; i++) {
+        const struct calib_module *m = resolve(cf, weight_names[i]);
+        if (m)
+            matched[m - cf->modules] = 1;
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < cf->n_modules; i++)
+        count += !matched[i];
+    if (count) {
+        *names = malloc(count * sizeof **names);
+        if (!*names) {
+            free(matched);
+            return fr_fail(err, FR_E_NOMEM, "out of memory matching '%s'", cf->src->path);
+        }
+        for (size_t i = 0; i < cf->n_modules; i++)
+            if (!matched[i])
+                (*names)[(*n_names)++] = cf->modules[i].name;
+    }
+    free(matched);
+    return FR_OK;
+}

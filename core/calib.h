@@ -1,0 +1,88 @@
+/*
+ * Calibration statistics (../shared/CALIBRATION.md, docs/calibration.md):
+ * one safetensors file per model and calibration set holding, per linear
+ * layer input, <module>.hessian [in, in], <module>.act_abs_mean [in],
+ * <module>.act_sq_mean [in] and optionally <module>.sensitivity [1] or [2],
+ * all float32, with __metadata__.token_count.
+ *
+ * Opening checks everything the header tells (names, dtypes, shapes,
+ * token_count) without touching the data. The values of a module (NaN/Inf,
+ * symmetry, signs, act_sq_mean = diag(H)) are checked the first time a
+ * weight looks it up, or all at once by fr_calib_check_values: a hessian of
+ * a 14336-input layer is 822 MB, and the sweep should not read a whole file
+ * before it starts. Tensors stay memory-mapped (copied only when the file
+ * misaligns them); fr_calib_release returns a module's pages.
+ *
+ * A problem of the file itself is an error (FR_E_FORMAT naming the file and
+ * module); a file that simply has nothing fitting one weight gives that
+ * weight a skip reason. One thread at a time: a lookup records what it
+ * checked in the file handle.
+ */
+#ifndef FR_CALIB_H
+#define FR_CALIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "frontier/plugin.h"
+
+typedef struct fr_calib_file fr_calib_file;
+
+#define FR_CALIB_REASON_MAX 512
+
+/* What a lookup found for one weight. */
+typedef struct fr_calib_stats {
+    int found;                /* 1: calib is filled; 0: skip_reason says why not */
+    frontier_calib calib;     /* cols and float32 host pointers into the file; a
+                                 pointer is NULL where the module lacks that tensor */
+    const char *module;       /* the module the statistics are stored under (the
+                                 q_proj of a block for its k_proj); owned by the file */
+    int n_sensitivity;        /* 0 (absent), 1 (alpha) or 2 (alpha, fit's relative residual) */
+    float sensitivity[2];
+    char skip_reason[FR_CALIB_REASON_MAX]; /* "" when found */
+} fr_calib_stats;
+
+/* Opens and checks the header of a calibration file. Errors: FR_E_IO (cannot
+ * open or map), FR_E_FORMAT (not safetensors, or a layout problem), FR_E_NOMEM. */
+fr_status fr_calib_open(const char *path, fr_calib_file **out, fr_error *err);
+void fr_calib_close(fr_calib_file *cf);
+
+const char *fr_calib_path(const fr_calib_file *cf);
+int64_t fr_calib_token_count(const fr_calib_file *cf);
+size_t fr_calib_module_count(const fr_calib_file *cf);
+
+/* "model.layers.0.self_attn.q_proj.weight" -> "model.layers.0.self_attn.q_proj"
+ * into buf (a name without ".weight" is kept whole); returns buf, or NULL
+ * when buf is too small. */
+const char *fr_calib_module_of(const char *weight_name, char *buf, size_t len);
+
+/* The statistics for weight_name, a weight whose input dimension is cols.
+ * FR_OK with out->found 1, or FR_OK with out->found 0 and a skip reason
+ * (no statistics, or their input dimension is not cols); an error
+ * (FR_E_FORMAT) when the module's values are malformed. */
+fr_status fr_calib_lookup(fr_calib_file *cf, const char *weight_name, int64_t cols,
+                          fr_calib_stats *out, fr_error *err);
+
+/* Returns the mapped pages (and any aligned copy) of the module behind stats;
+ * the pointers in stats are invalid afterwards until the next lookup. */
+void fr_calib_release(fr_calib_file *cf, const fr_calib_stats *stats);
+
+/* Checks the values of every module (reads the whole file); the first
+ * problem is the error. */
+fr_status fr_calib_check_values(fr_calib_file *cf, fr_error *err);
+
+/* The modules of the file that none of weight_names[0..n) looks up (by the
+ * matching rules, regardless of dimensions), sorted by name: *names is a
+ * malloc'd array of *n_names pointers owned by the file (free the array
+ * only; NULL when there are none). */
+fr_status fr_calib_unmatched(const fr_calib_file *cf, const char *const *weight_names,
+                             size_t n_weights, const char ***names, size_t *n_names,
+                             fr_error *err);
+
+/* The documented tolerances (docs/calibration.md, "Checks"). */
+#define FR_CALIB_SYMMETRY_TOL 1e-4 /* |H_ij - H_ji| <= tol * max|H| */
+#define FR_CALIB_DIAG_REL_TOL 1e-3 /* |s_j - H_jj| <= rel * max(|s_j|, |H_jj|) */
+#define FR_CALIB_DIAG_ABS_TOL 1e-6 /*                 + abs * max_k H_kk */
+
+#endif
