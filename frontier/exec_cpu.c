@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cblas.h>
 #include <pthread.h>
 
 #include "core/call.h"
@@ -52,6 +53,7 @@ static double now_seconds(void)
 
 typedef struct loaded {
     float *w;              /* float32 copy of the tensor, NULL when skipped */
+    double out_ref;        /* tr(W H W^T) with calibration statistics, else NaN */
     fr_status status;      /* why it was skipped */
     char reason[256];
 } loaded;
@@ -147,6 +149,17 @@ static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool 
         fail_outcome(o, FR_E_NOMEM, "%s", serr.msg);
         goto done;
     }
+    /* the output error on the calibration inputs (docs/formats.md) */
+    const double out_ref = b->load[jb->item - b->first].out_ref;
+    if (it->calib && it->calib->hessian && !isnan(out_ref)) {
+        if (fr_output_error_term(w, w_hat, it->rows, it->cols, it->calib->hessian, pool,
+                                 &o->out_sq_err, &serr) != FR_OK) {
+            fail_outcome(o, serr.code, "config '%s' on tensor '%s': %s", ref->cfg->name,
+                         it->tensor->name, serr.msg);
+            goto done;
+        }
+        o->out_sq_ref = out_ref;
+    }
 done:
     o->seconds = now_seconds() - t0;
     free(w_hat);
@@ -161,6 +174,7 @@ static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_su
     int64_t n = it->rows * it->cols;
     fr_error err = {0};
     ld->status = FR_OK;
+    ld->out_ref = NAN;
     ld->w = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!ld->w) {
         ld->status = FR_E_NOMEM;
@@ -201,6 +215,16 @@ static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_su
         size_t len = strnlen(err.msg, sizeof ld->reason - 1);
         memcpy(ld->reason, err.msg, len);
         ld->reason[len] = '\0';
+    }
+    /* the reference term of the output error, once per tensor */
+    if (st == FR_OK && it->calib && it->calib->hessian && it->calib->cols == it->cols) {
+        st = fr_output_error_term(ld->w, NULL, it->rows, it->cols, it->calib->hessian, pool,
+                                  &ld->out_ref, &err);
+        if (st != FR_OK) {
+            size_t len = strnlen(err.msg, sizeof ld->reason - 1);
+            memcpy(ld->reason, err.msg, len);
+            ld->reason[len] = '\0';
+        }
     }
     if (st != FR_OK) {
         ld->status = st;
@@ -276,6 +300,14 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
     st = fr_pool_create(opt->threads, &pool, err);
     if (st != FR_OK)
         return st;
+    /* the output error's GEMMs run inside frontier's own parallel loops (by
+     * job and by row chunk), so BLAS itself stays on one thread: no
+     * oversubscription, and the sums do not depend on BLAS's threading */
+    for (size_t i = 0; i < n_items; i++)
+        if (items[i].calib && items[i].calib->hessian) {
+            openblas_set_num_threads(1);
+            break;
+        }
     pthread_mutex_init(&b.sink_lock, NULL);
     b.pool = pool;
     int threads = fr_pool_threads(pool);

@@ -1,7 +1,9 @@
 #include "metrics.h"
 
+#include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 void fr_error_sums_init(frontier_error_sums *sums)
@@ -71,4 +73,69 @@ void fr_metrics_from_sums(const frontier_error_sums *s, fr_metrics *m)
         double c = s->dot / denom;
         m->cosine = c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
     }
+}
+
+typedef struct output_job {
+    const float *w, *w_hat, *hessian;
+    int64_t rows, cols;
+    double *partial;   /* one per chunk of FR_OUTPUT_ROWS rows */
+    atomic_int failed; /* a chunk could not allocate its scratch */
+} output_job;
+
+/* Chunks [begin, end): D = w - w_hat for the chunk's rows (float32; the
+ * difference of two floats rounds once), M = D H by sgemm, the chunk's
+ * sum of M .* D in double. */
+static void output_chunks(void *arg, int64_t begin, int64_t end)
+{
+    output_job *job = arg;
+    const int64_t cols = job->cols;
+    float *d = malloc((size_t)FR_OUTPUT_ROWS * (size_t)cols * 2 * sizeof(float));
+    if (!d) {
+        atomic_store(&job->failed, 1);
+        return;
+    }
+    float *m = d + (size_t)FR_OUTPUT_ROWS * (size_t)cols;
+    for (int64_t c = begin; c < end; c++) {
+        const int64_t r0 = c * FR_OUTPUT_ROWS;
+        const int64_t nr = job->rows - r0 < FR_OUTPUT_ROWS ? job->rows - r0 : FR_OUTPUT_ROWS;
+        const float *w = job->w + r0 * cols;
+        const float *h = job->w_hat ? job->w_hat + r0 * cols : NULL;
+        for (int64_t i = 0; i < nr * cols; i++)
+            d[i] = h ? w[i] - h[i] : w[i];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cols, (int)cols,
+                    1.0f, d, (int)cols, job->hessian, (int)cols, 0.0f, m, (int)cols);
+        double sum = 0.0;
+        for (int64_t i = 0; i < nr * cols; i++)
+            sum += (double)m[i] * (double)d[i];
+        job->partial[c] = sum;
+    }
+    free(d);
+}
+
+fr_status fr_output_error_term(const float *w, const float *w_hat, int64_t rows, int64_t cols,
+                               const float *hessian, fr_pool *pool, double *out, fr_error *err)
+{
+    *out = 0.0;
+    if (rows <= 0 || cols <= 0)
+        return FR_OK;
+    if (cols > INT32_MAX / FR_OUTPUT_ROWS)
+        return fr_fail(err, FR_E_USAGE, "output error: %lld input columns are more than BLAS "
+                       "takes", (long long)cols);
+    const int64_t n_chunks = rows / FR_OUTPUT_ROWS + (rows % FR_OUTPUT_ROWS != 0);
+    output_job job = {.w = w, .w_hat = w_hat, .hessian = hessian, .rows = rows, .cols = cols};
+    atomic_init(&job.failed, 0);
+    job.partial = malloc((size_t)n_chunks * sizeof *job.partial);
+    if (!job.partial)
+        return fr_fail(err, FR_E_NOMEM, "cannot allocate %lld partial output errors",
+                       (long long)n_chunks);
+    fr_parallel_for(pool, n_chunks, 1, output_chunks, &job);
+    if (atomic_load(&job.failed)) {
+        free(job.partial);
+        return fr_fail(err, FR_E_NOMEM, "cannot allocate the output error's scratch (%lld x %lld "
+                       "floats)", (long long)FR_OUTPUT_ROWS * 2, (long long)cols);
+    }
+    for (int64_t c = 0; c < n_chunks; c++)
+        *out += job.partial[c];
+    free(job.partial);
+    return FR_OK;
 }

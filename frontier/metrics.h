@@ -42,6 +42,22 @@ fr_status fr_error_sums_accumulate(const float *w, const float *w_hat, int64_t n
                                    frontier_error_sums *out, fr_error *err);
 
 /*
+ * The output error terms of docs/formats.md ("Error metrics"): tr(D H D^T)
+ * for D = w - w_hat (or D = w when w_hat is NULL: the reference term
+ * tr(W H W^T)), w and w_hat rows x cols float32, H the cols x cols input
+ * second moment of the calibration statistics. Rows are taken in fixed
+ * chunks of FR_OUTPUT_ROWS: each chunk's D H is one float32 GEMM (OpenBLAS;
+ * the caller keeps BLAS single-threaded, frontier's pool runs the chunks in
+ * parallel), its trace against D is summed in double, and the chunks are
+ * added in order, so the result does not depend on the thread count.
+ * out_rel_err = sqrt(out_sq_err / out_sq_ref). FR_E_NOMEM when scratch
+ * cannot be had.
+ */
+#define FR_OUTPUT_ROWS 64
+fr_status fr_output_error_term(const float *w, const float *w_hat, int64_t rows, int64_t cols,
+                               const float *hessian, fr_pool *pool, double *out, fr_error *err);
+
+/*
  * The metrics of docs/formats.md from the sums:
  *  rel_err = sqrt(sq_err / sq_ref); 0 when both are 0 (all-zero W and Q(W));
  *            +inf when W is all zero but Q(W) is not.

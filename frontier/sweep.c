@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/calib.h"
 #include "core/call.h"
 #include "core/classify.h"
 #include "core/log.h"
@@ -68,6 +69,8 @@ struct fr_sweep {
     size_t *item_first_config;          /* offset of each item's configs */
     uint32_t *config_ids;               /* ds config_id of each selected config */
     size_t *warnings;                   /* per selected config */
+    fr_calib_file *calib;               /* --calib, or NULL */
+    frontier_calib *item_calib;         /* per item: its statistics (items[k].calib) */
 
     /* commits */
     double interval, last_commit;
@@ -224,6 +227,8 @@ void fr_sweep_destroy(fr_sweep *sw)
     free(sw->item_first_config);
     free(sw->config_ids);
     free(sw->warnings);
+    free(sw->item_calib);
+    fr_calib_close(sw->calib);
     free(sw);
 }
 
@@ -596,6 +601,62 @@ done:
     return st;
 }
 
+/* ---- calibration statistics (--calib) ---- */
+
+/* Each planned tensor's statistics from the calibration file (core/calib.h:
+ * its name rules and checks). A tensor without statistics keeps NaN in
+ * out_rel_err; a malformed module stops the run before any work. The
+ * modules that no planned tensor uses are listed in one warning. */
+static fr_status attach_calibration(fr_sweep *sw, fr_error *err)
+{
+    fr_status st = FR_OK;
+    const char **names = NULL, **unmatched = NULL;
+    size_t n_unmatched = 0, n_hessian = 0, n_found = 0;
+    sw->item_calib = calloc(sw->n_items + 1, sizeof *sw->item_calib);
+    names = calloc(sw->n_items + 1, sizeof *names);
+    if (!sw->item_calib || !names) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < sw->n_items; k++) {
+        fr_sweep_item *it = &sw->items[k];
+        fr_calib_stats cs;
+        names[k] = it->tensor->name;
+        if ((st = fr_calib_lookup(sw->calib, it->tensor->name, it->cols, &cs, err)) != FR_OK)
+            goto done;
+        if (!cs.found) {
+            fr_debug("%s", cs.skip_reason);
+            continue;
+        }
+        sw->item_calib[k] = cs.calib;
+        it->calib = &sw->item_calib[k];
+        n_found++;
+        n_hessian += cs.calib.hessian != NULL;
+    }
+    if ((st = fr_calib_unmatched(sw->calib, names, sw->n_items, &unmatched, &n_unmatched,
+                                 err)) != FR_OK)
+        goto done;
+    if (n_unmatched) {
+        char list[512];
+        size_t used = 0;
+        list[0] = '\0';
+        for (size_t i = 0; i < n_unmatched && used + 80 < sizeof list; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", i ? ", " : "",
+                                     unmatched[i]);
+        fr_warn("'%s': %zu module(s) match no tensor being measured: %s%s",
+                fr_calib_path(sw->calib), n_unmatched, list,
+                used + 80 >= sizeof list ? ", ..." : "");
+    }
+    fr_info("calibration statistics '%s' (%lld tokens): %zu of %zu tensors, %zu with a Hessian "
+            "(out_rel_err)",
+            fr_calib_path(sw->calib), (long long)fr_calib_token_count(sw->calib), n_found,
+            sw->n_items, n_hessian);
+done:
+    free(names);
+    free(unmatched);
+    return st;
+}
+
 /* ---- commits ---- */
 
 static fr_status commit(fr_sweep *sw, fr_error *err)
@@ -886,11 +947,17 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     sw->fixed_interval = sw->opt.commit_interval > 0;
     if (sw->opt.commit_interval <= 0)
         sw->opt.commit_interval = FR_COMMIT_INTERVAL;
+    /* a calibration file that cannot be read stops the run before the
+     * output is touched */
+    if (sw->opt.calib && (st = fr_calib_open(sw->opt.calib, &sw->calib, err)) != FR_OK)
+        return st;
     if ((st = open_output(sw, &resuming, err)) != FR_OK)
         return st;
 
     if ((st = plan_sources(sw, resuming, err)) != FR_OK ||
         (st = plan_configs(sw, err)) != FR_OK || (st = plan_tensors(sw, resuming, err)) != FR_OK)
+        return st;
+    if (sw->calib && (st = attach_calibration(sw, err)) != FR_OK)
         return st;
 
     int threads = sw->opt.threads > 0 ? sw->opt.threads : fr_cpu_count();

@@ -46,6 +46,8 @@ typedef struct fr_sweep_options {
     size_t cpu_parallel_bytes;
     size_t cuda_buffer_bytes;
     fr_cuda_run_stats *cuda_stats; /* filled after a run on a CUDA device, or NULL */
+    const char *calib;           /* calibration statistics file (docs/calibration.md), or
+                                  * NULL: out_rel_err of the tensors it covers */
 } fr_sweep_options;
 
 typedef struct fr_sweep_stats {

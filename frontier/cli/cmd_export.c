@@ -38,7 +38,8 @@ static void print_help(FILE *out)
             "              --sweep-budgets) as a staircase\n"
             "\n"
             "  --format F       default: from FILE's extension (.csv .json .tex .gp .svg .pdf .png)\n"
-            "  --y M            rel_err (default), out_rel_err, sqnr_db\n"
+            "  --y M            rel_err (default), out_rel_err (a sweep with --calib), sqnr_db;\n"
+            "  --metric M       the same, as pareto and allocate spell it\n"
             "  --log-y          logarithmic y axis (not for sqnr_db)\n"
             "  --by family      points per configuration over the model, one series per\n"
             "                   family (default); --by class: points per class, one series\n"
@@ -87,6 +88,7 @@ static int parse_args(int argc, char **argv, export_args *args)
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'},  {"output", required_argument, NULL, 'o'},
         {"x", required_argument, NULL, 'X'},       {"y", required_argument, NULL, 'Y'},
+        {"metric", required_argument, NULL, 'Y'},
         {"log-y", no_argument, NULL, 'l'},         {"by", required_argument, NULL, 'b'},
         {"title", required_argument, NULL, 't'},   {"label-frontier", no_argument, NULL, 'L'},
         {"no-mixed", no_argument, NULL, 'M'},      {"include", required_argument, NULL, 'i'},

@@ -43,6 +43,9 @@ static void print_usage(FILE *out)
             "                          outliers, e.g. gaussian:4096x4096,student-t3:4096x14336:bf16*4\n"
             "                          (docs/synthetic.md)\n"
             "      --plugin FILE.so    load a quantizer plugin (repeatable)\n"
+            "      --calib FILE        calibration statistics (docs/calibration.md): every row\n"
+            "                          of a tensor with a Hessian there gets out_rel_err, the\n"
+            "                          relative error of the layer's output on those inputs\n"
             "  -q, --quiet             no progress or informational messages\n"
             "      --json              print the summary as JSON\n"
             "  -h, --help              this help\n"
@@ -71,8 +74,9 @@ static void print_usage(FILE *out)
             "\n"
             "exit codes: 0 every configuration succeeded (skipped tensors included);\n"
             "1 some configuration failed on some tensor (recorded in /skipped);\n"
-            "2 usage; 3 cannot read a model; 4 malformed model; 5 output exists or cannot\n"
-            "be written; 6 plugin; 7 device; 9 --resume on another model or schema;\n"
+            "2 usage; 3 cannot read a model or calibration file; 4 malformed model or\n"
+            "calibration file; 5 output exists or cannot be written; 6 plugin; 7 device;\n"
+            "9 --resume on another model or schema;\n"
             "130 interrupted (rows so far are kept: run again with --resume).\n");
 }
 
@@ -162,6 +166,7 @@ enum {
     OPT_CPU_PARALLEL,
     OPT_CUDA_BUFFER,
     OPT_DEVICE_STATS,
+    OPT_CALIB,
 };
 
 /* What the command line asks for, beyond the sweep's own options. */
@@ -233,6 +238,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"cpu-parallel-bytes", required_argument, NULL, OPT_CPU_PARALLEL},
         {"cuda-buffer", required_argument, NULL, OPT_CUDA_BUFFER},
         {"device-stats", required_argument, NULL, OPT_DEVICE_STATS},
+        {"calib", required_argument, NULL, OPT_CALIB},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -273,6 +279,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         case OPT_RESUME: a->opt.resume = 1; break;
         case OPT_PLUGIN: a->plugins[a->n_plugins++] = optarg; break;
         case OPT_SYNTHETIC: a->synthetic = optarg; break;
+        case OPT_CALIB: a->opt.calib = optarg; break;
         case 'q': a->opt.quiet = 1; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_COMMIT_INTERVAL: tune[0].text = optarg; break;
