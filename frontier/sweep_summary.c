@@ -17,6 +17,9 @@ typedef struct config_summary {
     class_sums *cls; /* per class name index */
     int best, worst; /* class indices, -1 if none */
     double bits_per_weight, rel_err;
+    double out_sq_err, out_sq_ref; /* over the rows with an output error (--calib) */
+    size_t out_tensors;
+    double out_rel_err;            /* NaN when no row has one */
 } config_summary;
 
 static double ratio_err(double sq_err, double sq_norm)
@@ -49,6 +52,7 @@ typedef struct summary {
     config_summary *sum;      /* configurations with rows, by bits then error */
     size_t n_sum;
     size_t n_skipped_tensors, n_failed, n_measured;
+    int has_out;              /* some row has an output error */
 } summary;
 
 static void summary_free(summary *s)
@@ -103,6 +107,11 @@ static int summary_build(summary *sm, const fr_dataset *ds)
         class_sums *cs = &s->cls[sm->tensor_class[t - ds->tensors]];
         cs->sq_err += row->sq_err;
         cs->sq_norm += t->sq_norm;
+        if (isfinite(row->out_sq_err) && isfinite(row->out_sq_ref)) {
+            s->out_sq_err += row->out_sq_err;
+            s->out_sq_ref += row->out_sq_ref;
+            s->out_tensors++;
+        }
     }
     size_t kept = 0;
     for (size_t c = 0; c < sm->n_sum; c++) {
@@ -113,6 +122,8 @@ static int summary_build(summary *sm, const fr_dataset *ds)
         }
         s->bits_per_weight = s->total_bits / s->numel;
         s->rel_err = ratio_err(s->sq_err, s->sq_norm);
+        s->out_rel_err = s->out_tensors ? ratio_err(s->out_sq_err, s->out_sq_ref) : NAN;
+        sm->has_out |= s->out_tensors > 0;
         s->best = s->worst = -1;
         for (size_t k = 0; k < sm->n_classes; k++) {
             if (s->cls[k].sq_norm <= 0 && s->cls[k].sq_err <= 0)
@@ -177,6 +188,8 @@ static fr_status print_json(FILE *out, const fr_dataset *ds, const char *output,
         cJSON_AddNumberToObject(o, "nominal_bits", s->cfg->nominal_bits);
         cJSON_AddNumberToObject(o, "bits_per_weight", s->bits_per_weight);
         add_error(o, "rel_err", s->rel_err);
+        add_error(o, "out_rel_err", s->out_rel_err);
+        cJSON_AddNumberToObject(o, "out_tensors", (double)s->out_tensors);
         cJSON_AddNumberToObject(o, "tensors", (double)s->tensors);
         for (int which = 0; which < 2; which++) {
             int k = which ? s->worst : s->best;
@@ -217,8 +230,12 @@ static void print_table(FILE *out, const fr_dataset *ds, const char *output, con
     for (size_t i = 0; i < sm->n_sum; i++)
         if ((int)strlen(sm->sum[i].cfg->name) > width)
             width = (int)strlen(sm->sum[i].cfg->name);
-    fprintf(out, "%-*s  %8s  %10s  %7s  %-22s  %-22s\n", width, "configuration", "bits/w",
-            "rel_err", "tensors", "best class (rel_err)", "worst class (rel_err)");
+    /* with --calib, the output error over the tensors that have statistics
+     * comes after the best and worst classes, so the columns before it keep
+     * their places */
+    fprintf(out, "%-*s  %8s  %10s  %7s  %-22s  %-22s%s\n", width, "configuration", "bits/w",
+            "rel_err", "tensors", "best class (rel_err)", "worst class (rel_err)",
+            sm->has_out ? "  out_rel_err" : "");
     for (size_t i = 0; i < sm->n_sum; i++) {
         const config_summary *s = &sm->sum[i];
         char best[64] = "-", worst[64] = "-";
@@ -227,8 +244,11 @@ static void print_table(FILE *out, const fr_dataset *ds, const char *output, con
         if (s->worst >= 0)
             snprintf(worst, sizeof worst, "%s %.4g", sm->class_names[s->worst],
                      class_err(s, s->worst));
-        fprintf(out, "%-*s  %8.4f  %10.4g  %7zu  %-22s  %-22s\n", width, s->cfg->name,
+        fprintf(out, "%-*s  %8.4f  %10.4g  %7zu  %-22s  %-22s", width, s->cfg->name,
                 s->bits_per_weight, s->rel_err, s->tensors, best, worst);
+        if (sm->has_out)
+            fprintf(out, "  %11.4g", s->out_rel_err);
+        fputc('\n', out);
     }
 }
 
