@@ -50,7 +50,7 @@ static void print_usage(FILE *out)
             "      --json              print the summary as JSON\n"
             "  -h, --help              this help\n"
             "\n"
-            "Tuning (results never depend on these; SIZE takes a k, M or G suffix):\n"
+            "Tuning (speed, memory, commit frequency; SIZE takes a k, M or G suffix):\n"
             "      --commit-interval S     seconds between commits of the dataset (default:\n"
             "                              2, stretched to 10x what a commit costs)\n"
             "      --cpu-batch-bytes SIZE  CPU: small tensors are loaded together up to\n"
