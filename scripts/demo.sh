@@ -2,9 +2,12 @@
 # README command (1): installs what is missing and builds (scripts/setup.sh),
 # then runs the main job on the real checkpoint in data/stories260K:
 #   1. frontier inspect data/stories260K
-#   2. frontier sweep data/stories260K --bits 2..8 -o out/demo/run.h5 (prints the summary)
+#   2. frontier sweep data/stories260K --bits 2..8 --calib data/stories260K/calib.safetensors
+#      -o out/demo/run.h5 (prints the summary, with the output error out_rel_err
+#      from the shipped calibration statistics)
 #   3. frontier pareto / allocate --budget 3.5 / allocate --sweep-budgets
-#   4. frontier export ... -> out/demo/stories260K-frontier.png and .pdf
+#   4. frontier export ... -> out/demo/stories260K-frontier.png and .pdf, and the
+#      output-error frontier out/demo/stories260K-out-frontier.png
 # Outputs go to out/demo/ (git-ignored);
 # the previous demo's dataset is removed first, since frontier never
 # overwrites a dataset.
@@ -13,6 +16,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 FRONTIER=build/frontier
 MODEL=data/stories260K
+CALIB=$MODEL/calib.safetensors   # examples/calibration/capture.py, docs/calibration.md
 OUT=out/demo
 mkdir -p "$OUT"
 rm -f "$OUT/run.h5" "$OUT/run.h5.tmp" "$OUT/recipe.json" "$OUT/recipe.tensor-types.txt"
@@ -22,8 +26,8 @@ echo "== frontier inspect $MODEL"
 "$FRONTIER" inspect "$MODEL"
 
 echo
-echo "== frontier sweep $MODEL --bits 2..8 -o $OUT/run.h5"
-"$FRONTIER" sweep "$MODEL" --bits 2..8 -o "$OUT/run.h5"
+echo "== frontier sweep $MODEL --bits 2..8 --calib $CALIB -o $OUT/run.h5"
+"$FRONTIER" sweep "$MODEL" --bits 2..8 --calib "$CALIB" -o "$OUT/run.h5"
 
 echo
 echo "== frontier pareto $OUT/run.h5 --by class --frontier-only"
@@ -42,6 +46,12 @@ echo "== frontier export $OUT/run.h5 --log-y -o $OUT/stories260K-frontier.{png,p
 if "$FRONTIER" export "$OUT/run.h5" --log-y -o "$OUT/stories260K-frontier.png" &&
    "$FRONTIER" export "$OUT/run.h5" --log-y -o "$OUT/stories260K-frontier.pdf"; then
   figures="$OUT/stories260K-frontier.png and $OUT/stories260K-frontier.pdf"
+  echo
+  echo "== frontier export $OUT/run.h5 --metric out_rel_err --no-mixed --log-y -o $OUT/stories260K-out-frontier.png"
+  "$FRONTIER" export "$OUT/run.h5" --metric out_rel_err --no-mixed --log-y \
+    --title "stories260K: layer output error" \
+    -o "$OUT/stories260K-out-frontier.png"
+  figures="$figures, $OUT/stories260K-out-frontier.png"
 else
   echo "(this build has no cairo: writing a pgfplots figure instead)"
   "$FRONTIER" export "$OUT/run.h5" --log-y --format tex -o "$OUT/stories260K-frontier.tex"

@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""capture.py: calibration statistics of a local Hugging Face causal LM.
+
+Writes the calibration statistics file that frontier reads (core/calib.h;
+the layout of docs/calibration.md): for every nn.Linear module of the
+model, with x the module's input over all calibration tokens,
+
+    <module>.hessian       [in, in]  H = mean x x^T
+    <module>.act_abs_mean  [in]      mean |x_j|
+    <module>.act_sq_mean   [in]      mean x_j^2   (exactly diag(H))
+
+accumulated in float64 by forward pre-hooks and stored as float32, with
+__metadata__ token_count, model, n_sequences, seq_len, sampling, forward
+and tool. <module> is the name of model.named_modules(), which is the
+checkpoint's weight name without ".weight" for Hugging Face checkpoints
+(model.layers.0.self_attn.q_proj).
+
+The calibration tokens come from one of:
+
+    --text FILE     a text file, tokenized by the tokenizer in the model
+                    folder (one token stream, cut into --seq-len chunks);
+    --tokens FILE   token ids: .npy (1-D: one stream cut into chunks;
+                    2-D: one sequence per row, rows longer than --seq-len
+                    cut) or .txt (one sequence per non-empty line, ids
+                    separated by spaces or commas, long lines cut);
+    neither         (the default) --n-sequences sequences of --seq-len
+                    tokens sampled from the model itself: each starts with
+                    the BOS id of config.json (1 if it has none) and goes on
+                    by plain multinomial sampling at --temperature (no top-k,
+                    no top-p) from a torch.Generator seeded with --seed.
+
+Why self-sampling is the default: it needs nothing but the model folder
+(no data set to download, no tokenizer: stories260K ships none), and the
+statistics describe the inputs the model produces on its own distribution,
+which is what its layers see when it generates. The caveat: they are only
+as representative as the model's samples. A small or undertrained model's
+samples are narrower and more repetitive than real text, a temperature
+other than 1 shifts them further, and the statistics then weight the
+inputs the model favours over those real text would bring. For a model
+that will be used on a known kind of text, calibrate with --text on that
+text. Sequences are fixed length: sampling goes on through EOS/BOS ids as
+in packed training data.
+
+The statistics are gathered in a second pass: sampling runs with the hooks
+off, then the sampled sequences (BOS included) go through one plain
+forward pass each batch with the hooks on, exactly as a text file's chunks
+would. Every position of every sequence is a token of token_count. A
+tied lm_head (its weight is the embedding's) is an nn.Linear too and gets
+statistics under the name lm_head.
+
+Deterministic: the same command, on the same machine with the same
+software, writes the same bytes (CPU, float32, --threads torch threads,
+default 1, eager attention, seeded sampling; the safetensors header is
+written with its keys in a fixed order). Another CPU or another torch
+version may change float32 rounding and with it the last bits.
+
+Memory: float64 accumulators of in*in per module. For large models use
+--share-qkv (q_proj, k_proj and v_proj of one block see the same input:
+store it once under q_proj, which frontier's lookup finds for all three)
+and, if needed, --diag-only (no hessian; act_abs_mean and act_sq_mean only).
+
+Example (the shipped data/stories260K/calib.safetensors):
+
+    python3 examples/calibration/capture.py data/stories260K \\
+        -o data/stories260K/calib.safetensors
+
+Needs torch, transformers, safetensors and numpy.
+"""
+import argparse
+import hashlib
+import inspect
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import transformers
+from safetensors.torch import save as safetensors_save
+from transformers import AutoModelForCausalLM
+
+TOOL = "frontier examples/calibration/capture.py"
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def model_weight_files(model_dir):
+    """The checkpoint's weight files (those of its index, if sharded), whose
+    hashes go into __metadata__.model; never other files of the folder (the
+    output may be written there)."""
+    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        p = os.path.join(model_dir, index)
+        if os.path.exists(p):
+            with open(p, encoding="utf-8") as f:
+                return sorted(set(json.load(f)["weight_map"].values()))
+    for single in ("model.safetensors", "pytorch_model.bin"):
+        if os.path.exists(os.path.join(model_dir, single)):
+            return [single]
+    return []
+
+
+def chunk(ids, seq_len):
+    """Cuts one list of ids into pieces of at most seq_len (none empty)."""
+    return [ids[i:i + seq_len] for i in range(0, len(ids), seq_len)]
+
+
+def read_token_file(path, seq_len):
+    if path.endswith(".npy"):
+        a = np.load(path, allow_pickle=False)
+        if not np.issubdtype(a.dtype, np.integer):
+            sys.exit(f"capture.py: {path}: token ids must be integers, not {a.dtype}")
+        if a.ndim == 1:
+            rows = [a.tolist()]
+        elif a.ndim == 2:
+            rows = [r.tolist() for r in a]
+        else:
+            sys.exit(f"capture.py: {path}: token ids must be 1-D or 2-D, not {a.ndim}-D")
+    else:
+        rows = []
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                fields = line.replace(",", " ").split()
+                if not fields:
+                    continue
+                try:
+                    rows.append([int(v) for v in fields])
+                except ValueError:
+                    sys.exit(f"capture.py: {path}:{lineno}: not a list of integer token ids")
+    seqs = []
+    for r in rows:
+        seqs.extend(chunk(r, seq_len))
+    return seqs
+
+
+def read_text_file(path, model_dir, seq_len):
+    try:
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(model_dir)
+    except Exception as e:  # no tokenizer files in the folder, typically
+        sys.exit(f"capture.py: --text needs a tokenizer in {model_dir}: {e}\n"
+                 "  (give token ids with --tokens, or sample from the model: neither option)")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    ids = tok(text)["input_ids"]
+    return chunk(ids, seq_len)
+
+
+@torch.no_grad()
+def sample_sequences(model, n, seq_len, temperature, seed, bos, batch):
+    """n sequences of seq_len ids: bos, then multinomial samples at temperature."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    device = next(model.parameters()).device
+    # transformers 5 renamed past_key_values to cache; older versions know only the former.
+    cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    out = []
+    for start in range(0, n, batch):
+        b = min(batch, n - start)
+        ids = torch.full((b, 1), bos, dtype=torch.long, device=device)
+        past = None
+        step_in = ids
+        for _ in range(seq_len - 1):
+            r = model(input_ids=step_in, use_cache=True, **{cache_kw: past})
+            past = r["cache"] if "cache" in r.keys() else r["past_key_values"]
+            logits = r.logits[:, -1, :].double().cpu()
+            if temperature == 0:
+                nxt = logits.argmax(dim=-1, keepdim=True)
+            else:
+                probs = torch.softmax(logits / temperature, dim=-1)
+                nxt = torch.multinomial(probs, 1, generator=gen)
+            step_in = nxt.to(device)
+            ids = torch.cat([ids, step_in], dim=1)
+        out.extend(ids.cpu().tolist())
+    return out
+
+
+class Accumulator:
+    """float64 sums of x x^T, |x| and x^2 of one module's input."""
+
+    def __init__(self, n_in, diag_only):
+        self.n = 0
+        self.abs_sum = torch.zeros(n_in, dtype=torch.float64)
+        self.sq_sum = torch.zeros(n_in, dtype=torch.float64)
+        self.h_sum = None if diag_only else torch.zeros(n_in, n_in, dtype=torch.float64)
+
+    def add(self, x):
+        x = x.detach().reshape(-1, x.shape[-1]).to("cpu", torch.float64)
+        self.n += x.shape[0]
+        self.abs_sum += x.abs().sum(dim=0)
+        if self.h_sum is not None:
+            self.h_sum += x.T @ x
+        else:
+            self.sq_sum += (x * x).sum(dim=0)
+
+    def tensors(self, name):
+        h = None
+        if self.h_sum is not None:
+            h = self.h_sum / self.n
+            h = (h + h.T) / 2          # exactly symmetric before the cast
+            sq = torch.diagonal(h).clone()  # act_sq_mean is diag(H), bit for bit
+        else:
+            sq = self.sq_sum / self.n
+        out = {}
+        if h is not None:
+            out[name + ".hessian"] = h.to(torch.float32).contiguous()
+        out[name + ".act_abs_mean"] = (self.abs_sum / self.n).to(torch.float32).contiguous()
+        out[name + ".act_sq_mean"] = sq.to(torch.float32).contiguous()
+        return out
+
+
+def canonical_safetensors(tensors, metadata):
+    """safetensors' own writer, with the header re-serialized in a fixed key
+    order (its Rust writer emits __metadata__ in hash-map order, which changes
+    from run to run). The data section is the writer's, unchanged."""
+    raw = safetensors_save(tensors, metadata=metadata)
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    data = raw[8 + n:]
+    meta = header.pop("__metadata__")
+    ordered = {"__metadata__": {k: meta[k] for k in sorted(meta)}}
+    for k in sorted(header, key=lambda k: (header[k]["data_offsets"][0], k)):
+        ordered[k] = header[k]
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * ((-(8 + len(text))) % 8)
+    return len(text).to_bytes(8, "little") + text + data
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="Calibration statistics (H = mean x x^T, mean |x|, mean x^2) of every "
+                    "nn.Linear input of a local Hugging Face causal LM, for frontier.")
+    ap.add_argument("model", help="local model folder (config.json and weights)")
+    ap.add_argument("-o", "--output", required=True, help="output .safetensors file")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--text", help="calibration text file (needs a tokenizer in the model folder)")
+    src.add_argument("--tokens", help="calibration token ids: .npy or .txt")
+    ap.add_argument("--n-sequences", type=int, default=None,
+                    help="sequences to sample (default 64), or the most to use of --text/--tokens (default all)")
+    ap.add_argument("--seq-len", type=int, default=256,
+                    help="tokens per sequence, BOS included (default 256); --text/--tokens are cut to it")
+    ap.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0; 0 = greedy)")
+    ap.add_argument("--seed", type=int, default=1234, help="sampling seed (default 1234)")
+    ap.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass (default 16)")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, for identical bytes)")
+    ap.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                    help="model dtype for the forward pass (default float32)")
+    ap.add_argument("--attn-implementation", default="eager",
+                    help="transformers attention implementation (default eager)")
+    ap.add_argument("--share-qkv", action="store_true",
+                    help="store the q/k/v input of a block once, under q_proj")
+    ap.add_argument("--diag-only", action="store_true", help="no hessian: act_abs_mean and act_sq_mean only")
+    args = ap.parse_args()
+
+    t0 = time.time()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    dtype = getattr(torch, args.dtype)
+
+    model = AutoModelForCausalLM.from_pretrained(
+        args.model, dtype=dtype, attn_implementation=args.attn_implementation)
+    model.to(args.device).eval()
+    cfg = model.config
+    max_pos = getattr(cfg, "max_position_embeddings", None)
+    if args.seq_len < 1 or (max_pos and args.seq_len > max_pos):
+        sys.exit(f"capture.py: --seq-len {args.seq_len} must be 1..{max_pos}")
+    if args.temperature < 0 or (args.n_sequences is not None and args.n_sequences < 1) \
+            or args.batch_size < 1 or args.threads < 1:
+        sys.exit("capture.py: --temperature must be >= 0, --n-sequences, --batch-size and --threads >= 1")
+
+    # The calibration sequences.
+    if args.text:
+        seqs = read_text_file(args.text, args.model, args.seq_len)
+        sampling = f"text {os.path.basename(args.text)}, sha256 {sha256_file(args.text)}"
+    elif args.tokens:
+        seqs = read_token_file(args.tokens, args.seq_len)
+        sampling = f"token ids {os.path.basename(args.tokens)}, sha256 {sha256_file(args.tokens)}"
+    else:
+        bos = cfg.bos_token_id if isinstance(getattr(cfg, "bos_token_id", None), int) else 1
+        n = 64 if args.n_sequences is None else args.n_sequences
+        seqs = sample_sequences(model, n, args.seq_len, args.temperature, args.seed, bos,
+                                args.batch_size)
+        sampling = f"self-sampled, temperature {args.temperature}, seed {args.seed}"
+    if args.n_sequences is not None and (args.text or args.tokens):
+        seqs = seqs[:args.n_sequences]
+    vocab = cfg.vocab_size
+    for s in seqs:
+        bad = [v for v in s if not 0 <= v < vocab]
+        if bad:
+            sys.exit(f"capture.py: token id {bad[0]} is outside the vocabulary (0..{vocab - 1})")
+    if not seqs:
+        sys.exit("capture.py: no calibration tokens")
+
+    # Hooks on every nn.Linear (lm_head included, tied or not).
+    linears = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    acc, hooks = {}, []
+    for name, m in linears:
+        leaf = name.rsplit(".", 1)[-1]
+        if args.share_qkv and leaf in ("k_proj", "v_proj") and \
+                any(n == name[:-len(leaf)] + "q_proj" for n, _ in linears):
+            continue
+        acc[name] = Accumulator(m.in_features, args.diag_only)
+
+        def hook(module, a, kw, _acc=acc[name]):
+            _acc.add(a[0] if a else kw["input"])
+        hooks.append(m.register_forward_pre_hook(hook, with_kwargs=True))
+
+    # One forward pass per batch of equal-length sequences.
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        i = 0
+        while i < len(seqs):
+            j = i
+            while j < len(seqs) and j - i < args.batch_size and len(seqs[j]) == len(seqs[i]):
+                j += 1
+            ids = torch.tensor(seqs[i:j], dtype=torch.long, device=device)
+            model(input_ids=ids, use_cache=False)
+            i = j
+    for h in hooks:
+        h.remove()
+
+    token_count = sum(len(s) for s in seqs)
+    tensors = {}
+    for name, a in acc.items():
+        assert a.n == token_count, (name, a.n, token_count)
+        tensors.update(a.tensors(name))
+
+    weight_files = model_weight_files(args.model)
+    model_desc = os.path.basename(os.path.normpath(args.model))
+    if weight_files:
+        model_desc += " (" + ", ".join(f"{f} sha256 {sha256_file(os.path.join(args.model, f))}"
+                                       for f in weight_files) + ")"
+    lens = sorted({len(s) for s in seqs})
+    metadata = {
+        "token_count": str(token_count),
+        "model": model_desc,
+        "n_sequences": str(len(seqs)),
+        "seq_len": str(lens[0]) if len(lens) == 1 else f"{lens[0]}..{lens[-1]}",
+        "sampling": sampling,
+        "forward": (f"PyTorch {torch.__version__}, transformers {transformers.__version__}, "
+                    f"{args.dtype}, {args.device}, attn_implementation {model.config._attn_implementation}"),
+        "tool": TOOL,
+    }
+    if args.share_qkv:
+        metadata["shared"] = "q_proj holds the input of its block's k_proj and v_proj"
+    blob = canonical_safetensors(tensors, metadata)
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = args.output + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(blob)
+    os.replace(tmp, args.output)
+
+    secs = time.time() - t0
+    print(f"{args.output}: {len(acc)} modules, {len(seqs)} sequences, {token_count} tokens, "
+          f"{len(tensors)} tensors, {len(blob)} bytes, {secs:.1f} s")
+    for name, a in acc.items():
+        print(f"  {name}  in {a.abs_sum.numel()}")
+
+
+if __name__ == "__main__":
+    main()
