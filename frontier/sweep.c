@@ -618,12 +618,33 @@ static fr_status attach_calibration(fr_sweep *sw, fr_error *err)
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto done;
     }
+    /* a checkpoint with an embedding and no output layer of its own ties
+     * them (tie_word_embeddings): the embedding matrix is the output layer
+     * too, and the statistics of that layer's input, stored under lm_head
+     * by a capture of the running model, are the ones for it */
+    int has_lm_head = 0;
+    for (size_t s = 0; s < sw->n_sources; s++)
+        for (size_t t = 0; t < sw->sources[s]->n_tensors; t++)
+            has_lm_head |= sw->sources[s]->tensors[t].cls == FR_CLASS_LM_HEAD;
     for (size_t k = 0; k < sw->n_items; k++) {
         fr_sweep_item *it = &sw->items[k];
         fr_calib_stats cs;
         names[k] = it->tensor->name;
         if ((st = fr_calib_lookup(sw->calib, it->tensor->name, it->cols, &cs, err)) != FR_OK)
             goto done;
+        if (!cs.found && !has_lm_head && it->tensor->cls == FR_CLASS_EMBED) {
+            char reason[FR_CALIB_REASON_MAX];
+            snprintf(reason, sizeof reason, "%s", cs.skip_reason);
+            if ((st = fr_calib_lookup(sw->calib, "lm_head.weight", it->cols, &cs, err)) != FR_OK)
+                goto done;
+            if (cs.found) {
+                names[k] = "lm_head.weight";
+                fr_info("'%s' is tied to the output layer: it takes the statistics of 'lm_head'",
+                        it->tensor->name);
+            } else {
+                snprintf(cs.skip_reason, sizeof cs.skip_reason, "%s", reason);
+            }
+        }
         if (!cs.found) {
             fr_debug("%s", cs.skip_reason);
             continue;
