@@ -182,34 +182,37 @@ typedef struct sweep_args {
 
 /* One tuning setting: the option's value, else the environment's (a bad
  * value in the environment is as much a usage error as on the line). */
+enum { TUNE_COMMIT, TUNE_CPU_BATCH, TUNE_CPU_PARALLEL, TUNE_CUDA_BUFFER, TUNE_DEVICE_STATS,
+       N_TUNE };
 typedef struct tuning {
     const char *option, *env;
     const char *text;
 } tuning;
 
-static int apply_tuning(const char *cmd, sweep_args *a, tuning *t, size_t n)
+static int apply_tuning(const char *cmd, sweep_args *a, const tuning t[N_TUNE])
 {
-    for (size_t i = 0; i < n; i++) {
+    for (int i = 0; i < N_TUNE; i++) {
         const char *v = t[i].text ? t[i].text : getenv(t[i].env);
         const char *from = t[i].text ? t[i].option : t[i].env;
         int bad = 0;
         if (!v || !*v)
             continue;
         switch (i) {
-        case 0: bad = parse_seconds(v, &a->opt.commit_interval); break;
-        case 1: bad = parse_size(v, &a->opt.cpu_batch_bytes); break;
-        case 2: bad = parse_size(v, &a->opt.cpu_parallel_bytes); break;
-        case 3:
+        case TUNE_COMMIT: bad = parse_seconds(v, &a->opt.commit_interval); break;
+        case TUNE_CPU_BATCH: bad = parse_size(v, &a->opt.cpu_batch_bytes); break;
+        case TUNE_CPU_PARALLEL: bad = parse_size(v, &a->opt.cpu_parallel_bytes); break;
+        case TUNE_CUDA_BUFFER:
             bad = parse_size(v, &a->opt.cuda_buffer_bytes);
             /* a staging buffer smaller than a page only costs copies */
             if (!bad && a->opt.cuda_buffer_bytes < 4096)
                 a->opt.cuda_buffer_bytes = 4096;
             break;
-        default: a->device_stats = v; break;
+        case TUNE_DEVICE_STATS: a->device_stats = v; break;
         }
         if (bad)
             return cli_usage_error(cmd, "invalid %s '%s' (%s)", from, v,
-                                   i == 0 ? "seconds, more than 0" : "bytes, with k, M or G");
+                                   i == TUNE_COMMIT ? "seconds, more than 0"
+                                                    : "bytes, with k, M or G");
     }
     return FR_OK;
 }
@@ -242,12 +245,12 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    tuning tune[] = {
-        {"--commit-interval", "FRONTIER_COMMIT_INTERVAL", NULL},
-        {"--cpu-batch-bytes", "FRONTIER_CPU_BATCH_BYTES", NULL},
-        {"--cpu-parallel-bytes", "FRONTIER_CPU_PARALLEL_BYTES", NULL},
-        {"--cuda-buffer", "FRONTIER_CUDA_BUFFER", NULL},
-        {"--device-stats", "FRONTIER_CUDA_STATS", NULL},
+    tuning tune[N_TUNE] = {
+        [TUNE_COMMIT] = {"--commit-interval", "FRONTIER_COMMIT_INTERVAL", NULL},
+        [TUNE_CPU_BATCH] = {"--cpu-batch-bytes", "FRONTIER_CPU_BATCH_BYTES", NULL},
+        [TUNE_CPU_PARALLEL] = {"--cpu-parallel-bytes", "FRONTIER_CPU_PARALLEL_BYTES", NULL},
+        [TUNE_CUDA_BUFFER] = {"--cuda-buffer", "FRONTIER_CUDA_BUFFER", NULL},
+        [TUNE_DEVICE_STATS] = {"--device-stats", "FRONTIER_CUDA_STATS", NULL},
     };
     optind = 1;
     opterr = 0;
@@ -282,11 +285,11 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         case OPT_CALIB: a->opt.calib = optarg; break;
         case 'q': a->opt.quiet = 1; break;
         case OPT_JSON: a->json = 1; break;
-        case OPT_COMMIT_INTERVAL: tune[0].text = optarg; break;
-        case OPT_CPU_BATCH: tune[1].text = optarg; break;
-        case OPT_CPU_PARALLEL: tune[2].text = optarg; break;
-        case OPT_CUDA_BUFFER: tune[3].text = optarg; break;
-        case OPT_DEVICE_STATS: tune[4].text = optarg; break;
+        case OPT_COMMIT_INTERVAL: tune[TUNE_COMMIT].text = optarg; break;
+        case OPT_CPU_BATCH: tune[TUNE_CPU_BATCH].text = optarg; break;
+        case OPT_CPU_PARALLEL: tune[TUNE_CPU_PARALLEL].text = optarg; break;
+        case OPT_CUDA_BUFFER: tune[TUNE_CUDA_BUFFER].text = optarg; break;
+        case OPT_DEVICE_STATS: tune[TUNE_DEVICE_STATS].text = optarg; break;
         case 'h': a->help = 1; return FR_OK;
         case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
@@ -296,7 +299,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         return cli_usage_error(argv[0], "no model given (MODEL... or --synthetic SPEC)");
     if (!a->opt.output)
         return cli_usage_error(argv[0], "no output given (-o OUT.h5)");
-    return apply_tuning(argv[0], a, tune, sizeof tune / sizeof tune[0]);
+    return apply_tuning(argv[0], a, tune);
 }
 
 /* Opens the models named on the line (argv[first..]) and the synthetic
