@@ -178,13 +178,12 @@ static bench_cfg *list_configs(const fr_registry *reg, double lo, double hi, int
     int n = 0;
     for (size_t c = 0; c < reg->n_configs; c++) {
         const fr_config_ref *ref = &reg->configs[c];
-        if (!fr_cuda_has_kernel(reg, ref))
+        if (!fr_kspec_of_ref(reg, ref, &v[n].spec))
             continue;
         if (ref->cfg->nominal_bits < lo || ref->cfg->nominal_bits > hi)
             continue;
         v[n].name = ref->cfg->name;
         v[n].nominal_bits = ref->cfg->nominal_bits;
-        fr_kspec_of(reg->entries[ref->quantizer].family, ref->cfg, &v[n].spec);
         n++;
     }
     *n_out = n;

@@ -50,13 +50,6 @@ extern "C" {
 /* bytes per parallel memcpy chunk when staging */
 #define FR_X_COPY_GRAIN ((int64_t)8 << 20)
 
-static fr_cuda_run_stats fr_x_last_stats;
-
-extern "C" void fr_cuda_last_run_stats(fr_cuda_run_stats *out)
-{
-    *out = fr_x_last_stats;
-}
-
 static double fr_x_now(void)
 {
     struct timespec ts;
@@ -188,11 +181,9 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
         }
         for (size_t c = 0; c < n; c++) {
             const fr_config_ref *ref = it->configs[c];
-            const fr_qentry *e = &X->reg->entries[ref->quantizer];
-            if (gpu_ok && fr_cuda_has_kernel(X->reg, ref) &&
-                fr_kspec_of(e->family, ref->cfg, &xi->specs[xi->n_fused])) {
+            if (gpu_ok && fr_kspec_of_ref(X->reg, ref, &xi->specs[xi->n_fused])) {
                 xi->fused_idx[xi->n_fused++] = c;
-            } else if (gpu_ok && fr_quantizer_has_cuda(e->q)) {
+            } else if (gpu_ok && fr_quantizer_has_cuda(fr_config_quantizer(X->reg, ref))) {
                 xi->plugin_idx[xi->n_plugin++] = c;
             } else {
                 xi->cpu_cfgs[xi->n_cpu] = ref;
@@ -806,7 +797,6 @@ cleanup:
     if (X.x)
         fr_x_close(&X);
     X.stats.wall_s = fr_x_now() - t0;
-    fr_x_last_stats = X.stats;
     if (opt->cuda_stats)
         *opt->cuda_stats = X.stats;
     if (st == FR_OK) {

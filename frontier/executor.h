@@ -107,9 +107,6 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
  */
 fr_status fr_exec_cuda(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
                        const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err);
-
-/* The totals of the last fr_exec_cuda run in this process (tests). */
-void fr_cuda_last_run_stats(fr_cuda_run_stats *out);
 #endif
 
 #endif

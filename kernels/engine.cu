@@ -326,14 +326,6 @@ static int fr_kvec_ok(const fr_kview *v)
     return v->cols % 8 == 0 && ((uintptr_t)v->w & 15u) == 0;
 }
 
-static unsigned fr_kgrid(int64_t work_items, int64_t per_block, unsigned cap)
-{
-    int64_t g = work_items / per_block + (work_items % per_block != 0);
-    if (g < 1)
-        g = 1;
-    return g > cap ? cap : (unsigned)g;
-}
-
 fr_status fr_kstats_chunk(fr_kwork *work, const fr_kneeds *needs, const fr_kview *v,
                           fr_error *err)
 {

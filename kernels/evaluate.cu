@@ -12,8 +12,7 @@ extern "C" {
 #include "core/call.h"
 }
 
-/* The spec of a registry configuration, when it is a built-in with a kernel. */
-static int fr_kspec_of_ref(const fr_registry *reg, const fr_config_ref *ref, fr_kspec *out)
+int fr_kspec_of_ref(const fr_registry *reg, const fr_config_ref *ref, fr_kspec *out)
 {
     if (!reg || !ref || ref->quantizer >= reg->n_entries)
         return 0;

@@ -106,6 +106,11 @@ typedef struct fr_kpart {
  * family index says so (fr_qentry.family). */
 int fr_kspec_of(int family, const frontier_config *cfg, fr_kspec *out);
 
+/* The spec of registry configuration ref when it is a built-in's with a
+ * kernel (its entry's family index, and cfg one of that descriptor's own
+ * configurations); 0 otherwise. fr_cuda_has_kernel is this without the spec. */
+int fr_kspec_of_ref(const fr_registry *reg, const fr_config_ref *ref, fr_kspec *out);
+
 /* The families' spec builders (kernels/<family>.cu). */
 #define FR_KSPEC_DECLARE(ID, stem, ggml) int fr_kspec_##stem(const frontier_config *cfg, fr_kspec *out);
 FR_BUILTIN_FAMILIES(FR_KSPEC_DECLARE)
@@ -190,6 +195,16 @@ fr_status fr_kstats_finish(fr_kwork *work, const fr_kneeds *needs, int64_t rows,
  */
 fr_status fr_kfused(fr_kwork *work, const fr_kspec *specs, int n, const fr_kview *v,
                     float *w_hat, fr_error *err);
+
+/* Blocks of a grid-stride launch: one per per_block work items, at least 1,
+ * at most cap. */
+static inline unsigned fr_kgrid(int64_t work_items, int64_t per_block, unsigned cap)
+{
+    int64_t g = work_items / per_block + (work_items % per_block != 0);
+    if (g < 1)
+        g = 1;
+    return g > cap ? cap : (unsigned)g;
+}
 
 /* Bytes per element of a frontier_dtype, 0 when unknown. */
 static inline size_t fr_kdtype_size(int dtype)

@@ -124,13 +124,6 @@ static __global__ void __launch_bounds__(FR_K_THREADS)
 }
 
 
-/* One grid-stride block per 8192 units of work at most (engine.cu's rule). */
-static unsigned fr_knf4_grid(int64_t work_items, int64_t per_block, unsigned cap)
-{
-    int64_t blocks = work_items / per_block + (work_items % per_block != 0);
-    return (unsigned)(blocks < 1 ? 1 : (blocks > (int64_t)cap ? (int64_t)cap : blocks));
-}
-
 fr_status fr_knf4_dq_scales(const float *seg_lo, const float *seg_hi, int64_t n_blocks,
                             double *part, float *tstats, float *nf4_scale, cudaStream_t s,
                             fr_error *err)
@@ -146,7 +139,7 @@ fr_status fr_knf4_dq_scales(const float *seg_lo, const float *seg_hi, int64_t n_
                                                               part));
     FR_LAUNCH(fr_knf4_mean<<<1, 1024, 0, s>>>(part, (int)n_part, seg_lo, seg_hi, n_blocks, per,
                                              tstats));
-    FR_LAUNCH(fr_knf4_dq<<<fr_knf4_grid(n_groups, FR_K_WARPS, 8192), FR_K_THREADS, 0, s>>>(
+    FR_LAUNCH(fr_knf4_dq<<<fr_kgrid(n_groups, FR_K_WARPS, 8192), FR_K_THREADS, 0, s>>>(
         seg_lo, seg_hi, n_blocks, tstats, nf4_scale));
 cleanup:
     return st;

@@ -101,15 +101,18 @@ static void collected_free(collected *c)
     free(c->device);
 }
 
-/* the CUDA executor's staging cap for the next run (0: its default) */
+/* the CUDA executor's staging cap for the next run (0: its default), and
+ * the totals of the last CUDA run (fr_executor_options.cuda_stats) */
 static size_t cuda_buffer_bytes;
+static fr_cuda_run_stats last_stats;
 
 static void run(int gpu, const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
                 size_t max_configs, collected *out)
 {
     fr_error err;
     fr_executor_options opt = {
-        .threads = 0, .device = gpu ? 0 : -1, .seed = 7, .cuda_buffer_bytes = cuda_buffer_bytes};
+        .threads = 0, .device = gpu ? 0 : -1, .seed = 7, .cuda_buffer_bytes = cuda_buffer_bytes,
+        .cuda_stats = &last_stats};
     fr_sweep_sink sink = {.ctx = out, .outcome = on_outcome, .item_skipped = on_skipped,
                           .item_done = on_done, .item_norm = on_norm, .cancelled = NULL};
     collected_init(out, n_items, max_configs);
@@ -118,8 +121,7 @@ static void run(int gpu, const fr_registry *reg, const fr_sweep_item *items, siz
                        : fr_exec_cpu(reg, items, n_items, &opt, &sink, &err);
     CHECK_MSG(st == FR_OK, "%s executor failed: %s", gpu ? "cuda" : "cpu", err.msg);
     if (gpu) {
-        fr_cuda_run_stats s;
-        fr_cuda_last_run_stats(&s);
+        const fr_cuda_run_stats s = last_stats;
         printf("  cuda: gpu %.4f s, h2d %.4f s (%llu bytes), %llu fused, %llu plugin, %llu cpu, "
                "%llu chunked tensors\n",
                s.gpu_s, s.h2d_s, (unsigned long long)s.h2d_bytes,
@@ -226,8 +228,7 @@ int main(int argc, char **argv)
     cuda_buffer_bytes = 64 << 10;
     run(1, &reg, items, n_items, n_cfgs, &chunked);
     cuda_buffer_bytes = 0;
-    fr_cuda_run_stats s;
-    fr_cuda_last_run_stats(&s);
+    const fr_cuda_run_stats s = last_stats;
     CHECK_MSG(s.chunked_tensors > 0, "the 64 KiB cap chunked no tensor");
     compare("cuda chunked vs cpu", items, &chunked, &cpu, 1e-6, 0);
 
@@ -252,8 +253,7 @@ int main(int argc, char **argv)
         collected pc, pg;
         run(0, &preg, pitems, n_pitems, preg.n_configs, &pc);
         run(1, &preg, pitems, n_pitems, preg.n_configs, &pg);
-        fr_cuda_run_stats ps;
-        fr_cuda_last_run_stats(&ps);
+        const fr_cuda_run_stats ps = last_stats;
         CHECK_MSG(ps.plugin_configs == (uint64_t)(n_pitems * preg.n_configs),
                   "plugin path: %llu (tensor, config) pairs through the plugin's CUDA functions",
                   (unsigned long long)ps.plugin_configs);
