@@ -72,7 +72,9 @@ static bench_result run_case(const bench_case *c, int threads, const char *outpu
                   : fr_synthetic_open(c->synthetic, 0, &src, &err);
     if (st != FR_OK)
         goto done;
+    /* the data-free kernel families, as the figures in docs/benchmarks.md */
     fr_sweep_options opt = {.output = output, .threads = threads, .quiet = 1, .device = "cpu",
+                            .quantizers = "int,fp8,nvfp4,mx,nf4",
                             .command_line = "bench_sweep"};
     double t0 = now_seconds();
     if ((st = fr_sweep_create(&reg, &opt, &sw, &err)) != FR_OK ||

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +44,136 @@ hid_t ds_fapl(void)
         return H5I_INVALID_HID;
     }
     return fapl;
+}
+
+/* ---- the in-memory file and its bytes ---- */
+
+/* HDF5 calls these for the core driver's buffer; the one it frees at
+ * close is kept (ds_image). */
+/* Only the file's own buffer (FILE_OPEN, FILE_RESIZE) is tracked, not the
+ * copies a property list makes of an initial image. */
+static int file_buffer_op(H5FD_file_image_op_t op)
+{
+    return op == H5FD_FILE_IMAGE_OP_FILE_OPEN || op == H5FD_FILE_IMAGE_OP_FILE_RESIZE;
+}
+
+static void *image_malloc(size_t size, H5FD_file_image_op_t op, void *udata)
+{
+    ds_image *im = udata;
+    void *p = malloc(size ? size : 1);
+    if (p && file_buffer_op(op)) {
+        im->data = p;
+        im->capacity = size;
+    }
+    return p;
+}
+
+static void *image_memcpy(void *dest, const void *src, size_t size, H5FD_file_image_op_t op,
+                          void *udata)
+{
+    (void)op, (void)udata;
+    return memcpy(dest, src, size);
+}
+
+static void *image_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *udata)
+{
+    ds_image *im = udata;
+    void *p = realloc(ptr, size ? size : 1);
+    if (p && (file_buffer_op(op) || ptr == im->data)) {
+        im->data = p;
+        im->capacity = size;
+    }
+    return p;
+}
+
+static herr_t image_free(void *ptr, H5FD_file_image_op_t op, void *udata)
+{
+    ds_image *im = udata;
+    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && ptr == im->data)
+        return 0; /* the file's final bytes: ds_close_image takes them */
+    if (ptr == im->data) {
+        im->data = NULL;
+        im->capacity = 0;
+    }
+    free(ptr);
+    return 0;
+}
+
+static void *image_udata_copy(void *udata)
+{
+    return udata;
+}
+
+static herr_t image_udata_free(void *udata)
+{
+    (void)udata;
+    return 0;
+}
+
+hid_t ds_memory_fapl(ds_image *image)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0)
+        return H5I_INVALID_HID;
+    H5FD_file_image_callbacks_t cb = {image_malloc,     image_memcpy,     image_realloc, image_free,
+                                      image_udata_copy, image_udata_free, image};
+    /* grows in steps of 1 MiB; backing_store 0: never written by HDF5.
+     * Low bound 1.8: superblock 2 and object headers 2 carry checksums, so
+     * HDF5 itself refuses damaged metadata before using it. */
+    if (H5Pset_fapl_core(fapl, (size_t)1 << 20, 0) < 0 ||
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0 ||
+        H5Pset_file_image_callbacks(fapl, &cb) < 0) {
+        H5Pclose(fapl);
+        return H5I_INVALID_HID;
+    }
+    return fapl;
+}
+
+void ds_image_free(ds_image *image)
+{
+    free(image->data);
+    memset(image, 0, sizeof *image);
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+fr_status ds_close_image(hid_t file, ds_image *image, const char *name, fr_error *err)
+{
+    char h5msg[256];
+    if (H5Fclose(file) < 0) {
+        ds_h5_message(h5msg, sizeof h5msg);
+        ds_image_free(image);
+        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", name, h5msg);
+    }
+    /* The superblock at offset 0 (HDF5 File Format Specification, II.A):
+     * the signature, its version at byte 8, then (versions 0 and 1) the
+     * size of offsets at byte 13, the base address at 24 / 28 and the
+     * end-of-file address 16 bytes later, or (versions 2 and 3) at bytes
+     * 9, 12 and 28. Only files with 8-byte addresses and base 0 (no user
+     * block), as this tool writes them. */
+    static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    const unsigned char *p = image->data;
+    size_t eof_at = 0, offsets_at = 0, base_at = 0;
+    if (p && image->capacity >= 56 && !memcmp(p, signature, 8)) {
+        if (p[8] == 0 || p[8] == 1)
+            offsets_at = 13, base_at = p[8] == 0 ? 24 : 28, eof_at = base_at + 16;
+        else if (p[8] == 2 || p[8] == 3)
+            offsets_at = 9, base_at = 12, eof_at = 28;
+    }
+    uint64_t eof = eof_at && p[offsets_at] == 8 && le64(p + base_at) == 0 ? le64(p + eof_at) : 0;
+    if (!eof || eof > image->capacity) {
+        ds_image_free(image);
+        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': unexpected HDF5 superblock in memory",
+                       name);
+    }
+    image->size = (size_t)eof;
+    return FR_OK;
 }
 
 static hid_t field_type(ds_field_type type, int for_file)
@@ -103,11 +234,16 @@ static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data)
     return 0;
 }
 
-static void h5_message(char *buf, size_t len)
+void ds_h5_message(char *buf, size_t len)
 {
     h5_walk w = {{0}};
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &w);
     snprintf(buf, len, "%s", w.msg[0] ? w.msg : "hdf5 error");
+    /* HDF5's descriptions of system errors span lines: keep the first */
+    buf[strcspn(buf, "\r\n")] = '\0';
+    size_t n = strlen(buf);
+    while (n && (buf[n - 1] == ',' || buf[n - 1] == ' ' || buf[n - 1] == ':'))
+        buf[--n] = '\0';
 }
 
 /* A scalar root attribute: stored as file_type, value given as mem_type. */
@@ -140,7 +276,8 @@ static int write_string_attr(hid_t loc, const char *name, const char *value)
     return rc;
 }
 
-/* Creates table->name as a chunked, extendible 1-D dataset of n rows.
+/* Creates table->name as a chunked, extendible 1-D dataset of n rows with
+ * the Fletcher32 filter and a "checksum" attribute (dataset_checksum.c).
  * rows is n in-memory rows; for /results (results != NULL, rows NULL) the
  * rows are staged block by block as ds_result_io first. */
 static int write_table(hid_t file, const ds_table *table, const void *rows, size_t n,
@@ -151,45 +288,49 @@ static int write_table(hid_t file, const ds_table *table, const void *rows, size
     hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID;
     hid_t mspace = H5I_INVALID_HID;
     ds_result_io *stage = NULL;
+    ds_hash hash;
+    char sum[DS_CHECKSUM_TEXT];
     hsize_t dims[1] = {n}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {table->chunk_rows};
+    ds_hash_init(&hash);
     if (mem_type < 0 || file_type < 0)
         goto done;
     space = H5Screate_simple(1, dims, maxdims);
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    if (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0)
+    if (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0)
         goto done;
     dset = H5Dcreate2(file, table->name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (dset < 0)
         goto done;
-    if (n == 0) {
-        rc = 0;
-        goto done;
-    }
-    if (!results) {
+    if (n > 0 && !results) {
         if (H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)
             goto done;
-        rc = 0;
-        goto done;
+        ds_hash_rows(&hash, table, rows, n);
     }
-    stage = malloc(sizeof *stage * DS_IO_BLOCK);
-    if (!stage)
-        goto done;
-    for (size_t begin = 0; begin < n; begin += DS_IO_BLOCK) {
-        size_t count = n - begin < DS_IO_BLOCK ? n - begin : DS_IO_BLOCK;
-        for (size_t i = 0; i < count; i++) {
-            const fr_ds_result *r = &results[begin + i];
-            /* HDF5 only reads through the device pointer */
-            stage[i] = (ds_result_io){.row = *r, .device = (char *)(uintptr_t)r->device};
-        }
-        hsize_t start[1] = {begin}, cnt[1] = {count};
-        mspace = H5Screate_simple(1, cnt, NULL);
-        if (mspace < 0 ||
-            H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
-            H5Dwrite(dset, mem_type, mspace, space, H5P_DEFAULT, stage) < 0)
+    if (n > 0 && results) {
+        stage = malloc(sizeof *stage * DS_IO_BLOCK);
+        if (!stage)
             goto done;
-        H5Sclose(mspace);
-        mspace = H5I_INVALID_HID;
+        for (size_t begin = 0; begin < n; begin += DS_IO_BLOCK) {
+            size_t count = n - begin < DS_IO_BLOCK ? n - begin : DS_IO_BLOCK;
+            for (size_t i = 0; i < count; i++) {
+                const fr_ds_result *r = &results[begin + i];
+                /* HDF5 only reads through the device pointer */
+                stage[i] = (ds_result_io){.row = *r, .device = (char *)(uintptr_t)r->device};
+            }
+            hsize_t start[1] = {begin}, cnt[1] = {count};
+            mspace = H5Screate_simple(1, cnt, NULL);
+            if (mspace < 0 ||
+                H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
+                H5Dwrite(dset, mem_type, mspace, space, H5P_DEFAULT, stage) < 0)
+                goto done;
+            ds_hash_rows(&hash, table, stage, count);
+            H5Sclose(mspace);
+            mspace = H5I_INVALID_HID;
+        }
     }
+    ds_hash_text(&hash, sum);
+    if (write_string_attr(dset, DS_CHECKSUM_ATTR, sum) < 0)
+        goto done;
     rc = 0;
 done:
     free(stage);
@@ -208,69 +349,177 @@ done:
     return rc;
 }
 
-/* Writes the whole dataset into a new HDF5 file at tmp. */
-static fr_status write_file(const char *tmp, const char *path, const fr_dataset *ds, fr_error *err)
+/* Builds the whole dataset as an HDF5 file in memory (ds_memory_fapl);
+ * *file_out is the open file, whose bytes go to image when it is closed.
+ * Nothing here touches the disk. */
+static fr_status build_file(const char *tmp, const fr_dataset *ds, ds_image *image,
+                            hid_t *file_out, fr_error *err)
 {
     fr_status st = FR_OK;
-    hid_t fapl = ds_fapl(), file = H5I_INVALID_HID;
+    hid_t fapl = ds_memory_fapl(image), file = H5I_INVALID_HID;
     char h5msg[256];
+    *file_out = H5I_INVALID_HID;
     if (fapl < 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': hdf5 property list", path);
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': hdf5 property list", tmp);
         goto done;
     }
     file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (file < 0) {
-        h5_message(h5msg, sizeof h5msg);
+        ds_h5_message(h5msg, sizeof h5msg);
         st = fr_fail(err, FR_E_OUTPUT, "cannot create '%s': %s", tmp, h5msg);
         goto done;
     }
+    /* the root checksum covers the attributes exactly as written */
+    fr_dataset root = *ds;
+    if (!root.tool_version)
+        root.tool_version = (char *)(uintptr_t)FRONTIER_VERSION;
+    ds_hash hash;
+    char sum[DS_CHECKSUM_TEXT];
+    ds_hash_init(&hash);
+    ds_hash_root(&hash, &root);
+    ds_hash_text(&hash, sum);
     if (write_string_attr(file, "format", DS_FORMAT) < 0 ||
         write_attr(file, "schema_version", H5T_STD_I64LE, H5T_NATIVE_INT64,
                    &(int64_t){FR_SCHEMA_VERSION}) < 0 ||
-        write_string_attr(file, "tool_version", ds->tool_version ? ds->tool_version : FRONTIER_VERSION) < 0 ||
+        write_string_attr(file, "tool_version", root.tool_version) < 0 ||
         write_string_attr(file, "created", ds->created) < 0 ||
         write_string_attr(file, "command_line", ds->command_line) < 0 ||
         write_string_attr(file, "host", ds->host) < 0 ||
         write_string_attr(file, "devices", ds->devices) < 0 ||
+        write_string_attr(file, DS_CHECKSUM_ATTR, sum) < 0 ||
         write_table(file, &ds_sources_table, ds->sources, ds->n_sources, NULL) < 0 ||
         write_table(file, &ds_tensors_table, ds->tensors, ds->n_tensors, NULL) < 0 ||
         write_table(file, &ds_configs_table, ds->configs, ds->n_configs, NULL) < 0 ||
         write_table(file, &ds_results_table, NULL, ds->n_results, ds->results) < 0 ||
         write_table(file, &ds_skipped_table, ds->skipped, ds->n_skipped, NULL) < 0) {
-        h5_message(h5msg, sizeof h5msg);
+        ds_h5_message(h5msg, sizeof h5msg);
         st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp, h5msg);
         goto done;
     }
+    *file_out = file;
+    file = H5I_INVALID_HID;
 done:
-    if (file >= 0 && H5Fclose(file) < 0 && st == FR_OK) {
-        h5_message(h5msg, sizeof h5msg);
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp, h5msg);
+    if (file >= 0) {
+        H5Fclose(file);
+        ds_image_free(image);
     }
     if (fapl >= 0)
         H5Pclose(fapl);
     return st;
 }
 
-static int fsync_path(const char *p, int directory)
+/* Writes all of buf (short writes and EINTR retried); -1 with errno. */
+static int write_all(int fd, const unsigned char *buf, size_t n)
 {
-    int fd = open(p, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        if (w == 0) { /* a write that makes no progress is a full disk */
+            errno = ENOSPC;
+            return -1;
+        }
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+fr_status ds_save_image(const ds_image *image, const char *tmp, int *fd_out, fr_error *err)
+{
+    fr_status st = FR_OK;
+    char ebuf[128];
+    int fd = -1;
+    *fd_out = -1;
+    for (int attempt = 0;; attempt++) {
+        /* not O_TRUNC: a second writer must not truncate the first one's
+         * file before it finds the lock taken */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+        if (fd < 0) {
+            st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
+                         fr_errno_text(errno, ebuf, sizeof ebuf));
+            goto done;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno != ENOLCK && errno != ENOSYS &&
+            errno != EOPNOTSUPP && errno != EINVAL) {
+            int e = errno;
+            close(fd);
+            fd = -1;
+            if (e == EWOULDBLOCK)
+                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': another process is writing it",
+                             tmp);
+            else
+                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
+                             fr_errno_text(e, ebuf, sizeof ebuf));
+            goto done; /* the other writer's file: not removed */
+        }
+        /* the lock is ours, but the name may meanwhile have been renamed
+         * away by the writer that held it (our descriptor is then its
+         * finished file): only the file still named tmp may be truncated */
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && stat(tmp, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
+            break;
+        close(fd);
+        fd = -1;
+        if (attempt == 2) {
+            st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': another process is writing it", tmp);
+            goto done;
+        }
+    }
+    if (ftruncate(fd, 0) != 0 || write_all(fd, image->data, image->size) != 0 || fsync(fd) != 0) {
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
+        close(fd);
+        fd = -1;
+        unlink(tmp);
+        goto done;
+    }
+    *fd_out = fd;
+done:
+    return st;
+}
+
+int ds_fsync_folder(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(copy);
     if (fd < 0)
         return -1;
     int rc = fsync(fd);
     /* some filesystems cannot fsync a directory; the rename is still atomic */
-    if (rc != 0 && directory && (errno == EINVAL || errno == EBADF))
+    if (rc != 0 && (errno == EINVAL || errno == EBADF || errno == EROFS))
         rc = 0;
     close(fd);
     return rc;
+}
+
+/* Closes the locked tmp descriptor: on NFS a close can report a failed write. */
+static fr_status close_tmp(int fd, const char *tmp, fr_error *err)
+{
+    char ebuf[128];
+    if (fd >= 0 && close(fd) != 0)
+        return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
+                       fr_errno_text(errno, ebuf, sizeof ebuf));
+    return FR_OK;
 }
 
 fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_mode mode,
                            fr_error *err)
 {
     fr_status st = FR_OK;
-    char *tmp = NULL, *dir_copy = NULL;
+    char *tmp = NULL;
     char ebuf[128];
-    int tmp_exists = 0;
+    int tmp_exists = 0, fd = -1;
+    hid_t file = H5I_INVALID_HID;
+    ds_image image = {0};
     H5E_auto2_t old_func = NULL;
     void *old_data = NULL;
     H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
@@ -278,8 +527,7 @@ fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_m
 
     size_t len = strlen(path);
     tmp = malloc(len + 5);
-    dir_copy = strdup(path);
-    if (!tmp || !dir_copy) {
+    if (!tmp) {
         st = fr_fail(err, FR_E_NOMEM, "cannot write '%s': out of memory", path);
         goto done;
     }
@@ -289,25 +537,25 @@ fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_m
         st = fr_fail(err, FR_E_OUTPUT, "'%s' already exists", path);
         goto done;
     }
-    /* Probe with open() first: it gives a precise reason (no such
-     * directory, permission denied) that HDF5's message buries. A stale
-     * .tmp from a killed run is simply truncated. */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
-                     fr_errno_text(errno, ebuf, sizeof ebuf));
-        goto done;
+    /* Probe the folder first: a precise reason (no such directory,
+     * permission denied, read-only) before any work. A stale .tmp from a
+     * killed run is simply overwritten. */
+    {
+        char *dir_copy = strdup(path);
+        int ok = dir_copy && access(dirname(dir_copy), W_OK | X_OK) == 0;
+        int e = dir_copy ? errno : ENOMEM;
+        free(dir_copy);
+        if (!ok) {
+            st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                         fr_errno_text(e, ebuf, sizeof ebuf));
+            goto done;
+        }
     }
-    close(fd);
+    if ((st = build_file(tmp, ds, &image, &file, err)) != FR_OK ||
+        (st = ds_close_image(file, &image, tmp, err)) != FR_OK ||
+        (st = ds_save_image(&image, tmp, &fd, err)) != FR_OK)
+        goto done;
     tmp_exists = 1;
-    st = write_file(tmp, path, ds, err);
-    if (st != FR_OK)
-        goto done;
-    if (fsync_path(tmp, 0) != 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot flush '%s': %s", tmp,
-                     fr_errno_text(errno, ebuf, sizeof ebuf));
-        goto done;
-    }
     if (mode == FR_DS_CREATE) {
         /* link() fails with EEXIST instead of replacing: no window in which
          * a file created meanwhile by someone else could be overwritten */
@@ -339,7 +587,7 @@ fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_m
     } else {
         tmp_exists = 0;
     }
-    if (fsync_path(dirname(dir_copy), 1) != 0) {
+    if (ds_fsync_folder(path) != 0) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot flush the folder of '%s': %s", path,
                      fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
@@ -347,8 +595,13 @@ fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_m
 done:
     if (tmp_exists)
         unlink(tmp); /* after link(): path keeps the data */
+    {
+        fr_status cst = close_tmp(fd, tmp, err);
+        if (st == FR_OK)
+            st = cst;
+    }
     free(tmp);
-    free(dir_copy);
+    ds_image_free(&image);
     H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
     return st;
 }

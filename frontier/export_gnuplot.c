@@ -169,7 +169,6 @@ static int gp_write_plot(FILE *g, const fr_plot *p, const gp_block *blocks, size
 fr_status fr_export_gnuplot(const fr_plot *p, const char *path, const char *dataset_path,
                             fr_error *err)
 {
-    char ebuf[128];
     fr_status st = FR_OK;
     size_t len = strlen(path);
     char *dat = malloc(len + 8), *stem = malloc(len + 8);
@@ -198,12 +197,18 @@ fr_status fr_export_gnuplot(const fr_plot *p, const char *path, const char *data
     if (!gp_write_plot(g, p, blocks, nb))
         st = fr_fail(err, FR_E_FORMAT, "nothing to plot");
 done:
-    if (d && (fclose(d) != 0) && st == FR_OK)
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", dat,
-                     fr_errno_text(errno, ebuf, sizeof ebuf));
-    if (g && (ferror(g) | fclose(g)) && st == FR_OK)
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
-                     fr_errno_text(errno, ebuf, sizeof ebuf));
+    /* both files or neither: each is renamed into place only when written */
+    if (st == FR_OK && d && g) {
+        st = fr_output_close(d, dat, err);
+        d = NULL;
+        if (st == FR_OK)
+            st = fr_output_close(g, path, err);
+        else
+            fr_output_abort(g);
+        g = NULL;
+    }
+    fr_output_abort(d);
+    fr_output_abort(g);
     free(dat);
     free(stem);
     free(blocks);

@@ -1,13 +1,12 @@
 /*
  * Derived tables under /frontier (docs/analysis.md, "Stored results"),
- * written through the HDF5 C API into a temporary copy of the dataset that
- * replaces it on commit.
+ * written through the HDF5 C API into an in-memory copy of the dataset
+ * whose bytes replace it on commit (tmp + fsync + rename).
  */
 #include "frontier/frontier_store.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -25,8 +24,8 @@
 
 struct fr_store {
     char *path;
-    char *tmp_path;
-    hid_t file;
+    hid_t file;    /* the dataset, in memory (ds_memory_fapl) */
+    ds_image image; /* its bytes, once closed */
     H5E_auto2_t old_func;
     void *old_data;
 };
@@ -43,106 +42,81 @@ static void hdf5_restore(H5E_auto2_t func, void *data)
     H5Eset_auto2(H5E_DEFAULT, func, data);
 }
 
-static fr_status copy_file(const char *from, const char *to_template, char **to_path,
-                           fr_error *err)
+/* The whole of path, read into a malloc'd buffer. */
+static fr_status read_whole(const char *path, unsigned char **out, size_t *size, fr_error *err)
 {
     char ebuf[128];
     fr_status st = FR_OK;
-    int in = -1, out = -1;
-    char *buf = NULL;
-    char *tmp = strdup(to_template);
-    if (!tmp)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    unsigned char *buf = NULL;
     struct stat sb;
-    in = open(from, O_RDONLY | O_CLOEXEC);
-    if (in < 0 || fstat(in, &sb) != 0) {
-        st = fr_fail(err, FR_E_IO, "cannot open '%s': %s", from,
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        st = fr_fail(err, FR_E_IO, "cannot open '%s': %s", path,
                      fr_errno_text(errno, ebuf, sizeof ebuf));
         goto done;
     }
-    out = mkstemp(tmp);
-    if (out < 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot create a temporary copy of '%s' beside it: %s", from,
-                     fr_errno_text(errno, ebuf, sizeof ebuf));
+    if (!S_ISREG(sb.st_mode) || sb.st_size <= 0) {
+        st = fr_fail(err, FR_E_FORMAT, "'%s' is not an HDF5 file", path);
         goto done;
     }
-    *to_path = tmp;
-    buf = malloc(1 << 20);
-    if (!buf) {
-        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+    if (!(buf = malloc((size_t)sb.st_size))) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
         goto done;
     }
-    for (;;) {
-        ssize_t n = read(in, buf, 1 << 20);
+    for (size_t got = 0; got < (size_t)sb.st_size;) {
+        ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0) {
-            st = fr_fail(err, FR_E_IO, "cannot read '%s': %s", from,
-                         fr_errno_text(errno, ebuf, sizeof ebuf));
+        if (n <= 0) {
+            st = fr_fail(err, FR_E_IO, "cannot read '%s': %s", path,
+                         n < 0 ? fr_errno_text(errno, ebuf, sizeof ebuf) : "file shrank while read");
             goto done;
         }
-        if (n == 0)
-            break;
-        for (ssize_t off = 0; off < n;) {
-            ssize_t w = write(out, buf + off, (size_t)(n - off));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0) {
-                st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
-                             fr_errno_text(errno, ebuf, sizeof ebuf));
-                goto done;
-            }
-            off += w;
-        }
+        got += (size_t)n;
     }
-    if (fchmod(out, sb.st_mode & 07777) != 0 || fsync(out) != 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
-                     fr_errno_text(errno, ebuf, sizeof ebuf));
-        goto done;
-    }
+    *out = buf;
+    *size = (size_t)sb.st_size;
+    buf = NULL;
 done:
     free(buf);
-    if (in >= 0)
-        close(in);
-    if (out >= 0 && close(out) != 0 && st == FR_OK)
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
-                     fr_errno_text(errno, ebuf, sizeof ebuf));
-    if (st != FR_OK) {
-        if (out >= 0)
-            unlink(tmp);
-        free(tmp);
-        *to_path = NULL;
-    }
+    if (fd >= 0)
+        close(fd);
     return st;
 }
 
 fr_status fr_store_begin(const char *path, fr_store **out, fr_error *err)
 {
     fr_status st = FR_OK;
+    unsigned char *bytes = NULL;
+    size_t size = 0;
     *out = NULL;
     fr_store *s = calloc(1, sizeof *s);
     if (!s)
         return fr_fail(err, FR_E_NOMEM, "out of memory");
-    s->file = -1;
+    s->file = H5I_INVALID_HID;
     hdf5_quiet(&s->old_func, &s->old_data);
-    s->path = strdup(path);
-    size_t n = strlen(path) + 32;
-    char *tmpl = malloc(n);
-    if (!s->path || !tmpl) {
-        free(tmpl);
+    if (!(s->path = strdup(path))) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto fail;
     }
-    snprintf(tmpl, n, "%s.frontier-tmp-XXXXXX", path);
-    st = copy_file(path, tmpl, &s->tmp_path, err);
-    free(tmpl);
-    if (st != FR_OK)
+    /* the dataset is edited in memory and written back whole, as a sweep
+     * writes it (dataset_write.c): HDF5 never writes to the disk itself */
+    if ((st = read_whole(path, &bytes, &size, err)) != FR_OK)
         goto fail;
-    /* the dataset's own file access: locking where the filesystem has it */
-    hid_t fapl = ds_fapl();
-    s->file = fapl < 0 ? H5I_INVALID_HID : H5Fopen(s->tmp_path, H5F_ACC_RDWR, fapl);
+    hid_t fapl = ds_memory_fapl(&s->image);
+    /* the core driver refuses an image under the name of a file that
+     * exists; the name is only a label, no file of it is made */
+    size_t n = strlen(path) + 32;
+    char *label = malloc(n);
+    if (label)
+        snprintf(label, n, "%s.frontier-in-memory-%ld", path, (long)getpid());
+    if (label && fapl >= 0 && H5Pset_file_image(fapl, bytes, size) >= 0)
+        s->file = H5Fopen(label, H5F_ACC_RDWR, fapl);
     if (fapl >= 0)
         H5Pclose(fapl);
+    free(label);
+    free(bytes);
     if (s->file < 0) {
         st = fr_fail(err, FR_E_FORMAT, "cannot open '%s' as HDF5 for writing", path);
         goto fail;
@@ -160,10 +134,8 @@ void fr_store_abort(fr_store *s)
         return;
     if (s->file >= 0)
         H5Fclose(s->file);
-    if (s->tmp_path)
-        unlink(s->tmp_path);
+    ds_image_free(&s->image);
     hdf5_restore(s->old_func, s->old_data);
-    free(s->tmp_path);
     free(s->path);
     free(s);
 }
@@ -172,39 +144,44 @@ fr_status fr_store_commit(fr_store *s, fr_error *err)
 {
     char ebuf[128];
     fr_status st = FR_OK;
-    herr_t closed = H5Fclose(s->file);
-    s->file = -1;
-    if (closed < 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': closing the HDF5 file failed", s->path);
+    int fd = -1;
+    size_t n = strlen(s->path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto done;
     }
-    int fd = open(s->tmp_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", s->tmp_path,
+    /* a name of this process's own: two commands storing into one dataset
+     * at once each write their own copy (the last rename wins) */
+    snprintf(tmp, n, "%s.frontier-tmp-%ld", s->path, (long)getpid());
+    hid_t file = s->file;
+    s->file = H5I_INVALID_HID;
+    if ((st = ds_close_image(file, &s->image, tmp, err)) != FR_OK ||
+        (st = ds_save_image(&s->image, tmp, &fd, err)) != FR_OK)
+        goto done;
+    /* the dataset keeps its permissions */
+    struct stat sb;
+    if (stat(s->path, &sb) == 0 && fchmod(fd, sb.st_mode & 07777) != 0) {
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp,
                      fr_errno_text(errno, ebuf, sizeof ebuf));
-        if (fd >= 0)
-            close(fd);
+        unlink(tmp);
         goto done;
     }
-    close(fd);
-    if (rename(s->tmp_path, s->path) != 0) {
+    if (rename(tmp, s->path) != 0) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot replace '%s': %s", s->path,
                      fr_errno_text(errno, ebuf, sizeof ebuf));
+        unlink(tmp);
         goto done;
     }
-    free(s->tmp_path);
-    s->tmp_path = NULL;
     /* make the rename itself durable */
-    char *dir_copy = strdup(s->path);
-    if (dir_copy) {
-        int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        free(dir_copy);
-    }
+    if (ds_fsync_folder(s->path) != 0)
+        st = fr_fail(err, FR_E_OUTPUT, "cannot flush the folder of '%s': %s", s->path,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
 done:
+    if (fd >= 0 && close(fd) != 0 && st == FR_OK)
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", s->path,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
+    free(tmp);
     fr_store_abort(s);
     return st;
 }
@@ -323,17 +300,27 @@ static fr_status write_table(fr_store *s, hid_t group, const char *name, const v
                              fr_error *err)
 {
     fr_status st = FR_OK;
-    hid_t str = ds_string_type(), type = -1, space = -1, dset = -1;
-    hsize_t dims[1] = {n_rows};
+    hid_t str = ds_string_type(), type = -1, space = -1, dset = -1, dcpl = -1;
+    hsize_t dims[1] = {n_rows}, maxdims[1] = {H5S_UNLIMITED};
     if (str < 0 || (type = compound_type(row_size, cols, n_cols, str)) < 0 ||
-        (space = H5Screate_simple(1, dims, NULL)) < 0) {
+        (space = H5Screate_simple(1, dims, maxdims)) < 0) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot describe table '%s' for '%s'", name, s->path);
         goto done;
     }
-    dset = H5Dcreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    /* chunked, so that HDF5 verifies a Fletcher32 checksum of each chunk on
+     * read (a chunk may not be empty: one row at least) */
+    hsize_t chunk[1] = {n_rows < 1 ? 1 : n_rows < 4096 ? n_rows : 4096};
+    if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0 ||
+        H5Pset_fletcher32(dcpl) < 0) {
+        st = fr_fail(err, FR_E_OUTPUT, "cannot describe table '%s' for '%s'", name, s->path);
+        goto done;
+    }
+    dset = H5Dcreate2(group, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (dset < 0 || (n_rows && H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0))
         st = fr_fail(err, FR_E_OUTPUT, "cannot write table '%s' into '%s'", name, s->path);
 done:
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
     if (dset >= 0)
         H5Dclose(dset);
     if (space >= 0)

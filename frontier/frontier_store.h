@@ -4,10 +4,11 @@
  * curve, each a group holding a `points` (or `tensors`) table and
  * attributes recording the parameters and the command line.
  *
- * Writes are all-or-nothing: a transaction copies the dataset to a
- * temporary file beside it, writes there, and renames the copy over the
- * original on commit, so an interrupted command leaves the dataset as it
- * was (and at worst a stray "<file>.frontier-tmp-XXXXXX").
+ * Writes are all-or-nothing: a transaction reads the dataset into memory
+ * (HDF5's core driver), edits it there, and on commit writes its bytes to
+ * a temporary file beside it ("<file>.frontier-tmp-<pid>"), fsync()s it and
+ * renames it over the original, so an interrupted or failed command (a
+ * full disk included) leaves the dataset as it was.
  */
 #ifndef FR_FRONTIER_STORE_H
 #define FR_FRONTIER_STORE_H

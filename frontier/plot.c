@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef FRONTIER_HAVE_CAIRO
 #include <cairo-pdf.h>
@@ -810,8 +811,42 @@ done:
     return st;
 }
 
+static fr_status render_to(const fr_plot *p, fr_plot_format format, const char *path,
+                           fr_error *err);
+
+/* Renders into "<path>.tmp-<pid>" and renames it over path once cairo has
+ * finished without error: a full disk never leaves a truncated figure. */
 fr_status fr_plot_render(const fr_plot *p, fr_plot_format format, const char *path,
                          fr_error *err)
+{
+    char ebuf[128];
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return fr_fail(err, FR_E_NOMEM, "out of memory drawing '%s'", path);
+    snprintf(tmp, n, "%s.tmp-%ld", path, (long)getpid());
+    fr_status st = render_to(p, format, tmp, err);
+    if (st == FR_OK && rename(tmp, path) != 0)
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                     fr_errno_text(errno, ebuf, sizeof ebuf));
+    if (st != FR_OK) {
+        unlink(tmp);
+        /* messages name the file the user asked for */
+        if (err) {
+            char *at = strstr(err->msg, tmp);
+            if (at) {
+                size_t tl = strlen(tmp), pl = strlen(path);
+                memmove(at + pl, at + tl, strlen(at + tl) + 1);
+                memcpy(at, path, pl);
+            }
+        }
+    }
+    free(tmp);
+    return st;
+}
+
+static fr_status render_to(const fr_plot *p, fr_plot_format format, const char *path,
+                           fr_error *err)
 {
     char ebuf[128];
     double w_in = p->width_in > 0 ? p->width_in : 3.4, h_in = p->height_in > 0 ? p->height_in : 2.55;

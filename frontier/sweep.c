@@ -164,7 +164,7 @@ fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, f
     sw->reg = reg;
     sw->opt = *opt;
     sw->device = -1;
-    if ((st = fr_sweep_select_configs(reg, opt->bits, opt->quantizers, &sw->configs,
+    if ((st = fr_sweep_select_configs(reg, opt->bits, opt->quantizers, opt->calib != NULL, &sw->configs,
                                       &sw->n_configs, err)) != FR_OK)
         goto fail;
     if (opt->include && (st = compile_regex(&sw->include_re, opt->include, "--include", err)) != FR_OK)
@@ -678,6 +678,78 @@ done:
     return st;
 }
 
+/* What configuration ref lacks in statistics calib (NULL: nothing). */
+static const char *missing_statistics(const fr_sweep *sw, const fr_config_ref *ref,
+                                      const frontier_calib *calib)
+{
+    const frontier_quantizer *q = fr_config_quantizer(sw->reg, ref);
+    if (!(q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)))
+        return NULL;
+    if (!calib)
+        return "needs calibration statistics: the calibration file has none for this tensor";
+    if ((q->flags & FRONTIER_Q_NEEDS_HESSIAN) && !calib->hessian)
+        return "needs a Hessian: this tensor's statistics have none (diagonal only)";
+    if ((q->flags & FRONTIER_Q_NEEDS_ACT_STATS) && !calib->act_mean_abs && !calib->act_mean_sq)
+        return "needs per-channel activation statistics: this tensor's statistics have none";
+    return NULL;
+}
+
+/* The configurations that need statistics a tensor lacks are not run on
+ * it: each pair is recorded in /skipped with the reason (not a failure),
+ * and a tensor left with nothing to measure leaves the plan. */
+static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
+{
+    size_t n_pairs = 0, kept_items = 0;
+    for (size_t k = 0; k < sw->n_items; k++) {
+        fr_sweep_item *it = &sw->items[k];
+        size_t first = sw->item_first_config[k], keep = 0;
+        for (size_t c = 0; c < it->n_configs; c++) {
+            const fr_config_ref *ref = sw->item_configs[first + c];
+            const char *why = missing_statistics(sw, ref, it->calib);
+            if (!why) {
+                sw->item_configs[first + keep] = ref;
+                sw->item_config_ids[first + keep] = sw->item_config_ids[first + c];
+                keep++;
+                continue;
+            }
+            fr_ds_skipped row = {.source_id = sw->item_source_id[k],
+                                 .name = (char *)(uintptr_t)it->tensor->name,
+                                 .reason = (char *)(uintptr_t)why,
+                                 .config = (char *)(uintptr_t)ref->cfg->name};
+            fr_status st = fr_dataset_add_skipped(&sw->ds, &row, err);
+            if (st != FR_OK)
+                return st;
+            n_pairs++;
+        }
+        it->n_configs = keep;
+        if (keep == 0) {
+            sw->stats.bytes -= it->tensor->nbytes;
+            continue;
+        }
+        /* compact the plan (the statistics move with their item) */
+        size_t to = kept_items++;
+        if (to != k) {
+            sw->items[to] = *it;
+            sw->item_tensor[to] = sw->item_tensor[k];
+            sw->item_source_id[to] = sw->item_source_id[k];
+            sw->item_first_config[to] = sw->item_first_config[k];
+            if (sw->item_calib) {
+                sw->item_calib[to] = sw->item_calib[k];
+                if (sw->items[to].calib)
+                    sw->items[to].calib = &sw->item_calib[to];
+            }
+        }
+        sw->items[to].configs = &sw->item_configs[sw->item_first_config[to]];
+    }
+    sw->n_items = kept_items;
+    sw->stats.n_items = kept_items;
+    if (n_pairs)
+        fr_info("%zu (tensor, configuration) pairs need statistics their tensor lacks: not "
+                "measured, listed in /skipped",
+                n_pairs);
+    return FR_OK;
+}
+
 /* ---- commits ---- */
 
 static fr_status commit(fr_sweep *sw, fr_error *err)
@@ -979,6 +1051,8 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
         (st = plan_configs(sw, err)) != FR_OK || (st = plan_tensors(sw, resuming, err)) != FR_OK)
         return st;
     if (sw->calib && (st = attach_calibration(sw, err)) != FR_OK)
+        return st;
+    if ((st = drop_unmeasurable(sw, err)) != FR_OK)
         return st;
 
     int threads = sw->opt.threads > 0 ? sw->opt.threads : fr_cpu_count();

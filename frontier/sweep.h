@@ -95,12 +95,14 @@ typedef struct fr_bits_filter {
 fr_status fr_bits_parse(const char *text, fr_bits_filter *out, fr_error *err);
 int fr_bits_match(const fr_bits_filter *f, double nominal_bits);
 
-/* The configurations a sweep measures, in registry order: data-free ones
- * (no Hessian or activation statistics needed) that pass --bits and
- * --quantizers. FR_E_USAGE when a pattern matches no quantizer or
+/* The configurations a sweep measures, in registry order: those that pass
+ * --bits and --quantizers, of the data-free ones (no Hessian or activation
+ * statistics needed) and, when `calibrated` (--calib), also of those that
+ * need statistics. FR_E_USAGE when a pattern matches no quantizer or
  * configuration, or when nothing is left. *out is malloc'd. */
 fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, const char *quantizers,
-                                  const fr_config_ref ***out, size_t *n_out, fr_error *err);
+                                  int calibrated, const fr_config_ref ***out, size_t *n_out,
+                                  fr_error *err);
 
 /* Why a tensor is not measured by default (NULL: it is measured). buf
  * receives the message when one is built. */

@@ -78,7 +78,8 @@ int fr_bits_match(const fr_bits_filter *f, double nominal_bits)
 #define DATA_FLAGS (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)
 
 fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, const char *quantizers,
-                                  const fr_config_ref ***out, size_t *n_out, fr_error *err)
+                                  int calibrated, const fr_config_ref ***out, size_t *n_out,
+                                  fr_error *err)
 {
     fr_status st = FR_OK;
     fr_bits_filter filter;
@@ -125,9 +126,10 @@ fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, cons
                              pattern[p]);
                 goto done;
             }
-            if (!data_free) {
+            if (!data_free && !calibrated) {
                 st = fr_fail(err, FR_E_USAGE,
-                             "'%s' matches only configurations that need calibration statistics",
+                             "'%s' matches only configurations that need calibration "
+                             "statistics (give them with --calib FILE)",
                              pattern[p]);
                 goto done;
             }
@@ -141,7 +143,7 @@ fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, cons
     for (size_t i = 0; i < reg->n_configs; i++) {
         const fr_config_ref *ref = &reg->configs[i];
         const frontier_quantizer *q = fr_config_quantizer(reg, ref);
-        if (q->flags & DATA_FLAGS)
+        if ((q->flags & DATA_FLAGS) && !calibrated)
             continue;
         if (bits && !fr_bits_match(&filter, ref->cfg->nominal_bits))
             continue;

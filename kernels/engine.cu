@@ -64,7 +64,7 @@ int fr_kreport(frontier_call *call, fr_status st, const fr_error *err)
 
 /* Each family's spec builder (kernels/<family>.cu), by enum fr_family. */
 typedef int (*fr_kspec_builder)(const frontier_config *cfg, fr_kspec *out);
-static const fr_kspec_builder fr_kspec_builders[FR_FAMILY_COUNT] = {
+static const fr_kspec_builder fr_kspec_builders[FR_KERNEL_FAMILY_COUNT] = {
 #define FR_KSPEC_BUILDER(ID, stem, ggml) fr_kspec_##stem,
     FR_BUILTIN_FAMILIES(FR_KSPEC_BUILDER)
 #undef FR_KSPEC_BUILDER
@@ -73,7 +73,7 @@ static const fr_kspec_builder fr_kspec_builders[FR_FAMILY_COUNT] = {
 int fr_kspec_of(int family, const frontier_config *cfg, fr_kspec *out)
 {
     memset(out, 0, sizeof *out);
-    if (family < 0 || family >= FR_FAMILY_COUNT || !cfg)
+    if (family < 0 || family >= FR_KERNEL_FAMILY_COUNT || !cfg)
         return 0;
     if (!fr_kspec_builders[family](cfg, out))
         return 0;

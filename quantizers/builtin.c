@@ -7,13 +7,13 @@
 const fr_builtin_family fr_builtin_families[FR_FAMILY_COUNT] = {
 #define FR_FAMILY_ROW(ID, stem, ggml)                                                        \
     [FR_FAMILY_##ID] = {.name = #stem, .entry = fr_##stem##_entry, .ggml_types = ggml},
-    FR_BUILTIN_FAMILIES(FR_FAMILY_ROW)
+    FR_ALL_FAMILIES(FR_FAMILY_ROW)
 #undef FR_FAMILY_ROW
 };
 
 const frontier_plugin_entry_fn fr_builtin_entries[FR_FAMILY_COUNT] = {
 #define FR_FAMILY_ENTRY(ID, stem, ggml) [FR_FAMILY_##ID] = fr_##stem##_entry,
-    FR_BUILTIN_FAMILIES(FR_FAMILY_ENTRY)
+    FR_ALL_FAMILIES(FR_FAMILY_ENTRY)
 #undef FR_FAMILY_ENTRY
 };
 

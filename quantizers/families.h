@@ -37,12 +37,40 @@ extern "C" {
     X(MX, mx, FR_GGML(mx))                                                                   \
     X(NF4, nf4, FR_NO_GGML)
 
+/*
+ * The families implemented on the host only: no fused GPU kernels, so no
+ * kernel spec builder and no kernels/<name>.cuh (kernels/ never expands
+ * this list). Their descriptors set whatever GPU functions they have
+ * themselves. Same columns; they come after the list above in the
+ * registration order. The calibrated and optimised variants of
+ * docs/formats.md wrap a base configuration of the families above
+ * (quantizers/wrap.h).
+ */
+#define FR_HOST_FAMILIES(X)                                                                  \
+    X(MSE, mse, FR_NO_GGML)                                                                  \
+    X(HQQ, hqq, FR_NO_GGML)                                                                  \
+    X(IMAT, imat, FR_NO_GGML)                                                                \
+    X(AWQ, awq, FR_NO_GGML)                                                                  \
+    X(GPTQ, gptq, FR_NO_GGML)                                                                \
+    X(RHT, rht, FR_NO_GGML)                                                                  \
+    X(RHT_GPTQ, rht_gptq, FR_NO_GGML)
+
+/* Every built-in family: the kernel families, then the host ones. */
+#define FR_ALL_FAMILIES(X) FR_BUILTIN_FAMILIES(X) FR_HOST_FAMILIES(X)
+
 enum fr_family {
 #define FR_FAMILY_ENUM(ID, name, ggml) FR_FAMILY_##ID,
-    FR_BUILTIN_FAMILIES(FR_FAMILY_ENUM)
+    FR_ALL_FAMILIES(FR_FAMILY_ENUM)
 #undef FR_FAMILY_ENUM
     FR_FAMILY_COUNT,
     FR_FAMILY_NONE = -1 /* a plugin */
+};
+
+/* How many families have kernels: they are the first rows of the enum. */
+enum {
+#define FR_FAMILY_ONE(ID, name, ggml) +1
+    FR_KERNEL_FAMILY_COUNT = 0 FR_BUILTIN_FAMILIES(FR_FAMILY_ONE)
+#undef FR_FAMILY_ONE
 };
 
 /* A configuration with the block layout of a GGML type (ggml-common.h);
@@ -78,6 +106,11 @@ extern const fr_builtin_family fr_builtin_families[FR_FAMILY_COUNT];
                                void *stream, frontier_call *call);
 FR_BUILTIN_FAMILIES(FR_FAMILY_DECLARE)
 #undef FR_FAMILY_DECLARE
+#define FR_HOST_FAMILY_DECLARE(ID, name, ggml)                                               \
+    const frontier_quantizer *fr_##name##_entry(const frontier_host_api *host);               \
+    extern const fr_ggml_type fr_##name##_ggml_types[];
+FR_HOST_FAMILIES(FR_HOST_FAMILY_DECLARE)
+#undef FR_HOST_FAMILY_DECLARE
 
 /* The GGML type with the storage of built-in configuration `config`, or
  * NULL (docs/analysis.md says how close the rounding rules are). */

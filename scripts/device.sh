@@ -120,7 +120,7 @@ if [ $BUILT -eq 0 ] && [ -x "$FRONTIER" ]; then
   rm -f /tmp/frontier-llama8b.h5
   E2E0=$(date +%s.%N)
   FRONTIER_CUDA_STATS=$OUT/e2e_stats.json step e2e-8b 180 "$LOG" "$FRONTIER" sweep \
-    --synthetic "$spec" --bits 2..8 --device cuda -o /tmp/frontier-llama8b.h5
+    --synthetic "$spec" --bits 2..8 --quantizers int,fp8,nvfp4,mx,nf4 --device cuda -o /tmp/frontier-llama8b.h5
   E2E1=$(date +%s.%N)
   E2E_WALL=$(python3 -c "print(f'{$E2E1 - $E2E0:.2f}')")
   if [ -f /tmp/frontier-llama8b.h5 ]; then
@@ -146,7 +146,7 @@ if [ $BUILT -eq 0 ] && [ -x "$FRONTIER" ]; then
   step make-file 90 "$LOG" python3 bench/make_llama_layers.py "$F" 4
   rm -f /tmp/frontier-llama4.h5
   FRONTIER_CUDA_STATS=$OUT/e2e_file_stats.json step e2e-file 120 "$LOG" "$FRONTIER" sweep "$F" \
-    --bits 2..8 --device cuda -o /tmp/frontier-llama4.h5
+    --bits 2..8 --quantizers int,fp8,nvfp4,mx,nf4 --device cuda -o /tmp/frontier-llama4.h5
   rm -f "$F" /tmp/frontier-llama4.h5
 fi
 

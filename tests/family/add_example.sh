@@ -34,7 +34,10 @@ python3 - <<'PY'
 import re
 p = "quantizers/families.h"
 s = open(p).read()
-rows = re.findall(r"\n( *X\([A-Z0-9_]+, *[a-z0-9_]+, *[^)]*\)*\))( *\\\\)?", s)
+# the kernel families' list: FR_BUILTIN_FAMILIES up to its first blank line
+start = s.index("#define FR_BUILTIN_FAMILIES(X)")
+block = s[start:s.index("\n\n", start)]
+rows = re.findall(r"\n( *X\([A-Z0-9_]+, *[a-z0-9_]+, *[^)]*\)*\))( *\\\\)?", block)
 last = rows[-1][0]
 assert "\\" not in rows[-1][1], "the table's last line ends without a backslash"
 s = s.replace(last, last.ljust(89) + "\\\n    X(POW2, pow2, FR_NO_GGML)", 1)

@@ -7,9 +7,11 @@ set -u
 frontier=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# the families with kernels (the host ones run on the CPU, device "cpu")
+kernel_families=int,fp8,nvfp4,mx,nf4
 spec="gaussian:256x1000:bf16,student-t3:129x257:f16,outliers:1x4096:f32,laplace:512x384:bf16"
 
-"$frontier" --quiet sweep --synthetic "$spec" --device cuda -o "$tmp/gpu.h5" 2>"$tmp/gpu.err"
+"$frontier" --quiet sweep --synthetic "$spec" --quantizers "$kernel_families" --device cuda -o "$tmp/gpu.h5" 2>"$tmp/gpu.err"
 rc=$?
 if [ $rc -eq 7 ]; then
   echo "SKIP: no CUDA device ($(head -1 "$tmp/gpu.err"))"
@@ -18,8 +20,8 @@ fi
 if [ $rc -ne 0 ]; then
   echo "FAIL: frontier sweep --device cuda exited $rc"; cat "$tmp/gpu.err"; exit 1
 fi
-"$frontier" --quiet sweep --synthetic "$spec" --device cpu -o "$tmp/cpu.h5" || { echo "FAIL: cpu sweep"; exit 1; }
-"$frontier" --quiet sweep --synthetic "$spec" --device auto -o "$tmp/auto.h5" || { echo "FAIL: auto sweep"; exit 1; }
+"$frontier" --quiet sweep --synthetic "$spec" --quantizers "$kernel_families" --device cpu -o "$tmp/cpu.h5" || { echo "FAIL: cpu sweep"; exit 1; }
+"$frontier" --quiet sweep --synthetic "$spec" --quantizers "$kernel_families" --device auto -o "$tmp/auto.h5" || { echo "FAIL: auto sweep"; exit 1; }
 
 python3 - "$tmp/gpu.h5" "$tmp/cpu.h5" "$tmp/auto.h5" <<'PY' || exit $?
 import sys

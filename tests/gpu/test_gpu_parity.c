@@ -227,14 +227,17 @@ int main(void)
     GPU_OK(fr_pool_create(0, &pool, &err));
     GPU_OK(fr_registry_init(&reg, &err));
 
-    /* every configuration of a built-in data-free quantizer must have a kernel */
+    /* every configuration of a kernel family (quantizers/families.h,
+     * FR_BUILTIN_FAMILIES) must have a kernel; the host families run on the CPU */
     const fr_config_ref **refs = calloc(reg.n_configs ? reg.n_configs : 1, sizeof *refs);
     size_t n_refs = 0, n_builtin = 0;
     for (size_t c = 0; c < reg.n_configs; c++) {
         const fr_config_ref *ref = &reg.configs[c];
         const frontier_quantizer *q = fr_config_quantizer(&reg, ref);
+        int family = reg.entries[ref->quantizer].family;
         int builtin_data_free =
-            !strcmp(fr_config_origin(&reg, ref), FR_ORIGIN_BUILTIN) &&
+            !strcmp(fr_config_origin(&reg, ref), FR_ORIGIN_BUILTIN) && family >= 0 &&
+            family < FR_KERNEL_FAMILY_COUNT &&
             !(q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS));
         n_builtin += builtin_data_free;
         if (fr_cuda_has_kernel(&reg, ref))

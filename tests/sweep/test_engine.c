@@ -189,25 +189,30 @@ static void test_select(void)
     size_t n = 0;
     fr_error err = {0};
     /* default: every data-free configuration, in registry order */
-    CHECK_OK(fr_sweep_select_configs(&reg, NULL, NULL, &sel, &n, &err), err);
+    CHECK_OK(fr_sweep_select_configs(&reg, NULL, NULL, 0, &sel, &n, &err), err);
     CHECK_EQ_U64(n, 8);
     free(sel);
-    CHECK_OK(fr_sweep_select_configs(&reg, "8", NULL, &sel, &n, &err), err);
+    CHECK_OK(fr_sweep_select_configs(&reg, "8", NULL, 0, &sel, &n, &err), err);
     CHECK(n == 1 && !strcmp(sel[0]->cfg->name, "good-8"));
     free(sel);
     /* a family name selects its configurations; globs over config names */
-    CHECK_OK(fr_sweep_select_configs(&reg, NULL, "good,bad-n*", &sel, &n, &err), err);
+    CHECK_OK(fr_sweep_select_configs(&reg, NULL, "good,bad-n*", 0, &sel, &n, &err), err);
     CHECK_EQ_U64(n, 3);
     free(sel);
-    CHECK_EQ_U64(fr_sweep_select_configs(&reg, NULL, "good,nosuch*", &sel, &n, &err), FR_E_USAGE);
+    CHECK_EQ_U64(fr_sweep_select_configs(&reg, NULL, "good,nosuch*", 0, &sel, &n, &err), FR_E_USAGE);
     CHECK_STR(err.msg, "no quantizer or configuration matches 'nosuch*' (see 'frontier quantizers')");
-    CHECK_EQ_U64(fr_sweep_select_configs(&reg, NULL, "calib*", &sel, &n, &err), FR_E_USAGE);
-    CHECK_STR(err.msg, "'calib*' matches only configurations that need calibration statistics");
-    CHECK_EQ_U64(fr_sweep_select_configs(&reg, "3", "good", &sel, &n, &err), FR_E_USAGE);
+    CHECK_EQ_U64(fr_sweep_select_configs(&reg, NULL, "calib*", 0, &sel, &n, &err), FR_E_USAGE);
+    CHECK_STR(err.msg, "'calib*' matches only configurations that need calibration statistics "
+                       "(give them with --calib FILE)");
+    /* with statistics (--calib) they are selected */
+    CHECK_OK(fr_sweep_select_configs(&reg, NULL, "calib*", 1, &sel, &n, &err), err);
+    CHECK(n >= 1);
+    free(sel);
+    CHECK_EQ_U64(fr_sweep_select_configs(&reg, "3", "good", 0, &sel, &n, &err), FR_E_USAGE);
     CHECK_STR(err.msg, "no configuration of 'good' has nominal bits in '3'");
-    CHECK_EQ_U64(fr_sweep_select_configs(&reg, "8..2", NULL, &sel, &n, &err), FR_E_USAGE);
-    CHECK_EQ_U64(fr_sweep_select_configs(&reg, NULL, "", &sel, &n, &err), FR_E_USAGE);
-    CHECK_EQ_U64(fr_sweep_select_configs(&reg, NULL, ",", &sel, &n, &err), FR_E_USAGE);
+    CHECK_EQ_U64(fr_sweep_select_configs(&reg, "8..2", NULL, 0, &sel, &n, &err), FR_E_USAGE);
+    CHECK_EQ_U64(fr_sweep_select_configs(&reg, NULL, "", 0, &sel, &n, &err), FR_E_USAGE);
+    CHECK_EQ_U64(fr_sweep_select_configs(&reg, NULL, ",", 0, &sel, &n, &err), FR_E_USAGE);
 
     /* skip reasons */
     fr_tensor t = {.dtype = FR_DTYPE_F32, .ndim = 1, .shape = {10}, .numel = 10};

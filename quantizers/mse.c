@@ -1,0 +1,54 @@
+/*
+ * `mse-<int config>`: data-free clipping search (docs/formats.md,
+ * "Calibrated and optimised variants"): per group, the shrunk range among
+ * factors 1, 0.95, ..., 0.5 with the least squared error of the group.
+ * Storage is the base configuration's.
+ */
+#include "builtin.h"
+#include "common.h"
+#include "wrap.h"
+
+static int mse_accept(int family, const frontier_config *base, int variant, const char **suffix)
+{
+    (void)variant;
+    *suffix = "";
+    return fr_wrap_is_int_grouped(family, base);
+}
+
+static fr_wrap_list mse_list = {.prefix = "mse-", .method = "mse", .accept = mse_accept};
+static frontier_quantizer mse_quantizer;
+
+static int mse_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat, int64_t rows,
+                            int64_t cols, const frontier_calib *calib, frontier_call *call)
+{
+    (void)calib;
+    return fr_wrap_search_tensor(&mse_quantizer, cfg, w, w_hat, rows, cols, NULL, call);
+}
+
+static int mse_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
+                         uint64_t *total_bits, frontier_call *call)
+{
+    return fr_wrap_size_bits(&mse_quantizer, cfg, rows, cols, total_bits, call);
+}
+
+const fr_ggml_type fr_mse_ggml_types[] = {{NULL, NULL}};
+
+const frontier_quantizer *fr_mse_entry(const frontier_host_api *host)
+{
+    if (!fr_q_set_host(host) || !fr_wrap_build(&mse_list, host))
+        return NULL;
+    mse_quantizer = (frontier_quantizer){
+        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
+        .struct_size = sizeof(frontier_quantizer),
+        .name = "mse",
+        .description = "data-free clipping search over the int configurations: per group the "
+                       "range shrink (1 .. 0.5) with the least squared error",
+        .version = FRONTIER_VERSION,
+        .flags = FRONTIER_Q_DETERMINISTIC,
+        .n_configs = mse_list.n_configs,
+        .configs = mse_list.configs,
+        .size_bits = mse_size_bits,
+        .quantize_cpu = mse_quantize_cpu,
+    };
+    return &mse_quantizer;
+}
