@@ -26,6 +26,7 @@ static const struct command commands[] = {
     {"pareto", cmd_pareto, "model-level points and Pareto-optimal configurations of a dataset"},
     {"allocate", cmd_allocate, "choose one configuration per tensor under a bits-per-weight budget"},
     {"export", cmd_export, "write a dataset's rows and frontiers as csv/json/tex/gnuplot/svg/pdf/png"},
+    {"quantize", cmd_quantize, "write a recipe or one configuration as a deployable checkpoint"},
 };
 
 static void print_help(FILE *out)
@@ -49,6 +50,7 @@ static void print_help(FILE *out)
             "  frontier sweep data/stories260K --bits 2..8 -o run.h5\n"
             "  frontier pareto run.h5 --by class\n"
             "  frontier allocate run.h5 --budget 3.5 -o recipe.json\n"
+            "  frontier quantize data/stories260K --recipe recipe.json -o stories-q\n"
             "  frontier export run.h5 --format png -o frontier.png\n"
             "\n"
             "exit codes:\n"
