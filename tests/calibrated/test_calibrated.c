@@ -196,6 +196,8 @@ int main(void)
         for (int i = 0; i < R * C; i++)
             differ += got[i] != want[i];
         double eg = out_err_double(w, got, h, R, C), ew = out_err_double(w, want, h, R, C);
+        printf("%s: %d of %d values differ from the dense GPTQ; output error %.9g vs %.9g\n",
+               name, differ, R * C, eg, ew);
         /* float32 lazy updates against double column-by-column ones: a
          * code may flip where the two round a value on a half-way point */
         CHECK_MSG(differ <= R * C / 100, "%s: %d of %d values differ from the dense GPTQ", name,
