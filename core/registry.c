@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "isolate.h"
 #include "parallel.h"
 #include "log.h"
 
@@ -247,6 +248,50 @@ void fr_registry_init_empty(fr_registry *reg)
     memset(reg, 0, sizeof *reg);
 }
 
+void fr_registry_set_isolation(fr_registry *reg, double timeout_s)
+{
+    reg->isolate_timeout_s = timeout_s > 0 ? timeout_s : 0;
+}
+
+/* ---- isolated plugin calls (core/isolate.h) ---- */
+
+static int isolated(const fr_registry *reg, const fr_config_ref *ref)
+{
+    return reg->isolate_timeout_s > 0 &&
+           strcmp(reg->entries[ref->quantizer].origin, FR_ORIGIN_BUILTIN) != 0;
+}
+
+typedef struct size_job {
+    const frontier_quantizer *q;
+    const frontier_config *cfg;
+    int64_t rows, cols;
+} size_job;
+
+static int size_body(void *ctx, void *out, frontier_call *cc)
+{
+    size_job *j = ctx;
+    return j->q->size_bits(j->cfg, j->rows, j->cols, (uint64_t *)out, cc);
+}
+
+typedef struct quantize_job {
+    const frontier_quantizer *q;
+    const frontier_config *cfg;
+    const float *w;
+    int64_t rows, cols;
+    const frontier_calib *calib;
+} quantize_job;
+
+static int quantize_body(void *ctx, void *out, frontier_call *cc)
+{
+    quantize_job *j = ctx;
+    /* the child's copy of the NaN-filled output, so unwritten elements are
+     * still caught by the host's finiteness check */
+    float *w_hat = out;
+    for (int64_t i = 0; i < j->rows * j->cols; i++)
+        w_hat[i] = __builtin_nanf("");
+    return j->q->quantize_cpu(j->cfg, j->w, w_hat, j->rows, j->cols, j->calib, cc);
+}
+
 void fr_registry_free(fr_registry *reg)
 {
     if (!reg)
@@ -397,6 +442,15 @@ static fr_status call_failed(const fr_registry *reg, const fr_config_ref *ref, c
                    fr_plugin_status_name(rc), rc, from);
 }
 
+static fr_status isolation_failed(const fr_registry *reg, const fr_config_ref *ref,
+                                  const char *tensor, int64_t rows, int64_t cols,
+                                  const char *function, const char *why, fr_error *err)
+{
+    char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
+    call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+    return fr_fail(err, FR_E_PLUGIN, "%s: %s %s (isolated) (%s)", what, function, why, from);
+}
+
 static void prepare_call(const fr_registry *reg, const fr_config_ref *ref, const char *tensor,
                          frontier_call *call)
 {
@@ -417,7 +471,16 @@ fr_status fr_quantizer_size_bits(const fr_registry *reg, const fr_config_ref *re
     const frontier_quantizer *q = fr_config_quantizer(reg, ref);
     prepare_call(reg, ref, tensor, call);
     uint64_t bits = 0;
-    int rc = q->size_bits(ref->cfg, rows, cols, &bits, call);
+    int rc;
+    if (isolated(reg, ref)) {
+        size_job job = {q, ref->cfg, rows, cols};
+        char why[256];
+        if (fr_isolate_run(size_body, &job, &bits, sizeof bits, reg->isolate_timeout_s, call, &rc,
+                           why, sizeof why) != 0)
+            return isolation_failed(reg, ref, tensor, rows, cols, "size_bits", why, err);
+    } else {
+        rc = q->size_bits(ref->cfg, rows, cols, &bits, call);
+    }
     if (rc != FRONTIER_OK)
         return call_failed(reg, ref, tensor, rows, cols, "size_bits", rc, call, err);
     /* 2^63: total bits are stored as int64 in the dataset */
@@ -507,7 +570,16 @@ fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref 
     fr_output_scan scan = {.w_hat = w_hat, .first_bad = n};
     fr_parallel_for(call->pool, n, FR_SCAN_GRAIN, fill_nan, &scan);
     prepare_call(reg, ref, tensor, call);
-    int rc = q->quantize_cpu(ref->cfg, w, w_hat, rows, cols, calib, call);
+    int rc;
+    if (isolated(reg, ref)) {
+        quantize_job job = {q, ref->cfg, w, rows, cols, calib};
+        char why[256];
+        if (fr_isolate_run(quantize_body, &job, w_hat, (size_t)n * sizeof *w_hat,
+                           reg->isolate_timeout_s, call, &rc, why, sizeof why) != 0)
+            return isolation_failed(reg, ref, tensor, rows, cols, "quantize_cpu", why, err);
+    } else {
+        rc = q->quantize_cpu(ref->cfg, w, w_hat, rows, cols, calib, call);
+    }
     if (rc != FRONTIER_OK)
         return call_failed(reg, ref, tensor, rows, cols, "quantize_cpu", rc, call, err);
     fr_parallel_for(call->pool, n, FR_SCAN_GRAIN, find_non_finite, &scan);

@@ -34,7 +34,15 @@ typedef struct fr_registry {
     size_t n_entries;
     fr_config_ref *configs;  /* every configuration, in registration order */
     size_t n_configs;
+    /* > 0: plugins' size_bits and quantize_cpu run in a child process with
+     * this timeout in seconds (core/isolate.h); 0: in this process */
+    double isolate_timeout_s;
 } fr_registry;
+
+/* Plugin isolation (`--isolate-plugins`, core/isolate.h): seconds > 0 runs
+ * every plugin's size_bits and quantize_cpu in a child process that is
+ * killed past that many seconds; 0 turns it off. Built-ins run in process. */
+void fr_registry_set_isolation(fr_registry *reg, double timeout_s);
 
 /* Origin of every built-in quantizer. */
 #define FR_ORIGIN_BUILTIN "builtin"

@@ -183,7 +183,10 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
             const fr_config_ref *ref = it->configs[c];
             if (gpu_ok && fr_kspec_of_ref(X->reg, ref, &xi->specs[xi->n_fused])) {
                 xi->fused_idx[xi->n_fused++] = c;
-            } else if (gpu_ok && fr_quantizer_has_cuda(fr_config_quantizer(X->reg, ref))) {
+            } else if (gpu_ok && fr_quantizer_has_cuda(fr_config_quantizer(X->reg, ref)) &&
+                       /* --isolate-plugins: plugins run their CPU path, in a child */
+                       !(X->reg->isolate_timeout_s > 0 &&
+                         strcmp(fr_config_origin(X->reg, ref), FR_ORIGIN_BUILTIN) != 0)) {
                 xi->plugin_idx[xi->n_plugin++] = c;
             } else {
                 xi->cpu_cfgs[xi->n_cpu] = ref;

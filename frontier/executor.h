@@ -87,6 +87,9 @@ typedef struct fr_executor_options {
     size_t cuda_buffer_bytes;
     /* CUDA: where the run's totals go when not NULL */
     fr_cuda_run_stats *cuda_stats;
+    /* CUDA: allow TF32 tensor cores in the output-error GEMM (out_rel_err,
+     * docs/gpu.md "Output error"); 0: FP32 math, within 1e-5 of the CPU */
+    int cuda_tf32;
 } fr_executor_options;
 
 /* The CPU executor (frontier/exec_cpu.c). */

@@ -1012,10 +1012,15 @@ static fr_status run_executor(fr_sweep *sw, fr_error *xerr)
                                 .cpu_batch_bytes = sw->opt.cpu_batch_bytes,
                                 .cpu_parallel_bytes = sw->opt.cpu_parallel_bytes,
                                 .cuda_buffer_bytes = sw->opt.cuda_buffer_bytes,
-                                .cuda_stats = sw->opt.cuda_stats};
+                                .cuda_stats = sw->opt.cuda_stats,
+                                .cuda_tf32 = sw->opt.cuda_tf32};
     double t0 = now_seconds();
     sw->progress = fr_progress_start("tensors", sw->n_items, sw->stats.bytes, sw->opt.quiet);
     fr_status xst;
+    if (sw->opt.executor)
+        xst = sw->opt.executor->run(sw->opt.executor->ctx, sw->reg, sw->items, sw->n_items, &xopt,
+                                    &sink, xerr);
+    else
 #ifdef FR_SWEEP_HAVE_CUDA
     if (sw->device >= 0)
         xst = fr_exec_cuda(sw->reg, sw->items, sw->n_items, &xopt, &sink, xerr);
@@ -1060,7 +1065,10 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
         snprintf(sw->stats.device, sizeof sw->stats.device, "cpu (%d thread%s)", threads,
                  threads == 1 ? "" : "s");
     else
-        snprintf(sw->stats.device, sizeof sw->stats.device, "cuda:%d", sw->device);
+        snprintf(sw->stats.device, sizeof sw->stats.device, "cuda:%d%s", sw->device,
+                 sw->opt.cuda_tf32 ? " tf32" : "");
+    if (sw->opt.executor && sw->opt.executor->device)
+        snprintf(sw->stats.device, sizeof sw->stats.device, "%s", sw->opt.executor->device);
     if ((st = set_root(sw, resuming, sw->stats.device, err)) != FR_OK)
         return st;
 

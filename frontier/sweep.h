@@ -24,6 +24,18 @@
 #include "core/source.h"
 #include "frontier/dataset.h"
 
+/* An executor standing in for the one --device names: several CUDA devices
+ * of this process (frontier/shard.c) or the ranks of an MPI job
+ * (frontier/sweep_mpi.c). device names it in the log, the summary and the
+ * dataset's devices attribute ("cuda:0,2", "mpi 4 ranks: cuda:0 x4"). */
+typedef struct fr_sweep_executor {
+    const char *device;
+    void *ctx;
+    fr_status (*run)(void *ctx, const fr_registry *reg, const fr_sweep_item *items,
+                     size_t n_items, const fr_executor_options *opt,
+                     const fr_sweep_sink *sink, fr_error *err);
+} fr_sweep_executor;
+
 typedef struct fr_sweep_options {
     const char *output;          /* the dataset file (required) */
     const char *bits;            /* "2..8", "4", "2,3,4,8", "2..4,8"; NULL: any */
@@ -46,8 +58,11 @@ typedef struct fr_sweep_options {
     size_t cpu_parallel_bytes;
     size_t cuda_buffer_bytes;
     fr_cuda_run_stats *cuda_stats; /* filled after a run on a CUDA device, or NULL */
+    int cuda_tf32;               /* --tf32: TF32 in the GPU output-error GEMM; recorded
+                                  * in the devices attribute ("cuda:0 tf32") */
     const char *calib;           /* calibration statistics file (docs/calibration.md), or
                                   * NULL: out_rel_err of the tensors it covers */
+    const fr_sweep_executor *executor; /* NULL: the CPU or the CUDA device of --device */
 } fr_sweep_options;
 
 typedef struct fr_sweep_stats {

@@ -1,21 +1,26 @@
 /* frontier sweep: every tensor x every selected configuration -> one row. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "core/registry.h"
 #include "core/source.h"
 #include "core/synthetic.h"
+#include "frontier/shard.h"
 #include "frontier/sweep.h"
+#include "frontier/sweep_mpi.h"
 #include "quantizers/builtin.h"
 
 static void print_usage(FILE *out)
@@ -32,20 +37,34 @@ static void print_usage(FILE *out)
             "      --resume            continue OUT.h5: measure only the missing rows\n"
             "      --bits SPEC         nominal bit widths: 2..8, 4, or a list 2,3,4,8 (default: all)\n"
             "      --quantizers LIST   comma-separated configuration or quantizer names and\n"
-            "                          globs: int*,nvfp4,mx* (default: every data-free one)\n"
+            "                          globs: int*,nvfp4,mx*,gptq-int4* (default: every\n"
+            "                          data-free one, and with --calib also those that need\n"
+            "                          statistics: gptq-, awq-, imat-; docs/calibrated.md)\n"
             "      --include REGEX     only tensors whose name matches (POSIX extended regex)\n"
             "      --exclude REGEX     no tensor whose name matches\n"
             "      --min-numel N       skip tensors with fewer than N elements\n"
-            "      --device DEV        auto (default), cpu, cuda or cuda:N\n"
-            "      --threads N         CPU threads (default: all cores)\n"
+            "      --device DEV        auto (default), cpu, cuda, cuda:N, or several GPUs:\n"
+            "                          cuda:all, cuda:0,2 (tensors spread over them)\n"
+            "      --threads N         CPU threads (default: all cores; under mpirun, the\n"
+            "                          cores of the node divided among its ranks)\n"
             "      --seed N            seed of synthetic tensors and plugin random streams (0)\n"
             "      --synthetic SPEC    generated tensors: gaussian, laplace, student-t3 or\n"
             "                          outliers, e.g. gaussian:4096x4096,student-t3:4096x14336:bf16*4\n"
             "                          (docs/synthetic.md)\n"
             "      --plugin FILE.so    load a quantizer plugin (repeatable)\n"
+            "      --isolate-plugins   run plugins' size_bits/quantize_cpu in a child process:\n"
+            "                          a crash or hang fails that tensor x configuration only\n"
+            "                          (its rows go to /skipped) and the sweep goes on;\n"
+            "                          plugins then run on the CPU (docs/plugins.md, \"Isolation\")\n"
+            "      --plugin-timeout S  seconds an isolated call may take (60; implies\n"
+            "                          --isolate-plugins)\n"
             "      --calib FILE        calibration statistics (docs/calibration.md): every row\n"
             "                          of a tensor with a Hessian there gets out_rel_err, the\n"
-            "                          relative error of the layer's output on those inputs\n"
+            "                          relative error of the layer's output on those inputs;\n"
+            "                          enables gptq-, awq-, imat- (a tensor lacking what one\n"
+            "                          needs is listed in /skipped for it, not failed)\n"
+            "      --tf32              GPU: TF32 tensor cores for out_rel_err (faster, about\n"
+            "                          1e-3 relative; default FP32, recorded in `devices`)\n"
             "  -q, --quiet             no progress or informational messages\n"
             "      --json              print the summary as JSON\n"
             "  -h, --help              this help\n"
@@ -67,6 +86,9 @@ static void print_usage(FILE *out)
             "FRONTIER_CPU_PARALLEL_BYTES, FRONTIER_CUDA_BUFFER and FRONTIER_CUDA_STATS give\n"
             "the defaults of the five options above (an option wins); FRONTIER_PLUGIN_PATH\n"
             "lists plugin folders or files (\"none\" disables discovery; docs/plugins.md).\n"
+            "\n"
+            "Under mpirun (or srun) the ranks share the work and rank 0 writes OUT.h5; each\n"
+            "rank takes its node-local GPU (docs/scale-out.md).\n"
             "\n"
             "MODEL is a .safetensors file, a Hugging Face folder, a .gguf or an .onnx file.\n"
             "Tensors with fewer than 2 dimensions, non-float tensors and tensors with\n"
@@ -167,6 +189,9 @@ enum {
     OPT_CUDA_BUFFER,
     OPT_DEVICE_STATS,
     OPT_CALIB,
+    OPT_TF32,
+    OPT_ISOLATE,
+    OPT_PLUGIN_TIMEOUT,
 };
 
 /* What the command line asks for, beyond the sweep's own options. */
@@ -176,6 +201,7 @@ typedef struct sweep_args {
     size_t n_plugins;
     const char *synthetic;
     const char *device_stats; /* --device-stats FILE, or NULL */
+    double isolate_s;         /* --isolate-plugins: the timeout, 0 when off */
     int json;
     int help;
 } sweep_args;
@@ -233,6 +259,8 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"seed", required_argument, NULL, OPT_SEED},
         {"resume", no_argument, NULL, OPT_RESUME},
         {"plugin", required_argument, NULL, OPT_PLUGIN},
+        {"isolate-plugins", no_argument, NULL, OPT_ISOLATE},
+        {"plugin-timeout", required_argument, NULL, OPT_PLUGIN_TIMEOUT},
         {"synthetic", required_argument, NULL, OPT_SYNTHETIC},
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, OPT_JSON},
@@ -242,6 +270,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"cuda-buffer", required_argument, NULL, OPT_CUDA_BUFFER},
         {"device-stats", required_argument, NULL, OPT_DEVICE_STATS},
         {"calib", required_argument, NULL, OPT_CALIB},
+        {"tf32", no_argument, NULL, OPT_TF32},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -281,8 +310,18 @@ static int parse_args(int argc, char **argv, sweep_args *a)
             break;
         case OPT_RESUME: a->opt.resume = 1; break;
         case OPT_PLUGIN: a->plugins[a->n_plugins++] = optarg; break;
+        case OPT_ISOLATE:
+            if (a->isolate_s <= 0)
+                a->isolate_s = 60.0;
+            break;
+        case OPT_PLUGIN_TIMEOUT:
+            if (parse_seconds(optarg, &a->isolate_s) != 0)
+                return cli_usage_error(argv[0], "invalid --plugin-timeout '%s' (seconds > 0)",
+                                       optarg);
+            break;
         case OPT_SYNTHETIC: a->synthetic = optarg; break;
         case OPT_CALIB: a->opt.calib = optarg; break;
+        case OPT_TF32: a->opt.cuda_tf32 = 1; break;
         case 'q': a->opt.quiet = 1; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_COMMIT_INTERVAL: tune[TUNE_COMMIT].text = optarg; break;
@@ -379,36 +418,175 @@ static void catch_signals(struct sigaction *old_int, struct sigaction *old_term)
     sigaction(SIGTERM, &sa, old_term);
 }
 
+/* ---- devices and MPI ---- */
+
+/* How many processes an MPI launcher started together with this one, from
+ * the variables it sets (Open MPI's mpirun, MPICH's hydra, srun with PMIx);
+ * 1 when none did. *rank: this process's rank. */
+static int launcher_size(int *rank)
+{
+    static const char *const vars[][2] = {
+        {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
+        {"PMI_SIZE", "PMI_RANK"},
+        {"SLURM_STEP_NUM_TASKS", "PMIX_RANK"},
+    };
+    *rank = 0;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *size = getenv(vars[i][0]), *r = getenv(vars[i][1]);
+        int64_t n = 0, k = 0;
+        if (!size || !r || parse_int64(size, &n) != 0 || parse_int64(r, &k) != 0 || n < 1)
+            continue;
+        *rank = (int)k;
+        return n > 1 << 30 ? 1 << 30 : (int)n;
+    }
+    return 1;
+}
+
+/* --device cuda:all and cuda:N,M in one process: the sweep's executor. */
+static fr_status run_on_devices(void *ctx, const fr_registry *reg, const fr_sweep_item *items,
+                                size_t n_items, const fr_executor_options *opt,
+                                const fr_sweep_sink *sink, fr_error *err)
+{
+    return fr_exec_devices(ctx, reg, items, n_items, opt, sink, err);
+}
+
+/* What one process runs a sweep with, beyond its options. */
+typedef struct sweep_setup {
+    fr_registry reg;
+    int have_reg;
+    fr_sweep *sw;
+    fr_source **sources;
+    size_t n_sources;
+    fr_devices devices;
+    char device[32];         /* the canonical --device handed to the sweep */
+    char devices_name[160];
+    fr_sweep_executor devices_exec;
+} sweep_setup;
+
+/*
+ * The devices of this process: without MPI, --device as it is unless it
+ * names several GPUs (then an executor spreading tensors over them); under
+ * MPI, this rank's share of its node's devices and CPU cores.
+ */
+static fr_status resolve_devices(sweep_args *a, sweep_setup *S, int local_rank, int local_size,
+                                 int mpi, fr_error *err)
+{
+    const char *d = a->opt.device;
+    int several = d && (strchr(d, ',') || !strcmp(d, "cuda:all"));
+    memset(&S->devices, 0, sizeof S->devices);
+    if (!mpi && !several)
+        return FR_OK; /* the sweep's own --device handling, as always */
+    fr_status st = fr_devices_parse(d, local_rank, local_size, &S->devices, err);
+    if (st != FR_OK)
+        return st;
+    /* the sweep checks and records the first device as if it were alone */
+    if (S->devices.n == 0)
+        snprintf(S->device, sizeof S->device, "cpu");
+    else
+        snprintf(S->device, sizeof S->device, "cuda:%d", S->devices.id[0]);
+    a->opt.device = S->device;
+    if (mpi && a->opt.threads <= 0) {
+        int n = fr_cpu_count() / (local_size > 0 ? local_size : 1);
+        a->opt.threads = n > 0 ? n : 1;
+    }
+    if (!mpi) {
+        fr_devices_name(&S->devices, S->devices_name, sizeof S->devices_name);
+        S->devices_exec = (fr_sweep_executor){.device = S->devices_name, .ctx = &S->devices,
+                                               .run = run_on_devices};
+        a->opt.executor = &S->devices_exec;
+    }
+    return FR_OK;
+}
+
+/* Everything that can be checked before touching the output: the registry,
+ * the devices, the sweep's options, the models. */
+static int setup_sweep(int argc, char **argv, sweep_args *a, sweep_setup *S, int local_rank,
+                       int local_size, int mpi, fr_error *err)
+{
+    int rc;
+    if ((rc = fr_registry_init(&S->reg, err)) != FR_OK)
+        return rc;
+    S->have_reg = 1;
+    if ((rc = fr_registry_discover(&S->reg, a->plugins, a->n_plugins, err)) != FR_OK)
+        return rc;
+    fr_registry_set_isolation(&S->reg, a->isolate_s);
+    if ((rc = resolve_devices(a, S, local_rank, local_size, mpi, err)) != FR_OK)
+        return rc;
+    if ((rc = fr_sweep_create(&S->reg, &a->opt, &S->sw, err)) != FR_OK)
+        return rc;
+    return open_sources(argc, argv, optind, a, S->sw, S->sources, &S->n_sources, err);
+}
+
+/* parse_args without its messages: the other ranks of an MPI job parse the
+ * same line as rank 0, which reports what is wrong with it once. */
+static int parse_args_silently(int argc, char **argv, sweep_args *a)
+{
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && null >= 0)
+        dup2(null, STDERR_FILENO);
+    int rc = parse_args(argc, argv, a);
+    fflush(stderr);
+    if (saved >= 0 && null >= 0)
+        dup2(saved, STDERR_FILENO);
+    if (saved >= 0)
+        close(saved);
+    if (null >= 0)
+        close(null);
+    return rc;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     int rc = FR_OK;
     fr_error err = {0};
     sweep_args a;
     fr_cuda_run_stats cuda_stats;
-    fr_registry reg;
-    int have_reg = 0;
-    fr_sweep *sw = NULL;
-    fr_source **sources = NULL;
-    size_t n_sources = 0;
+    sweep_setup S;
     char *command_line = NULL;
     struct sigaction old_int, old_term;
     int signals_set = 0;
+    int rank = 0, local_rank = 0, local_size = 1;
+    int quiet_errors = 0; /* another rank reports this failure */
+#ifdef FRONTIER_HAVE_MPI
+    fr_mpi *mpi = NULL;
+#endif
 
     memset(&a, 0, sizeof a);
-    memset(&reg, 0, sizeof reg);
+    memset(&S, 0, sizeof S);
     memset(&cuda_stats, 0, sizeof cuda_stats);
     a.opt.device = "auto";
     a.plugins = calloc((size_t)argc + 1, sizeof *a.plugins);
-    sources = calloc((size_t)argc + 2, sizeof *sources);
+    S.sources = calloc((size_t)argc + 2, sizeof *S.sources);
     command_line = cli_command_line(argc, argv);
-    if (!a.plugins || !sources || !command_line) {
+    if (!a.plugins || !S.sources || !command_line) {
         rc = fr_fail(&err, FR_E_NOMEM, "out of memory");
         goto report;
     }
-    if ((rc = parse_args(argc, argv, &a)) != FR_OK)
+    int launched = launcher_size(&rank);
+    if (launched > 1) {
+#ifdef FRONTIER_HAVE_MPI
+        if ((rc = fr_mpi_start(&mpi, &err)) != FR_OK)
+            goto report;
+        rank = fr_mpi_rank(mpi);
+        local_rank = fr_mpi_local_rank(mpi);
+        local_size = fr_mpi_local_size(mpi);
+#else
+        quiet_errors = rank != 0;
+        rc = fr_fail(&err, FR_E_DEVICE,
+                     "started as one of %d processes by an MPI launcher, but this frontier was "
+                     "built without MPI: each process would sweep everything into the same "
+                     "output (docs/scale-out.md)",
+                     launched);
+        goto report;
+#endif
+    }
+    if ((rc = rank ? parse_args_silently(argc, argv, &a) : parse_args(argc, argv, &a)) != FR_OK)
         goto done;
     if (a.help) {
-        print_usage(stdout);
+        if (rank == 0)
+            print_usage(stdout);
         goto done;
     }
     a.opt.command_line = command_line;
@@ -419,27 +597,62 @@ int cmd_sweep(int argc, char **argv)
     /* `frontier -q sweep` silences the progress bar too */
     if (fr_log_level() < FRONTIER_LOG_INFO)
         a.opt.quiet = 1;
+    int log_level = fr_log_level(); /* the other ranks' level once the job has started */
+    (void)log_level;                /* (not without MPI) */
+    if (rank > 0) {
+        /* rank 0 tells the job's story; the others only their own errors */
+        a.opt.quiet = 1;
+        fr_log_set_level(FRONTIER_LOG_ERROR);
+    }
+#ifdef FRONTIER_HAVE_MPI
+    if (mpi && rank == 0)
+        a.opt.executor = fr_mpi_executor(mpi);
+#endif
 
-    /* everything that can be checked before touching a model or the output */
-    if ((rc = fr_registry_init(&reg, &err)) != FR_OK)
-        goto report;
-    have_reg = 1;
-    if ((rc = fr_registry_discover(&reg, a.plugins, a.n_plugins, &err)) != FR_OK)
-        goto report;
-    if ((rc = fr_sweep_create(&reg, &a.opt, &sw, &err)) != FR_OK)
-        goto report;
-    if ((rc = open_sources(argc, argv, optind, &a, sw, sources, &n_sources, &err)) != FR_OK)
+    rc = setup_sweep(argc, argv, &a, &S, local_rank, local_size, launched > 1, &err);
+#ifdef FRONTIER_HAVE_MPI
+    if (mpi) {
+        int failed = -1;
+        fr_error aerr = {0};
+        fr_status ast = fr_mpi_agree(mpi, rc, &S.reg, S.sources, S.n_sources, &S.devices,
+                                     a.opt.threads, &failed, &aerr);
+        if (ast != FR_OK) {
+            if (rc == FR_OK || failed != rank) {
+                /* another rank failed, or the ranks disagree: rank 0 says so */
+                err = aerr;
+                quiet_errors = rank != 0;
+            } else if (rank > 0) {
+                fr_error_prefix(&err, "rank %d: ", rank);
+                quiet_errors = failed != rank;
+            }
+            rc = ast;
+            goto report;
+        }
+        if (rank > 0)
+            fr_log_set_level(log_level < FRONTIER_LOG_DEBUG ? FRONTIER_LOG_WARN : log_level);
+    }
+#endif
+    if (rc != FR_OK)
         goto report;
 
     catch_signals(&old_int, &old_term);
     signals_set = 1;
-    rc = fr_sweep_execute(sw, &err);
+#ifdef FRONTIER_HAVE_MPI
+    if (mpi && rank > 0) {
+        rc = fr_mpi_serve(mpi, &S.reg, &a.opt, &err);
+        goto report;
+    }
+#endif
+    rc = fr_sweep_execute(S.sw, &err);
+#ifdef FRONTIER_HAVE_MPI
+    fr_mpi_release(mpi);
+#endif
     if (a.device_stats && cuda_stats.wall_s > 0)
-        write_device_stats(a.device_stats, &cuda_stats, fr_sweep_get_stats(sw)->device);
+        write_device_stats(a.device_stats, &cuda_stats, fr_sweep_get_stats(S.sw)->device);
     if (rc == FR_OK || rc == FR_E_FAIL) {
         fr_error perr = {0};
-        fr_status pst = fr_sweep_summary_print(stdout, fr_sweep_dataset(sw), a.opt.output,
-                                               fr_sweep_get_stats(sw), a.json, &perr);
+        fr_status pst = fr_sweep_summary_print(stdout, fr_sweep_dataset(S.sw), a.opt.output,
+                                               fr_sweep_get_stats(S.sw), a.json, &perr);
         if (pst != FR_OK) {
             fr_error_log("%s", perr.msg);
             if (rc == FR_OK)
@@ -447,21 +660,24 @@ int cmd_sweep(int argc, char **argv)
         }
     }
 report:
-    if (rc == FR_E_USAGE)
+    if (!quiet_errors && rc == FR_E_USAGE)
         rc = cli_usage_error(argv[0], "%s", err.msg);
-    else if (rc != FR_OK)
+    else if (!quiet_errors && rc != FR_OK)
         fr_error_log("%s", err.msg);
 done:
     if (signals_set) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
     }
-    fr_sweep_destroy(sw);
-    for (size_t i = 0; i < n_sources; i++)
-        fr_source_close(sources[i]);
-    if (have_reg)
-        fr_registry_free(&reg);
-    free(sources);
+    fr_sweep_destroy(S.sw);
+    for (size_t i = 0; i < S.n_sources; i++)
+        fr_source_close(S.sources[i]);
+    if (S.have_reg)
+        fr_registry_free(&S.reg);
+#ifdef FRONTIER_HAVE_MPI
+    fr_mpi_finish(mpi);
+#endif
+    free(S.sources);
     free(a.plugins);
     free(command_line);
     return rc;

@@ -16,6 +16,10 @@
  *   BAD_DUPSELF    lists one config name twice
  *   BAD_PARAMS     params_json that is not a JSON object
  *   BAD_SIZE       struct_size that stops before quantize_cpu (a required field)
+ *   CRASHY         for --isolate-plugins: "crashy-ok" works, "crashy-segv"
+ *                  dereferences NULL, "crashy-abort" aborts, "crashy-hang"
+ *                  never returns, "crashy-exit" calls exit(3); the size
+ *                  functions of "crashy-size-segv" crash
  *   OLDER          an "older" plugin: its own, smaller descriptor struct that
  *                  ends after quantize_cpu (no GPU fields), followed in
  *                  memory by garbage where a newer struct's GPU fields would
@@ -24,6 +28,7 @@
 #include <frontier/plugin.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const frontier_host_api *host;
@@ -107,7 +112,50 @@ static int misbehave_quantize_cpu(const frontier_config *cfg, const float *w, fl
 }
 #endif
 
-#if defined(PLUGIN_MISBEHAVE)
+#if defined(PLUGIN_CRASHY)
+enum crash { C_OK, C_SEGV, C_ABORT, C_HANG, C_EXIT, C_SIZE_SEGV };
+static const enum crash crashes[] = {C_OK, C_SEGV, C_ABORT, C_HANG, C_EXIT, C_SIZE_SEGV};
+static volatile int *volatile null_pointer;
+
+static void crash_now(enum crash c)
+{
+    switch (c) {
+    case C_SEGV:
+    case C_SIZE_SEGV: *null_pointer = 1; break;
+    case C_ABORT: abort();
+    case C_HANG:
+        for (;;)
+            ;
+    case C_EXIT: exit(3);
+    default: break;
+    }
+}
+
+static int crashy_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
+                            uint64_t *total_bits, frontier_call *call)
+{
+    if (*(const enum crash *)cfg->impl == C_SIZE_SEGV)
+        crash_now(C_SIZE_SEGV);
+    return identity_size_bits(cfg, rows, cols, total_bits, call);
+}
+
+static int crashy_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat,
+                               int64_t rows, int64_t cols, const frontier_calib *calib,
+                               frontier_call *call)
+{
+    enum crash c = *(const enum crash *)cfg->impl;
+    if (c != C_SIZE_SEGV)
+        crash_now(c);
+    return identity_quantize_cpu(cfg, w, w_hat, rows, cols, calib, call);
+}
+
+static const frontier_config configs[] = {
+    {"crashy-ok", 32, "{}", &crashes[0]},    {"crashy-segv", 32, "{}", &crashes[1]},
+    {"crashy-abort", 32, "{}", &crashes[2]}, {"crashy-hang", 32, "{}", &crashes[3]},
+    {"crashy-exit", 32, "{}", &crashes[4]},  {"crashy-size-segv", 32, "{}", &crashes[5]},
+};
+#define NAME "crashy"
+#elif defined(PLUGIN_MISBEHAVE)
 static const frontier_config configs[] = {
     {"misbehave-ok", 32, "{}", &mb[0]},
     {"misbehave-nan", 32, "{}", &mb[1]},
@@ -171,6 +219,9 @@ static const frontier_quantizer descriptor = {
 #if defined(PLUGIN_MISBEHAVE)
     .size_bits = misbehave_size_bits,
     .quantize_cpu = misbehave_quantize_cpu,
+#elif defined(PLUGIN_CRASHY)
+    .size_bits = crashy_size_bits,
+    .quantize_cpu = crashy_quantize_cpu,
 #else
     .size_bits = identity_size_bits,
     .quantize_cpu = identity_quantize_cpu,

@@ -117,7 +117,7 @@ static void build_registry(void)
         for (size_t c = 0; c < qs[e]->n_configs; c++)
             refs[n++] = (fr_config_ref){e, &qs[e]->configs[c]};
     }
-    reg = (fr_registry){entries, 4, refs, n};
+    reg = (fr_registry){entries, 4, refs, n, 0};
 }
 
 static int bad_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols, uint64_t *bits,
