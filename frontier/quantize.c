@@ -32,6 +32,7 @@
 #include "core/safetensors_write.h"
 #include "core/source.h"
 #include "frontier/metrics.h"
+#include "frontier/quantize_gguf.h"
 #include "frontier/quantize_layout.h"
 #include "frontier/sweep.h" /* fr_sweep_skip_reason, fr_sweep_matrix */
 #include "quantizers/nvfp4_group.h"
@@ -171,7 +172,7 @@ static const char *no_writer(const plan *p, const qtensor *q, char *buf, size_t 
     if (qz->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS))
         return "needs calibration statistics, which quantize does not take yet";
     if (p->opt->format == FR_QFORMAT_GGUF)
-        return "no configuration has a GGUF writer yet";
+        return fr_gguf_no_writer(p->reg, q->ref, q->t, buf, len);
     if (p->opt->format == FR_QFORMAT_DEQUANTIZED) {
         fr_dtype d = q->t->dtype;
         if (d != FR_DTYPE_F32 && d != FR_DTYPE_F16 && d != FR_DTYPE_BF16) {
@@ -212,7 +213,7 @@ static const char *supported_configs(fr_qformat format)
     case FR_QFORMAT_DEQUANTIZED:
         return "every data-free configuration of 'frontier quantizers'";
     default:
-        return "none yet";
+        return fr_gguf_supported_configs();
     }
 }
 
@@ -716,6 +717,29 @@ static fr_status emit_copy(plan *p, const qtensor *q, fr_st_writer *wr, fr_error
     return st;
 }
 
+/* --format gguf: the whole file (frontier/quantize_gguf.c) at p->tmp. */
+static fr_status write_gguf(plan *p, uint64_t *data_bytes, fr_error *err)
+{
+    fr_gguf_item *items = calloc(p->n_qt ? p->n_qt : 1, sizeof *items);
+    if (!items)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < p->n_qt; i++)
+        items[i] = (fr_gguf_item){.t = p->qt[i].t, .ref = p->qt[i].ref, .rows = p->qt[i].rows,
+                                  .cols = p->qt[i].cols};
+    fr_status st = fr_gguf_write(p->reg, p->src, items, p->n_qt, p->tmp, data_bytes, err);
+    for (size_t i = 0; i < p->n_qt && st == FR_OK; i++) {
+        if (!items[i].ref)
+            continue;
+        p->qt[i].written = items[i].written;
+        p->qt[i].measured = items[i].measured;
+        p->qt[i].same_as_measured = items[i].same_as_measured;
+        p->err_sum += items[i].sums.sq_err;
+        p->norm_sum += items[i].sums.sq_ref;
+    }
+    free(items);
+    return st;
+}
+
 static void path_join(char *buf, size_t size, const char *dir, const char *name)
 {
     snprintf(buf, size, "%s/%s", dir, name);
@@ -1042,6 +1066,8 @@ static fr_status write_report(plan *p, const char *path, fr_quantize_summary *su
         cJSON_AddStringToObject(t, "config", q->ref->cfg->name);
         cJSON_AddStringToObject(t, "layout", o->format == FR_QFORMAT_COMPRESSED_TENSORS
                                                  ? fr_ct_format_name(q->scheme.kind)
+                                             : o->format == FR_QFORMAT_GGUF
+                                                 ? fr_gguf_type_name(p->reg, q->ref)
                                                  : "dequantized");
         cJSON_AddItemToObject(t, "rel_err", num_or_null(q->written.rel_err));
         cJSON_AddItemToObject(t, "max_abs_err", num_or_null(q->written.max_abs_err));
@@ -1192,7 +1218,13 @@ static fr_status open_model(plan *p, fr_error *err)
     fr_status st = fr_source_open(o->model, &p->src, err);
     if (st != FR_OK)
         return st;
-    if (p->src->kind != FR_SOURCE_SAFETENSORS && p->src->kind != FR_SOURCE_SAFETENSORS_SHARDED)
+    if (o->format == FR_QFORMAT_GGUF && p->src->kind != FR_SOURCE_GGUF)
+        return fr_fail(err, FR_E_USAGE,
+                       "'%s' is %s: the GGUF writer takes a GGUF model (F32, F16 or BF16 "
+                       "tensors), as llama-quantize does",
+                       o->model, fr_source_kind_name(p->src->kind));
+    if (o->format != FR_QFORMAT_GGUF && p->src->kind != FR_SOURCE_SAFETENSORS &&
+        p->src->kind != FR_SOURCE_SAFETENSORS_SHARDED)
         return fr_fail(err, FR_E_USAGE, "'%s' is %s: quantize writes %s from safetensors models",
                        o->model, fr_source_kind_name(p->src->kind), fr_qformat_name(o->format));
     if (o->format == FR_QFORMAT_COMPRESSED_TENSORS) {
@@ -1245,7 +1277,8 @@ fr_status fr_quantize(const fr_registry *reg, const fr_quantize_options *opt,
         (st = check_writers(&p, err)) != FR_OK)
         goto done;
     /* 2, 3 */
-    if ((st = plan_fused(&p, err)) != FR_OK || (st = plan_entries(&p, err)) != FR_OK)
+    if ((st = plan_fused(&p, err)) != FR_OK ||
+        (opt->format != FR_QFORMAT_GGUF && (st = plan_entries(&p, err)) != FR_OK))
         goto done;
     /* 4, 5: under a temporary name beside OUT */
     snprintf(p.tmp, sizeof p.tmp, "%s.tmp-%ld", opt->out, (long)getpid());
@@ -1257,8 +1290,14 @@ fr_status fr_quantize(const fr_registry *reg, const fr_quantize_options *opt,
         goto done;
     }
     made_tmp = 1;
-    if ((st = write_shards(&p, err)) != FR_OK || (st = write_index(&p, err)) != FR_OK)
+    uint64_t gguf_bytes = 0;
+    if (opt->format == FR_QFORMAT_GGUF) {
+        p.n_shards = 1;
+        if ((st = write_gguf(&p, &gguf_bytes, err)) != FR_OK)
+            goto done;
+    } else if ((st = write_shards(&p, err)) != FR_OK || (st = write_index(&p, err)) != FR_OK) {
         goto done;
+    }
     for (size_t i = 0; i < p.n_qt; i++) {
         if (p.qt[i].ref)
             sum->n_quantized++;
@@ -1266,7 +1305,7 @@ fr_status fr_quantize(const fr_registry *reg, const fr_quantize_options *opt,
             sum->n_copied++;
     }
     sum->n_shards = (size_t)p.n_shards;
-    sum->tensor_bytes = fr_st_plan_data_bytes(p.entries, p.n_entries);
+    sum->tensor_bytes = fr_st_plan_data_bytes(p.entries, p.n_entries) + gguf_bytes;
     sum->rel_err = p.norm_sum > 0 ? sqrt(p.err_sum / p.norm_sum) : (p.err_sum > 0 ? INFINITY : 0);
     if (p.folder) {
         if ((st = copy_other_files(&p, sum, err)) != FR_OK)

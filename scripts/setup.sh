@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libcjson-dev
   libopenblas-dev liblapacke-dev libcairo2-dev libssl-dev libopenmpi-dev openmpi-bin
   clang)
-PIP_PACKAGES=(numpy ml_dtypes h5py)
+PIP_PACKAGES=(numpy ml_dtypes h5py gguf)
 if [ "${1:-}" = --test-tools ]; then
-  APT_PACKAGES+=(texlive-latex-base texlive-pictures gnuplot-nox)
+  APT_PACKAGES+=(texlive-latex-base texlive-pictures gnuplot-nox valgrind)
 fi
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

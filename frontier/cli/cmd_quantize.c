@@ -22,7 +22,7 @@ static void print_help(FILE *out)
             "         -o OUT [--format FORMAT] [--force] [--max-shard-size BYTES]\n"
             "         [--fused-global-scale | --no-fused-global-scale] [--summary]\n"
             "\n"
-            "Writes MODEL (a .safetensors file or a Hugging Face folder) with its weights\n"
+            "Writes MODEL (a .safetensors file, a Hugging Face folder or a .gguf) with its weights\n"
             "quantized as a recipe says ('frontier allocate --budget BITS -o RECIPE.json'\n"
             "chooses one configuration per tensor) or with one configuration for every\n"
             "selected tensor. Each tensor is quantized by the same code the sweep measured,\n"
@@ -39,7 +39,10 @@ static void print_help(FILE *out)
             "  dequantized         (default for a file) same names, shapes and dtypes as\n"
             "                      MODEL holding Q(W): any framework evaluates the model as\n"
             "                      quantized; every configuration can be written this way.\n"
-            "  gguf                not written yet (the ggml family is pending).\n"
+            "  gguf                (default for a .gguf MODEL) a GGUF v3 file as llama-quantize\n"
+            "                      writes it: ggml-q8_0|q4_0|q4_1|q5_0|q5_1|mxfp4 -> Q8_0,\n"
+            "                      Q4_0, Q4_1, Q5_0, Q5_1, MXFP4 blocks; metadata and other\n"
+            "                      tensors copied.\n"
             "\n"
             "  --recipe FILE         tensor -> configuration, as 'frontier allocate -o' writes\n"
             "  --config CONFIG       one configuration ('frontier quantizers' lists them)\n"
@@ -158,6 +161,7 @@ int cmd_quantize(int argc, char **argv)
         /* a folder becomes a deployable folder; a file its dequantized twin */
         size_t l = strlen(o.model);
         o.format = l > 12 && !strcmp(o.model + l - 12, ".safetensors") ? FR_QFORMAT_DEQUANTIZED
+                   : l > 5 && !strcmp(o.model + l - 5, ".gguf")        ? FR_QFORMAT_GGUF
                                                                         : FR_QFORMAT_COMPRESSED_TENSORS;
     }
     fr_registry reg;

@@ -1,0 +1,319 @@
+/*
+ * ggml's legacy block types and MXFP4 (ggml-common.h block structs, the reference
+ * quantizers quantize_row_*_ref of ggml-quants.c): encode and decode of one
+ * block of 32 elements and of one row, shared by the `ggml` family
+ * (quantizers/ggml.c: quantize-dequantize = decode(encode(x))) and the GGUF
+ * writer (frontier/quantize_gguf.c: the same bytes go into the file), so
+ * what is written is what was measured. docs/quantize.md ("GGUF") states
+ * the rules.
+ *
+ * The arithmetic is float32 as in the reference (no contraction: the build
+ * disables it): the scale is computed and used unrounded for the codes and
+ * stored as fp16 (round to nearest even, overflowing to Inf as ggml's
+ * GGML_FP32_TO_FP16 does); codes are truncations of x * id + 8.5 (16.5, 0.5)
+ * clamped above, or roundf (Q8_0, ties away from zero). The low nibble of
+ * qs[j] is element j, the high nibble element j + 16; Q5's fifth bits are
+ * bit j of the little-endian uint32 qh.
+ *
+ * A short block (n < 32 elements, the end of a row whose length is not a
+ * multiple of 32) takes its statistics over its n elements; GGUF cannot
+ * store one (the writer refuses such rows), the sweep can measure it.
+ */
+#ifndef FR_GGML_BLOCKS_H
+#define FR_GGML_BLOCKS_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/dtype.h"
+
+#define FR_GGML_BLOCK 32
+#define FR_GGML_MAX_BLOCK_BYTES 34
+
+/* ggml_type ids (ggml.h) of the types the family writes. */
+typedef enum fr_ggml_qtype {
+    FR_GGML_Q4_0 = 2,
+    FR_GGML_Q4_1 = 3,
+    FR_GGML_Q5_0 = 6,
+    FR_GGML_Q5_1 = 7,
+    FR_GGML_Q8_0 = 8,
+    FR_GGML_MXFP4 = 39
+} fr_ggml_qtype;
+
+/* MXFP4's elements: E2M1 values doubled (ggml's kvalues_mxfp4), index =
+ * the stored nibble. */
+static const int8_t fr_ggml_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12,
+                                                  0, -1, -2, -3, -4, -6, -8, -12};
+
+/* ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 127) / 2, subnormal for e < 2. */
+static inline float fr_ggml_e8m0_half(uint8_t e)
+{
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* MXFP4 of one block: the shared exponent e = floor(log2 amax) - 2 + 127
+ * (0 for an all-zero block; clamped at 0, where the reference's uint8_t
+ * conversion of a negative value is undefined), d = fr_ggml_e8m0_half(e),
+ * each element the index of the nearest kvalue * d, the first on a tie
+ * (ggml's best_index_mxfp4: so 1.75 d goes to 1.5 d, not 2 d). */
+static inline void fr_ggml_mxfp4_encode(const float *x, int n, uint8_t *out)
+{
+    float amax = 0.0f;
+    for (int j = 0; j < n; j++)
+        amax = amax < fabsf(x[j]) ? fabsf(x[j]) : amax;
+    float ef = amax > 0.0f ? floorf(log2f(amax)) - 2.0f + 127.0f : 0.0f;
+    uint8_t e = (uint8_t)(ef > 0.0f ? ef : 0.0f);
+    const float d = fr_ggml_e8m0_half(e);
+    int q[FR_GGML_BLOCK] = {0};
+    for (int j = 0; j < n; j++) {
+        int best = 0;
+        float best_err = fabsf((float)fr_ggml_kvalues_mxfp4[0] * d - x[j]);
+        for (int i = 1; i < 16; i++) {
+            float err = fabsf((float)fr_ggml_kvalues_mxfp4[i] * d - x[j]);
+            if (err < best_err) {
+                best = i;
+                best_err = err;
+            }
+        }
+        q[j] = best;
+    }
+    out[0] = e;
+    for (int j = 0; j < FR_GGML_BLOCK / 2; j++)
+        out[1 + j] = (uint8_t)(q[j] | q[j + 16] << 4);
+}
+
+/* A configuration's impl (quantizers/ggml.c). */
+typedef struct fr_ggml_params {
+    fr_ggml_qtype type;
+    const char *name;       /* "q4_0": llama-quantize's spelling */
+    const char *gguf_name;  /* "Q4_0": GGUF / gguf-py's */
+    unsigned block_bytes;   /* bytes per block of 32 */
+    unsigned file_type;     /* llama_ftype LLAMA_FTYPE_MOSTLY_<type> (general.file_type) */
+} fr_ggml_params;
+
+/* float32 -> IEEE binary16 bits, round to nearest even, Inf past 65504
+ * (what numpy's astype(float16) and ggml's conversion give). */
+static inline uint16_t fr_ggml_f32_to_f16(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    uint32_t sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN: quiet, top payload bits kept */
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) /* >= 65520 rounds to Inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a >= 0x38800000u) { /* normal: rebias the exponent, round 13 bits away */
+        uint32_t r = a - 0x38000000u;
+        return (uint16_t)(sign | ((r + 0x0fffu + ((r >> 13) & 1u)) >> 13));
+    }
+    float f;
+    memcpy(&f, &a, sizeof f);
+    /* subnormal or zero: a multiple of 2^-24, exact scaling then ties to even */
+    return (uint16_t)(sign | (uint32_t)rintf(f * 16777216.0f));
+}
+
+static inline void fr_ggml_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v & 0xff);
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static inline uint16_t fr_ggml_get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (uint16_t)p[1] << 8);
+}
+
+/* (int)f clamped to [0, top]: the reference's truncating cast where f is
+ * in range (always for finite blocks whose scale is a normal float), and no
+ * undefined conversion where it is not (Inf from a subnormal scale). */
+static inline int fr_ggml_trunc(float f, int top)
+{
+    return f >= (float)top ? top : f > 0.0f ? (int)f : 0;
+}
+
+/* Codes of a block as the reference computes them (j >= n: 0). */
+static inline void fr_ggml_codes(fr_ggml_qtype type, const float *x, int n, int *q, float *d_out,
+                                 float *m_out)
+{
+    float d = 0.0f, m = 0.0f, id;
+    switch (type) {
+    case FR_GGML_Q8_0: {
+        float amax = 0.0f;
+        for (int j = 0; j < n; j++)
+            amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int j = 0; j < n; j++) {
+            float r = roundf(x[j] * id); /* |r| <= 127 for a normal scale */
+            q[j] = r != r ? 0 : r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+        }
+        break;
+    }
+    case FR_GGML_Q4_0:
+    case FR_GGML_Q5_0: {
+        /* the element of largest magnitude, with its sign, maps to -8 (-16) */
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < n; j++)
+            if (amax < fabsf(x[j])) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        const int q4 = type == FR_GGML_Q4_0;
+        d = max / (q4 ? -8.0f : -16.0f);
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        const float off = q4 ? 8.5f : 16.5f;
+        const int top = q4 ? 15 : 31;
+        for (int j = 0; j < n; j++)
+            q[j] = fr_ggml_trunc(x[j] * id + off, top); /* MIN(top, (int8_t)(...)) */
+        break;
+    }
+    default: { /* Q4_1, Q5_1: min and range */
+        float lo = FLT_MAX, hi = -FLT_MAX;
+        for (int j = 0; j < n; j++) {
+            lo = x[j] < lo ? x[j] : lo;
+            hi = x[j] > hi ? x[j] : hi;
+        }
+        const int top = type == FR_GGML_Q4_1 ? 15 : 31;
+        d = (hi - lo) / (float)top;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        m = lo;
+        for (int j = 0; j < n; j++)
+            q[j] = fr_ggml_trunc((x[j] - lo) * id + 0.5f, top);
+        break;
+    }
+    }
+    for (int j = n; j < FR_GGML_BLOCK; j++)
+        q[j] = 0;
+    *d_out = d;
+    *m_out = m;
+}
+
+/* Encodes x[0..n) (1 <= n <= 32) as one block of `type` into out (the
+ * type's block_bytes). */
+static inline void fr_ggml_encode_block(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
+{
+    if (type == FR_GGML_MXFP4) {
+        fr_ggml_mxfp4_encode(x, n, out);
+        return;
+    }
+    int q[FR_GGML_BLOCK];
+    float d, m;
+    fr_ggml_codes(type, x, n, q, &d, &m);
+    fr_ggml_put16(out, fr_ggml_f32_to_f16(d));
+    if (type == FR_GGML_Q8_0) {
+        for (int j = 0; j < FR_GGML_BLOCK; j++)
+            out[2 + j] = (uint8_t)(int8_t)q[j];
+        return;
+    }
+    uint8_t *p = out + 2;
+    if (type == FR_GGML_Q4_1 || type == FR_GGML_Q5_1) {
+        fr_ggml_put16(p, fr_ggml_f32_to_f16(m));
+        p += 2;
+    }
+    if (type == FR_GGML_Q5_0 || type == FR_GGML_Q5_1) {
+        uint32_t qh = 0;
+        for (int j = 0; j < FR_GGML_BLOCK; j++)
+            qh |= (uint32_t)((q[j] >> 4) & 1) << j;
+        for (int k = 0; k < 4; k++)
+            p[k] = (uint8_t)(qh >> (8 * k));
+        p += 4;
+    }
+    for (int j = 0; j < FR_GGML_BLOCK / 2; j++)
+        p[j] = (uint8_t)((q[j] & 0x0f) | (q[j + 16] & 0x0f) << 4);
+}
+
+/* Decodes one block into y[0..32) as ggml's dequantize_row_* does. */
+static inline void fr_ggml_decode_block(fr_ggml_qtype type, const uint8_t *in, float *y)
+{
+    if (type == FR_GGML_MXFP4) {
+        const float e = fr_ggml_e8m0_half(in[0]);
+        for (int j = 0; j < FR_GGML_BLOCK; j++)
+            y[j] = (float)fr_ggml_kvalues_mxfp4[(j < 16 ? in[1 + j] : in[1 + j - 16] >> 4) & 0x0f] * e;
+        return;
+    }
+    const float d = fr_f16_to_f32(fr_ggml_get16(in));
+    if (type == FR_GGML_Q8_0) {
+        for (int j = 0; j < FR_GGML_BLOCK; j++)
+            y[j] = (float)(int8_t)in[2 + j] * d;
+        return;
+    }
+    const uint8_t *p = in + 2;
+    float m = 0.0f;
+    const int has_min = type == FR_GGML_Q4_1 || type == FR_GGML_Q5_1;
+    if (has_min) {
+        m = fr_f16_to_f32(fr_ggml_get16(p));
+        p += 2;
+    }
+    uint32_t qh = 0;
+    const int five = type == FR_GGML_Q5_0 || type == FR_GGML_Q5_1;
+    if (five) {
+        qh = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        p += 4;
+    }
+    for (int j = 0; j < FR_GGML_BLOCK; j++) {
+        int v = j < 16 ? p[j] & 0x0f : p[j - 16] >> 4;
+        if (five)
+            v |= (int)((qh >> j) & 1u) << 4;
+        if (has_min)
+            y[j] = (float)v * d + m;
+        else
+            y[j] = (float)(v - (five ? 16 : 8)) * d;
+    }
+}
+
+/* llama_ftype LLAMA_FTYPE_MOSTLY_<type> (general.file_type) of a type; 0
+ * for a ggml type id outside the family. */
+static inline unsigned fr_ggml_file_type(fr_ggml_qtype type)
+{
+    switch (type) {
+    case FR_GGML_Q4_0: return 2;
+    case FR_GGML_Q4_1: return 3;
+    case FR_GGML_Q8_0: return 7;
+    case FR_GGML_Q5_0: return 8;
+    case FR_GGML_Q5_1: return 9;
+    case FR_GGML_MXFP4: return 38; /* LLAMA_FTYPE_MOSTLY_MXFP4_MOE */
+    default: return 0;
+    }
+}
+
+static inline unsigned fr_ggml_block_bytes(fr_ggml_qtype type)
+{
+    switch (type) {
+    case FR_GGML_Q4_0: return 18;
+    case FR_GGML_Q4_1: return 20;
+    case FR_GGML_Q5_0: return 22;
+    case FR_GGML_Q5_1: return 24;
+    case FR_GGML_MXFP4: return 17;
+    default: return 34;
+    }
+}
+
+/* One row of n elements: ceil(n / 32) blocks (a short last one). */
+static inline void fr_ggml_encode_row(fr_ggml_qtype type, const float *x, int64_t n, uint8_t *out)
+{
+    const unsigned bb = fr_ggml_block_bytes(type);
+    for (int64_t b = 0; b * FR_GGML_BLOCK < n; b++) {
+        int64_t left = n - b * FR_GGML_BLOCK;
+        fr_ggml_encode_block(type, x + b * FR_GGML_BLOCK,
+                             (int)(left < FR_GGML_BLOCK ? left : FR_GGML_BLOCK), out + b * bb);
+    }
+}
+
+static inline void fr_ggml_decode_row(fr_ggml_qtype type, const uint8_t *in, int64_t n, float *y)
+{
+    const unsigned bb = fr_ggml_block_bytes(type);
+    float tmp[FR_GGML_BLOCK];
+    for (int64_t b = 0; b * FR_GGML_BLOCK < n; b++) {
+        int64_t left = n - b * FR_GGML_BLOCK;
+        fr_ggml_decode_block(type, in + b * bb, tmp);
+        memcpy(y + b * FR_GGML_BLOCK, tmp,
+               (size_t)(left < FR_GGML_BLOCK ? left : FR_GGML_BLOCK) * sizeof *y);
+    }
+}
+
+#endif

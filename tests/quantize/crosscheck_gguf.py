@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""GGUF written by `frontier quantize --format gguf` against gguf-py (PyPI
+`gguf`, numpy only), the reference Python implementation of ggml's types:
+
+- gguf-py's GGUFReader opens every output (valid GGUF v3, data aligned to the
+  input's general.alignment), the metadata is the input's (general.file_type
+  and general.quantization_version aside), copied tensors are byte-identical;
+- gguf-py's dequantize of every written ggml type equals frontier's decoding
+  (test_gguf --dump) bit for bit;
+- gguf-py's own quantize of the input weights gives blocks byte-identical to
+  what frontier wrote (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4);
+- sweep -> allocate --budget 5 -> quantize --recipe on the fixture writes
+  every tensor with the rel_err the sweep measured.
+
+Inputs: data/stories260K.gguf (F16 weights, default alignment) and variants
+made by data/make_gguf_fixture.py (BF16 with general.alignment 64, F32).
+Exits 77 (skipped) without gguf-py.
+
+usage: crosscheck_gguf.py FRONTIER TEST_GGUF DATA_DIR WORK_DIR
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+try:
+    import numpy as np
+    import gguf
+    from gguf import GGMLQuantizationType as T
+except ImportError as e:
+    print(f"SKIP: gguf-py is not installed ({e}); pip install gguf", flush=True)
+    sys.exit(77)
+
+CONFIGS = {"ggml-q8_0": T.Q8_0, "ggml-q4_0": T.Q4_0, "ggml-q4_1": T.Q4_1,
+           "ggml-q5_0": T.Q5_0, "ggml-q5_1": T.Q5_1, "ggml-mxfp4": T.MXFP4}
+QUANT_VERSION_KEYS = ("general.file_type", "general.quantization_version")
+
+failures = 0
+
+
+def fail(msg):
+    global failures
+    failures += 1
+    print(f"FAIL: {msg}", flush=True)
+
+
+def fields(reader):
+    out = {}
+    for name, f in reader.fields.items():
+        if name.startswith("GGUF."):
+            continue
+        out[name] = [bytes(np.asarray(f.parts[i]).tobytes()) for i in f.data] + [bytes(f.types)]
+    return out
+
+
+def weights_f32(t):
+    if t.tensor_type == T.F32:
+        return np.asarray(t.data, dtype=np.float32)
+    if t.tensor_type == T.F16:
+        return np.asarray(t.data).view(np.float16).astype(np.float32)
+    if t.tensor_type == T.BF16:
+        u = np.asarray(t.data).view(np.uint16).astype(np.uint32) << 16
+        return u.view(np.float32)
+    raise ValueError(t.tensor_type)
+
+
+def check(frontier, test_gguf, model, work, label, args, expect):
+    out = work / f"{label}.gguf"
+    cmd = [frontier, "quantize", str(model), *args, "--format", "gguf", "-o", str(out),
+           "--force", "--summary"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"{label}: {' '.join(cmd)}: {r.stderr.strip()}")
+        return
+    dump = work / f"{label}.dump"
+    subprocess.run([test_gguf, "--dump", str(out), str(dump)], check=True)
+    src, dst = gguf.GGUFReader(model), gguf.GGUFReader(out)
+    if dst.alignment != src.alignment:
+        fail(f"{label}: alignment {dst.alignment}, the input's is {src.alignment}")
+    fi, fo = fields(src), fields(dst)
+    for k, v in fi.items():
+        if k not in QUANT_VERSION_KEYS and fo.get(k) != v:
+            fail(f"{label}: metadata '{k}' differs")
+    if int(dst.fields["general.quantization_version"].contents()) != 2:
+        fail(f"{label}: general.quantization_version")
+    n_types = set()
+    for ti, to in zip(src.tensors, dst.tensors, strict=True):
+        if ti.name != to.name or list(ti.shape) != list(to.shape):
+            fail(f"{label}: tensor '{to.name}' {list(to.shape)} for '{ti.name}' {list(ti.shape)}")
+            continue
+        if to.data_offset % dst.alignment:
+            fail(f"{label}: '{to.name}' at {to.data_offset}, not aligned to {dst.alignment}")
+        want = expect(ti.name)
+        if want is None:
+            if to.tensor_type != ti.tensor_type or \
+                    np.asarray(to.data).tobytes() != np.asarray(ti.data).tobytes():
+                fail(f"{label}: copied '{ti.name}' differs")
+            continue
+        if to.tensor_type != want:
+            fail(f"{label}: '{to.name}' is {to.tensor_type.name}, not {want.name}")
+            continue
+        n_types.add(want)
+        ours = np.fromfile(dump / f"{to.name}.f32", dtype=np.float32)
+        theirs = gguf.quants.dequantize(np.asarray(to.data), want).astype(np.float32).ravel()
+        if ours.shape != theirs.shape or not np.array_equal(ours.view(np.uint32),
+                                                            theirs.view(np.uint32)):
+            bad = np.flatnonzero(ours.view(np.uint32) != theirs.view(np.uint32))
+            fail(f"{label}: '{to.name}' ({want.name}): gguf-py dequantizes {bad.size} elements "
+                 f"differently, first {bad[:1]}")
+        w = weights_f32(ti).reshape(-1, int(ti.shape[0]))  # rows of ne0
+        blocks = gguf.quants.quantize(w, want)
+        if np.asarray(blocks).tobytes() != np.asarray(to.data).tobytes():
+            a = np.frombuffer(np.asarray(blocks).tobytes(), np.uint8)
+            b = np.frombuffer(np.asarray(to.data).tobytes(), np.uint8)
+            at = int(np.flatnonzero(a != b)[0]) if a.size == b.size else -1
+            fail(f"{label}: '{to.name}' ({want.name}): gguf-py's quantize differs at byte {at}")
+    print(f"ok {label}: {len(dst.tensors)} tensors, types {sorted(t.name for t in n_types)}",
+          flush=True)
+
+
+def main():
+    frontier, test_gguf, data, work = sys.argv[1:5]
+    data, work = Path(data), Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    maker = Path(__file__).resolve().parents[2] / "data" / "make_gguf_fixture.py"
+    models = {"f16": data / "stories260K.gguf"}
+    for label, extra in (("bf16-align64", ["--dtype", "bf16", "--alignment", "64"]),
+                         ("f32", ["--dtype", "f32"])):
+        models[label] = work / f"stories260K-{label}.gguf"
+        subprocess.run([sys.executable, str(maker), str(data / "stories260K"),
+                        str(models[label]), *extra], check=True, capture_output=True)
+
+    def one(cfg):
+        def expect(name):
+            matrix = name.endswith(".weight") and "norm" not in name and name != "token_embd.weight"
+            return CONFIGS[cfg] if matrix and "ffn_down" not in name else None
+        return expect
+
+    def mixed(name):
+        if name == "token_embd.weight":
+            return T.Q8_0
+        if "norm" in name or "ffn_down" in name:
+            return None
+        return {"attn_q": T.Q5_1, "attn_k": T.MXFP4, "attn_v": T.Q5_0,
+                "attn_output": T.Q4_1}.get(name.split(".")[2], T.Q4_0)
+
+    import json
+    for mlabel, model in models.items():
+        for cfg in CONFIGS:
+            check(frontier, test_gguf, model, work, f"{mlabel}-{cfg}",
+                  ["--config", cfg, "--exclude", "ffn_down"], one(cfg))
+        names = [t.name for t in gguf.GGUFReader(model).tensors]
+        inv = {v: k for k, v in CONFIGS.items()}
+        recipe = {"format": "frontier-recipe",
+                  "recipe": {n: inv[mixed(n)] for n in names if mixed(n) is not None}}
+        rpath = work / f"{mlabel}-mixed.json"
+        rpath.write_text(json.dumps(recipe))
+        check(frontier, test_gguf, model, work, f"{mlabel}-mixed", ["--recipe", str(rpath)], mixed)
+    # the path of the README: sweep the ggml family, allocate at 5 bits, write
+    model = models["f16"]
+    h5, rpath = work / "sweep.h5", work / "allocated.json"
+    h5.unlink(missing_ok=True)
+    for cmd in ([frontier, "sweep", str(model), "--quantizers", "ggml-*", "--exclude", "ffn_down",
+                 "--device", "cpu", "-o", str(h5), "--quiet"],
+                [frontier, "allocate", str(h5), "--budget", "5", "-o", str(rpath)]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    if rpath.exists():
+        chosen = json.loads(rpath.read_text())["recipe"]
+        check(frontier, test_gguf, model, work, "allocated-5bit", ["--recipe", str(rpath)],
+              lambda name: CONFIGS[chosen[name]] if name in chosen else None)
+        report = json.loads((work / "allocated-5bit.gguf.report.json").read_text())
+        for t in report["tensors"]:
+            if not t["equals_quantizer"] or t["rel_err"] != t["rel_err_recipe"]:
+                fail(f"allocated-5bit: '{t['name']}' written with rel_err {t['rel_err']}, "
+                     f"measured {t['rel_err_recipe']}")
+    if failures:
+        print(f"crosscheck_gguf: {failures} failures", flush=True)
+        return 1
+    print("crosscheck_gguf: gguf-py agrees on every tensor", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

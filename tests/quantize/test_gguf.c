@@ -1,0 +1,577 @@
+/*
+ * The ggml family and `frontier quantize --format gguf` (docs/quantize.md,
+ * "GGUF"):
+ *
+ * - the reference rules worked by hand on small blocks (Q4_0's signed
+ *   maximum at -8, truncation after +8.5, Q8_0's ties away from zero, Q4_1's
+ *   minimum, Q5's fifth bit, MXFP4's ties), exact sizes, short blocks, non-finite weights,
+ *   thread-count independence (the family is host-only, so
+ *   tests/quantizers skips its bound checks; they are here);
+ * - every written ggml type read back by the tool's own reader
+ *   (core/gguf.c) and decoder (quantizers/ggml_blocks.h) equals the
+ *   registry's quantize-dequantize of the input bit for bit; copied tensors
+ *   byte-identical; metadata copied with general.file_type and
+ *   general.quantization_version set; tensor data aligned;
+ * - refusals write nothing; a NaN half-way leaves no OUT and no temporary.
+ *
+ * usage: test_gguf DATA_DIR WORK_DIR
+ *        test_gguf --dump FILE.gguf DIR   (our decoding of every quantized
+ *        tensor of FILE as DIR/<name>.f32, for crosscheck_gguf.py)
+ */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/call.h"
+#include "core/parallel.h"
+#include "core/source.h"
+#include "frontier/quantize.h"
+#include "frontier/sweep.h"
+#include "quantizers/builtin.h"
+#include "quantizers/ggml_blocks.h"
+
+static fr_registry reg;
+
+static const struct {
+    const char *config, *gguf;
+    fr_ggml_qtype type;
+    unsigned file_type;
+} types[] = {
+    {"ggml-q8_0", "Q8_0", FR_GGML_Q8_0, 7}, {"ggml-q4_0", "Q4_0", FR_GGML_Q4_0, 2},
+    {"ggml-q4_1", "Q4_1", FR_GGML_Q4_1, 3}, {"ggml-q5_0", "Q5_0", FR_GGML_Q5_0, 8},
+    {"ggml-q5_1", "Q5_1", FR_GGML_Q5_1, 9}, {"ggml-mxfp4", "MXFP4", FR_GGML_MXFP4, 38},
+};
+#define N_TYPES (sizeof types / sizeof types[0])
+
+static int type_of_name(const char *gguf, fr_ggml_qtype *t)
+{
+    for (size_t i = 0; i < N_TYPES; i++)
+        if (!strcmp(types[i].gguf, gguf)) {
+            *t = types[i].type;
+            return 1;
+        }
+    return 0;
+}
+
+/* The registry's Q(W) (with a pool of `threads`, 0: none); NULL on failure. */
+static float *quantize(const char *config, const float *w, int64_t rows, int64_t cols,
+                       fr_pool *pool, char *msg, size_t len)
+{
+    const fr_config_ref *ref = fr_registry_find_config(&reg, config);
+    float *w_hat = malloc((size_t)(rows * cols) * sizeof *w_hat);
+    frontier_call call;
+    fr_error err = {0};
+    fr_call_init(&call, pool, 0, "t", config);
+    fr_status st = ref && w_hat ? fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, rows, cols, NULL,
+                                                            "t", &call, &err)
+                                : FR_E_USAGE;
+    fr_call_release(&call);
+    if (st != FR_OK) {
+        snprintf(msg, len, "%.500s", err.msg);
+        free(w_hat);
+        return NULL;
+    }
+    return w_hat;
+}
+
+static void expect(const char *config, const float *x, int n, const float *want)
+{
+    char msg[512];
+    float *y = quantize(config, x, 1, n, NULL, msg, sizeof msg);
+    CHECK_MSG(y != NULL, "%s: %s", config, msg);
+    for (int i = 0; y && i < n; i++)
+        CHECK_MSG(y[i] == want[i] && signbit(y[i]) == signbit(want[i]),
+                  "%s: element %d: %.9g -> %.9g, the rule gives %.9g", config, i, x[i], y[i],
+                  want[i]);
+    free(y);
+}
+
+/* ---- the rules, by hand ---- */
+
+static void by_hand(void)
+{
+    float x[32] = {0}, want[32] = {0};
+    uint8_t blk[FR_GGML_MAX_BLOCK_BYTES];
+    /* Q4_0, the maximum magnitude positive: d = 1 / -8, id = -8. 0.4375 * -8
+     * + 8.5 = 5 exactly: code 5 -> (5 - 8) d = 0.375 (rint would give 0.5);
+     * 1 -> 0.5 -> code 0 -> 1; 0 -> code 8 -> -0 (0 * negative d) */
+    x[0] = 1.0f, x[1] = 0.4375f, x[2] = -0.5f, x[3] = 0.99f;
+    want[0] = 1.0f, want[1] = 0.375f, want[2] = -0.5f, want[3] = 1.0f;
+    for (int i = 4; i < 32; i++)
+        want[i] = -0.0f;
+    expect("ggml-q4_0", x, 32, want);
+    /* the maximum negative: d = 1/8, code 0 is -1, and +1 cannot be reached (7/8) */
+    x[0] = -1.0f, x[1] = 1.0f, x[2] = 0.0f, x[3] = 0.0f;
+    want[0] = -1.0f, want[1] = 0.875f, want[2] = 0.0f, want[3] = 0.0f;
+    for (int i = 4; i < 32; i++)
+        want[i] = 0.0f;
+    expect("ggml-q4_0", x, 32, want);
+    /* Q8_0: amax 127 -> d = 1; roundf: 2.5 -> 3, -2.5 -> -3 (ties away from zero) */
+    memset(x, 0, sizeof x);
+    memset(want, 0, sizeof want);
+    x[0] = 127.0f, x[1] = 2.5f, x[2] = -2.5f, x[3] = 3.49f;
+    want[0] = 127.0f, want[1] = 3.0f, want[2] = -3.0f, want[3] = 3.0f;
+    expect("ggml-q8_0", x, 32, want);
+    /* Q4_1: min 0, max 15 -> d = 1, m = 0; 7.5 -> trunc(8.0) = 8; 7.49 -> 7 */
+    memset(x, 0, sizeof x);
+    memset(want, 0, sizeof want);
+    x[0] = 15.0f, x[1] = 7.5f, x[2] = 7.49f, x[31] = 14.6f;
+    want[0] = 15.0f, want[1] = 8.0f, want[2] = 7.0f, want[31] = 15.0f;
+    expect("ggml-q4_1", x, 32, want);
+    /* Q5_0: max -16 -> d = 1: -16 -> code 0, 15.7 -> 32.2 clamped to 31 -> 15,
+     * element 20 needs the fifth bit (code 16 + 5 = 21 -> 5) */
+    memset(x, 0, sizeof x);
+    memset(want, 0, sizeof want);
+    x[0] = -16.0f, x[1] = 15.7f, x[20] = 5.0f, x[17] = -3.0f;
+    want[0] = -16.0f, want[1] = 15.0f, want[20] = 5.0f, want[17] = -3.0f;
+    expect("ggml-q5_0", x, 32, want);
+    /* Q5_1 on a block from 1 to 32: d = 1, m = 1: exact */
+    for (int i = 0; i < 32; i++)
+        x[i] = want[i] = (float)(i + 1);
+    expect("ggml-q5_1", x, 32, want);
+    /* the scale is stored as fp16: Q8_0 with amax 1 -> d = 1/127, fp16(d) = 0.007873535 */
+    memset(x, 0, sizeof x);
+    memset(want, 0, sizeof want);
+    x[0] = 1.0f;
+    want[0] = 127.0f * fr_f16_to_f32(fr_ggml_f32_to_f16(1.0f / 127.0f));
+    CHECK_MSG(want[0] != 1.0f, "fp16(1/127) * 127 is 1");
+    expect("ggml-q8_0", x, 32, want);
+    /* MXFP4: amax 6 -> e = 2 - 2 + 127, d = 2^0 / 2; nearest kvalue * d, the first
+     * on a tie: 1.75 -> 1.5 (3 d; round-to-nearest-even E2M1 would give 2),
+     * -1.75 -> -1.5, 1.25 -> 1 (2 d), -5.1 -> -6 (-12 d, nibble 15), 0.2 -> 0 */
+    memset(x, 0, sizeof x);
+    memset(want, 0, sizeof want);
+    x[0] = 6.0f, x[1] = 1.75f, x[2] = -1.75f, x[3] = 1.25f, x[20] = -5.1f, x[21] = 0.2f;
+    want[0] = 6.0f, want[1] = 1.5f, want[2] = -1.5f, want[3] = 1.0f, want[20] = -6.0f;
+    expect("ggml-mxfp4", x, 32, want);
+    fr_ggml_encode_block(FR_GGML_MXFP4, x, 32, blk);
+    CHECK_MSG(blk[0] == 127 && blk[1] == 7 && blk[2] == 3 && blk[5] == (0 | 15 << 4),
+              "MXFP4 bytes %u %u %u %02x", blk[0], blk[1], blk[2], blk[5]);
+    /* the byte layout: Q4_0 element j in the low nibble of qs[j], j + 16 in the high */
+    for (int i = 0; i < 32; i++)
+        x[i] = i == 0 ? -8.0f : i == 16 ? 7.0f : 0.0f;
+    fr_ggml_encode_block(FR_GGML_Q4_0, x, 32, blk);
+    CHECK_MSG(blk[0] == 0x00 && blk[1] == 0x3c, "Q4_0 d = 1 as fp16 0x3c00: %02x %02x", blk[0],
+              blk[1]);
+    CHECK_MSG(blk[2] == (0 | 15 << 4), "Q4_0 qs[0] = %02x", blk[2]);
+    CHECK_MSG(blk[3] == (8 | 8 << 4), "Q4_0 qs[1] = %02x", blk[3]);
+    /* fp16: ties to even, subnormals, overflow to Inf */
+    CHECK_MSG(fr_ggml_f32_to_f16(65504.0f) == 0x7bff && fr_ggml_f32_to_f16(65520.0f) == 0x7c00 &&
+                  fr_ggml_f32_to_f16(65519.99f) == 0x7bff && fr_ggml_f32_to_f16(-0.0f) == 0x8000 &&
+                  fr_ggml_f32_to_f16(5.9604645e-08f) == 0x0001 &&
+                  fr_ggml_f32_to_f16(2.9802322e-08f) == 0x0000 &&
+                  fr_ggml_f32_to_f16(1.0f + 1.0f / 2048.0f) == 0x3c00 &&
+                  fr_ggml_f32_to_f16(1.0f + 3.0f / 2048.0f) == 0x3c02,
+              "fp16 rounding");
+    for (uint32_t h = 0; h < 0x7c00; h++) /* every finite fp16 round-trips */
+        if (fr_ggml_f32_to_f16(fr_f16_to_f32((uint16_t)h)) != h)
+            CHECK_MSG(0, "fp16 0x%04x does not round-trip", h);
+}
+
+/* ---- the family's properties (tests/quantizers skips host families) ---- */
+
+static void properties(void)
+{
+    const int64_t rows = 37, cols = 200, n = rows * cols; /* 200: a short block of 8 per row */
+    float *w = malloc((size_t)n * sizeof *w);
+    uint64_t s = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        /* Box-Muller on splitmix64 */
+        double u1 = ((double)(fr_test_splitmix64(&s) >> 11) + 0.5) / 9007199254740992.0;
+        double u2 = (double)(fr_test_splitmix64(&s) >> 11) / 9007199254740992.0;
+        w[i] = (float)(0.02 * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+    fr_pool *pool4 = NULL;
+    fr_error err;
+    CHECK_OK(fr_pool_create(4, &pool4, &err), err);
+    static const double bounds[] = {0.006, 0.12, 0.10, 0.06, 0.05, 0.16}; /* rel_err, gaussian */
+    char msg[512];
+    for (size_t k = 0; k < N_TYPES; k++) {
+        float *a = quantize(types[k].config, w, rows, cols, NULL, msg, sizeof msg);
+        float *b = quantize(types[k].config, w, rows, cols, pool4, msg, sizeof msg);
+        CHECK_MSG(a && b, "%s: %s", types[k].config, msg);
+        if (!a || !b) {
+            free(a);
+            free(b);
+            continue;
+        }
+        CHECK_MSG(!memcmp(a, b, (size_t)n * sizeof *a), "%s: 1 and 4 threads differ",
+                  types[k].config);
+        double e2 = 0, r2 = 0;
+        for (int64_t i = 0; i < n; i++) {
+            e2 += ((double)w[i] - a[i]) * ((double)w[i] - a[i]);
+            r2 += (double)w[i] * w[i];
+        }
+        CHECK_MSG(sqrt(e2 / r2) < bounds[k], "%s: rel_err %g past %g", types[k].config,
+                  sqrt(e2 / r2), bounds[k]);
+        /* each row is its own blocks: the short last block of 8 as the rules over 8 */
+        float tail[32] = {0};
+        uint8_t blk[FR_GGML_MAX_BLOCK_BYTES];
+        fr_ggml_encode_block(types[k].type, w + 5 * cols + 192, 8, blk);
+        fr_ggml_decode_block(types[k].type, blk, tail);
+        CHECK_MSG(!memcmp(tail, a + 5 * cols + 192, 8 * sizeof *tail), "%s: short block",
+                  types[k].config);
+        free(a);
+        free(b);
+        /* sizes: the block bytes, a short block counting fully */
+        const fr_config_ref *ref = fr_registry_find_config(&reg, types[k].config);
+        uint64_t bits = 0;
+        frontier_call call;
+        fr_call_init(&call, NULL, 0, "t", types[k].config);
+        CHECK_MSG(ref && fr_config_quantizer(&reg, ref)->size_bits(ref->cfg, 4096, 4096, &bits,
+                                                                     &call) == FRONTIER_OK &&
+                      bits == 4096ull * 128 * fr_ggml_block_bytes(types[k].type) * 8,
+                  "%s: size of 4096 x 4096 is %llu bits", types[k].config,
+                  (unsigned long long)bits);
+        CHECK_MSG(fr_config_quantizer(&reg, ref)->size_bits(ref->cfg, 3, 33, &bits, &call) ==
+                          FRONTIER_OK &&
+                      bits == 3ull * 2 * fr_ggml_block_bytes(types[k].type) * 8,
+                  "%s: size of 3 x 33", types[k].config);
+        fr_call_release(&call);
+        /* zeros stay zeros; a non-finite weight is refused, naming where */
+        float z[64] = {0};
+        float *y = quantize(types[k].config, z, 2, 32, NULL, msg, sizeof msg);
+        for (int i = 0; y && i < 64; i++)
+            CHECK_MSG(y[i] == 0.0f, "%s: zero -> %g", types[k].config, y[i]);
+        free(y);
+        z[40] = NAN;
+        y = quantize(types[k].config, z, 2, 32, NULL, msg, sizeof msg);
+        CHECK_MSG(!y && strstr(msg, "row 1, column 8"), "%s: NaN: '%s'", types[k].config, msg);
+        free(y);
+    }
+    fr_pool_destroy(pool4);
+    free(w);
+}
+
+/* ---- files ---- */
+
+static float *load(const fr_source *s, const fr_tensor *t)
+{
+    float *w = malloc((size_t)t->numel * sizeof *w);
+    fr_error err;
+    if (!w || fr_tensor_load_f32(s, t, w, &err) != FR_OK) {
+        fprintf(stderr, "cannot load '%s'\n", t->name);
+        exit(1);
+    }
+    return w;
+}
+
+static long find(const fr_source *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_tensors; i++)
+        if (!strcmp(s->tensors[i].name, name))
+            return (long)i;
+    return -1;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+/* No OUT.tmp-* beside OUT. */
+static int no_temporary(const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int ok = 1;
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s.tmp-", base);
+    while (d && (de = readdir(d)))
+        ok &= strncmp(de->d_name, prefix, strlen(prefix)) != 0;
+    if (d)
+        closedir(d);
+    return ok;
+}
+
+/* OUT (written from model with `want[name]` = configuration or NULL)
+ * against model: read back, decoded, compared. */
+static void check_output(const char *model, const char *out, const char *label,
+                         const char *(*config_of)(const char *name, void *ctx), void *ctx,
+                         unsigned want_file_type)
+{
+    fr_source *in = NULL, *o = NULL;
+    fr_error err;
+    CHECK_OK(fr_source_open(model, &in, &err), err);
+    CHECK_OK(fr_source_open(out, &o, &err), err);
+    if (!in || !o)
+        goto done;
+    CHECK_MSG(o->kind == FR_SOURCE_GGUF && o->n_tensors == in->n_tensors, "%s: %zu tensors", label,
+              o->n_tensors);
+    /* metadata: the input's, file type and quantization version set */
+    const cJSON *ft = cJSON_GetObjectItemCaseSensitive(o->metadata, "general.file_type");
+    const cJSON *qv =
+        cJSON_GetObjectItemCaseSensitive(o->metadata, "general.quantization_version");
+    CHECK_MSG(cJSON_IsNumber(ft) && ft->valuedouble == want_file_type, "%s: general.file_type",
+              label);
+    CHECK_MSG(cJSON_IsNumber(qv) && qv->valuedouble == 2, "%s: general.quantization_version",
+              label);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, in->metadata)
+    {
+        if (!strcmp(item->string, "general.file_type"))
+            continue;
+        const cJSON *got = cJSON_GetObjectItemCaseSensitive(o->metadata, item->string);
+        CHECK_MSG(got && cJSON_Compare(item, got, 1), "%s: metadata '%s' differs", label,
+                  item->string);
+    }
+    const cJSON *al = cJSON_GetObjectItemCaseSensitive(in->metadata, "general.alignment");
+    uint64_t align = cJSON_IsNumber(al) ? (uint64_t)al->valuedouble : 32;
+    for (size_t i = 0; i < in->n_tensors; i++) {
+        const fr_tensor *t = &in->tensors[i], *u = &o->tensors[i];
+        CHECK_MSG(!strcmp(t->name, u->name) && t->ndim == u->ndim &&
+                      !memcmp(t->shape, u->shape, sizeof t->shape),
+                  "%s: tensor %zu is '%s', not '%s' of the same shape", label, i, u->name, t->name);
+        CHECK_MSG(u->offset % align == 0, "%s: '%s' at %llu, not aligned to %llu", label, u->name,
+                  (unsigned long long)u->offset, (unsigned long long)align);
+        const char *cfg = config_of(t->name, ctx);
+        const uint8_t *raw = fr_tensor_raw(o, u);
+        if (!cfg) {
+            CHECK_MSG(!strcmp(t->dtype_name, u->dtype_name) && t->nbytes == u->nbytes &&
+                          !memcmp(fr_tensor_raw(in, t), raw, (size_t)t->nbytes),
+                      "%s: copied '%s' differs", label, t->name);
+            continue;
+        }
+        fr_ggml_qtype ty = FR_GGML_Q8_0;
+        CHECK_MSG(type_of_name(u->dtype_name, &ty), "%s: '%s' is %s", label, u->name,
+                  u->dtype_name);
+        const fr_config_ref *ref = fr_registry_find_config(&reg, cfg);
+        const fr_ggml_params *p = ref ? ref->cfg->impl : NULL;
+        if (!p || p->type != ty) {
+            CHECK_MSG(0, "%s: '%s' is %s, the recipe says %s", label, u->name, u->dtype_name, cfg);
+            continue;
+        }
+        int64_t rows, cols;
+        fr_sweep_matrix(t, &rows, &cols);
+        float *w = load(in, t);
+        char msg[512];
+        float *q = quantize(cfg, w, rows, cols, NULL, msg, sizeof msg);
+        float *dec = malloc((size_t)t->numel * sizeof *dec);
+        uint64_t row_bytes = (uint64_t)cols / 32 * fr_ggml_block_bytes(ty);
+        CHECK_MSG(u->nbytes == row_bytes * (uint64_t)rows, "%s: '%s' has %llu bytes", label,
+                  u->name, (unsigned long long)u->nbytes);
+        for (int64_t r = 0; q && dec && r < rows; r++)
+            fr_ggml_decode_row(ty, raw + r * row_bytes, cols, dec + r * cols);
+        for (int64_t k = 0; q && dec && k < t->numel; k++)
+            if (memcmp(&dec[k], &q[k], sizeof *dec)) {
+                CHECK_MSG(0, "%s: '%s' element %lld reads back as %.9g, Q(W) is %.9g", label,
+                          t->name, (long long)k, dec[k], q[k]);
+                break;
+            }
+        free(w);
+        free(q);
+        free(dec);
+    }
+done:
+    if (in)
+        fr_source_close(in);
+    if (o)
+        fr_source_close(o);
+}
+
+typedef struct one_config {
+    const char *config;
+    const char *exclude; /* substring */
+} one_config;
+
+static const char *config_one(const char *name, void *ctx)
+{
+    const one_config *c = ctx;
+    size_t l = strlen(name);
+    int matrix = l > 7 && !strcmp(name + l - 7, ".weight") && !strstr(name, "norm") &&
+                 strcmp(name, "token_embd.weight");
+    return matrix && !strstr(name, c->exclude) ? c->config : NULL;
+}
+
+static const char *config_embd(const char *name, void *ctx)
+{
+    (void)ctx;
+    return strcmp(name, "token_embd.weight") ? NULL : "ggml-q8_0";
+}
+
+/* The mixed recipe: a type per tensor by its position. */
+static const char *config_mixed(const char *name, void *ctx)
+{
+    (void)ctx;
+    if (!strcmp(name, "token_embd.weight"))
+        return "ggml-q8_0";
+    if (strstr(name, "norm") || strstr(name, "ffn_down"))
+        return NULL;
+    if (strstr(name, "attn_q"))
+        return "ggml-q5_1";
+    if (strstr(name, "attn_k"))
+        return "ggml-mxfp4";
+    if (strstr(name, "attn_v"))
+        return "ggml-q5_0";
+    if (strstr(name, "attn_output"))
+        return "ggml-q4_1";
+    return "ggml-q4_0";
+}
+
+static const char *include_arg; /* --include of the next run() */
+
+static fr_status run(const char *model, const char *out, const char *config, const char *exclude,
+                     const char *recipe, fr_qformat format, int force, fr_error *err)
+{
+    fr_quantize_options o = {.model = model, .out = out, .config = config, .exclude = exclude,
+                             .include = include_arg,
+                             .recipe = recipe, .format = format, .force = force,
+                             .fused_global_scale = -1};
+    fr_quantize_summary sum;
+    return fr_quantize(&reg, &o, &sum, err);
+}
+
+static void files(const char *data, const char *work)
+{
+    char model[4096], out[4096], recipe[4096];
+    snprintf(model, sizeof model, "%s/stories260K.gguf", data);
+    fr_error err = {0};
+    for (size_t k = 0; k < N_TYPES; k++) {
+        snprintf(out, sizeof out, "%s/%s.gguf", work, types[k].config);
+        one_config c = {.config = types[k].config, .exclude = "ffn_down"};
+        fr_status st = run(model, out, types[k].config, "ffn_down", NULL, FR_QFORMAT_GGUF, 1, &err);
+        CHECK_MSG(st == FR_OK, "%s: %s", types[k].config, err.msg);
+        if (st == FR_OK)
+            check_output(model, out, types[k].config, config_one, &c, types[k].file_type);
+    }
+    /* a GGUF that is already Q4_0 (but token_embd): its Q4_0 tensors are copied
+     * as they are, token_embd becomes Q8_0, the file type stays Q4_0's */
+    {
+        char q4[4096];
+        snprintf(q4, sizeof q4, "%s/ggml-q4_0.gguf", work);
+        snprintf(out, sizeof out, "%s/requant.gguf", work);
+        include_arg = "^token_embd";
+        fr_status st = run(q4, out, "ggml-q8_0", NULL, NULL, FR_QFORMAT_GGUF, 1, &err);
+        include_arg = NULL;
+        CHECK_MSG(st == FR_OK, "requantize: %s", err.msg);
+        if (st == FR_OK)
+            check_output(q4, out, "requant", config_embd, NULL, 2);
+    }
+    /* a recipe mixing every type (token_embd too); Q4_0 has the most elements */
+    snprintf(recipe, sizeof recipe, "%s/mixed.json", work);
+    fr_source *in = NULL;
+    CHECK_OK(fr_source_open(model, &in, &err), err);
+    cJSON *root = cJSON_CreateObject(), *map = cJSON_AddObjectToObject(root, "recipe");
+    cJSON_AddStringToObject(root, "format", "frontier-recipe");
+    for (size_t i = 0; in && i < in->n_tensors; i++)
+        if (config_mixed(in->tensors[i].name, NULL))
+            cJSON_AddStringToObject(map, in->tensors[i].name, config_mixed(in->tensors[i].name, NULL));
+    char *text = cJSON_Print(root);
+    FILE *f = fopen(recipe, "w");
+    if (f && text)
+        fputs(text, f);
+    if (f)
+        fclose(f);
+    free(text);
+    cJSON_Delete(root);
+    snprintf(out, sizeof out, "%s/mixed.gguf", work);
+    fr_status st = run(model, out, NULL, NULL, recipe, FR_QFORMAT_GGUF, 1, &err);
+    CHECK_MSG(st == FR_OK, "mixed: %s", err.msg);
+    if (st == FR_OK)
+        check_output(model, out, "mixed", config_mixed, NULL, 2);
+
+    /* refusals write nothing */
+    snprintf(out, sizeof out, "%s/refused.gguf", work);
+    st = run(model, out, "ggml-q4_0", NULL, NULL, FR_QFORMAT_GGUF, 0, &err);
+    CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "blk.0.ffn_down.weight") &&
+                  strstr(err.msg, "172 elements") && !exists(out),
+              "ffn_down's 172 columns: %d '%s'", st, err.msg);
+    st = run(model, out, "int4-g32-sym", NULL, NULL, FR_QFORMAT_GGUF, 0, &err);
+    CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "ggml-q4_0") && !exists(out),
+              "a non-ggml configuration: %d '%s'", st, err.msg);
+    char st_model[4096];
+    snprintf(st_model, sizeof st_model, "%s/stories260K", data);
+    st = run(st_model, out, "ggml-q4_0", NULL, NULL, FR_QFORMAT_GGUF, 0, &err);
+    CHECK_MSG(st == FR_E_USAGE && !exists(out), "gguf from safetensors: %d '%s'", st, err.msg);
+    st = run(model, out, "ggml-q4_0", NULL, NULL, FR_QFORMAT_DEQUANTIZED, 0, &err);
+    CHECK_MSG(st == FR_E_USAGE && !exists(out), "dequantized from gguf: %d '%s'", st, err.msg);
+    snprintf(out, sizeof out, "%s/mixed.gguf", work);
+    st = run(model, out, "ggml-q4_0", "ffn_down", NULL, FR_QFORMAT_GGUF, 0, &err);
+    CHECK_MSG(st == FR_E_OUTPUT, "existing OUT without --force: %d '%s'", st, err.msg);
+
+    /* a NaN in the last quantized tensor: no OUT, no temporary */
+    char bad[4096];
+    snprintf(bad, sizeof bad, "%s/nan.gguf", work);
+    long last = in ? find(in, "blk.4.ffn_up.weight") : -1;
+    CHECK_MSG(last >= 0 && !strcmp(in->tensors[last].dtype_name, "F16"), "fixture layout");
+    if (last >= 0) {
+        const fr_mapped_file *mf = &in->files[0];
+        uint8_t *copy = malloc((size_t)mf->size);
+        memcpy(copy, mf->base, (size_t)mf->size);
+        copy[in->tensors[last].offset + 2 * 100] = 0x00; /* element 100: fp16 NaN 0x7e00 */
+        copy[in->tensors[last].offset + 2 * 100 + 1] = 0x7e;
+        f = fopen(bad, "wb");
+        if (f) {
+            fwrite(copy, 1, (size_t)mf->size, f);
+            fclose(f);
+        }
+        free(copy);
+        snprintf(out, sizeof out, "%s/nan-out.gguf", work);
+        st = run(bad, out, "ggml-q4_0", "ffn_down", NULL, FR_QFORMAT_GGUF, 0, &err);
+        CHECK_MSG(st == FR_E_FORMAT && strstr(err.msg, "blk.4.ffn_up.weight") && !exists(out) &&
+                      no_temporary(work, "nan-out.gguf"),
+                  "NaN half-way: %d '%s'", st, err.msg);
+    }
+    if (in)
+        fr_source_close(in);
+}
+
+/* --dump: our decoding of every quantized tensor, for crosscheck_gguf.py */
+static int dump(const char *path, const char *dir)
+{
+    fr_source *s = NULL;
+    fr_error err;
+    if (fr_source_open(path, &s, &err) != FR_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    mkdir(dir, 0777);
+    int rc = 0;
+    for (size_t i = 0; i < s->n_tensors; i++) {
+        const fr_tensor *t = &s->tensors[i];
+        fr_ggml_qtype ty = FR_GGML_Q8_0;
+        if (!type_of_name(t->dtype_name, &ty))
+            continue;
+        int64_t ne0 = t->shape[t->ndim - 1], rows = t->numel / ne0;
+        uint64_t row_bytes = (uint64_t)ne0 / 32 * fr_ggml_block_bytes(ty);
+        const uint8_t *raw = fr_tensor_raw(s, t);
+        float *y = malloc((size_t)t->numel * sizeof *y);
+        for (int64_t r = 0; y && r < rows; r++)
+            fr_ggml_decode_row(ty, raw + r * row_bytes, ne0, y + r * ne0);
+        char file[4096];
+        snprintf(file, sizeof file, "%s/%s.f32", dir, t->name);
+        FILE *f = fopen(file, "wb");
+        if (!f || !y || fwrite(y, sizeof *y, (size_t)t->numel, f) != (size_t)t->numel)
+            rc = 1;
+        if (f)
+            fclose(f);
+        free(y);
+    }
+    fr_source_close(s);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !strcmp(argv[1], "--dump"))
+        return dump(argv[2], argv[3]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_gguf DATA_DIR WORK_DIR | --dump FILE.gguf DIR\n");
+        return 2;
+    }
+    mkdir(argv[2], 0777);
+    fr_error err;
+    CHECK_OK(fr_registry_init(&reg, &err), err);
+    by_hand();
+    properties();
+    files(argv[1], argv[2]);
+    fr_registry_free(&reg);
+    return fr_test_finish("quantize.gguf");
+}
