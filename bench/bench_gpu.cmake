@@ -9,3 +9,12 @@ if(FRONTIER_HAVE_CUDA)
   target_compile_options(bench_gpu PRIVATE -Werror all-warnings -fmad=false --std=c++17 --extended-lambda)
   target_link_libraries(bench_gpu PRIVATE frontier)
 endif()
+# GPTQ on the GPU against bench/peers/torch_gptq.py (docs/gpu.md, "GPTQ"):
+#   build/bench/bench_gptq --dir /tmp/gptq --json gptq_gpu.json
+#   python3 bench/peers/torch_gptq.py --dir /tmp/gptq --gpu-json gptq_gpu.json --json gptq.json
+if(FRONTIER_HAVE_CUDA)
+  add_executable(bench_gptq ${CMAKE_CURRENT_LIST_DIR}/bench_gptq.cu)
+  target_include_directories(bench_gptq PRIVATE ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/core)
+  target_compile_options(bench_gptq PRIVATE -Werror all-warnings -fmad=false --std=c++17 --extended-lambda)
+  target_link_libraries(bench_gptq PRIVATE frontier CUDA::cublas)
+endif()

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "imatrix.h"
 #include "readers.h"
 #include "source.h"
 
@@ -31,13 +32,16 @@ struct calib_module {
     int64_t in;              /* input dimension; 0 when only a sensitivity is stored */
     int values_checked;      /* check_module_values passed */
     float *copy[PART_COUNT]; /* aligned copies of tensors the file misaligns, else NULL */
+    float *owned_sq;         /* an importance matrix's act_sq_mean (imatrix.h), owned */
 };
 
 struct fr_calib_file {
     fr_source *src;
     int64_t token_count;
     size_t n_modules;
+    size_t modules_cap;           /* entries allocated (names past n_modules freed on close) */
     struct calib_module *modules; /* sorted by name */
+    fr_imatrix_format imatrix;    /* FR_IMATRIX_NONE: the safetensors layout */
 };
 
 #define PREFIX "cannot read calibration '%s': "
@@ -127,6 +131,7 @@ static fr_status build_modules(fr_calib_file *cf, fr_error *err)
     cf->modules = calloc(src->n_tensors, sizeof *cf->modules);
     if (!cf->modules)
         return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
+    cf->modules_cap = src->n_tensors;
     /* one entry per tensor first, then merge the entries of one name */
     for (size_t i = 0; i < src->n_tensors; i++) {
         const char *name = src->tensors[i].name;
@@ -225,53 +230,135 @@ static fr_status check_module_layout(const fr_calib_file *cf, struct calib_modul
     return FR_OK;
 }
 
-fr_status fr_calib_open(const char *path, fr_calib_file **out, fr_error *err)
+/* An importance matrix (imatrix.h) as modules holding only act_sq_mean. */
+static fr_status open_imatrix(fr_calib_file *cf, const fr_mapped_file *f, fr_imatrix_format format,
+                              fr_error *err)
 {
-    fr_status st;
-    size_t file;
-    *out = NULL;
+    fr_imatrix im;
+    fr_status st = fr_imatrix_read(cf->src->path, f->base, f->size, format, &im, err);
+    if (st != FR_OK)
+        return st;
+    cf->imatrix = format;
+    cf->token_count = im.token_count;
+    cf->modules = calloc(im.n, sizeof *cf->modules);
+    if (!cf->modules) {
+        fr_imatrix_free(&im);
+        return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", cf->src->path);
+    }
+    cf->modules_cap = im.n;
+    for (size_t i = 0; i < im.n; i++) { /* sorted by module already */
+        struct calib_module *m = &cf->modules[cf->n_modules++];
+        for (int p = 0; p < PART_COUNT; p++)
+            m->tensor[p] = -1;
+        m->name = im.entries[i].module;
+        m->in = im.entries[i].in;
+        m->owned_sq = im.entries[i].sq_mean;
+        m->values_checked = 1; /* checked while reading */
+        im.entries[i].module = NULL;
+        im.entries[i].sq_mean = NULL;
+    }
+    fr_imatrix_free(&im);
+    return FR_OK;
+}
+
+/* The checks and grouping of the file in src->files[0], by its content:
+ * the safetensors layout, a GGUF importance matrix, a legacy .dat. */
+static fr_status open_mapped(fr_calib_file *cf, fr_error *err)
+{
+    fr_source *src = cf->src;
+    const char *path = src->path;
+    const fr_mapped_file *f = &src->files[0];
+    if (f->size >= 10 && fr_safetensors_sniff(f->base, f->size)) {
+        /* the safetensors layout */
+    } else {
+        fr_imatrix_format format = fr_imatrix_sniff(f->base, f->size, path);
+        if (format != FR_IMATRIX_NONE)
+            return open_imatrix(cf, f, format, err);
+        /* a GGUF or ONNX file would otherwise read as a lying header length */
+        if (f->size >= 10)
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "not a safetensors file nor a llama.cpp importance matrix "
+                                  "(imatrix .gguf or .dat)",
+                           path);
+    }
+    fr_status st = fr_safetensors_read(src, 0, err);
+    if (st != FR_OK)
+        return st;
+    if ((st = read_token_count(cf, err)) != FR_OK || (st = build_modules(cf, err)) != FR_OK)
+        return st;
+    for (size_t i = 0; i < cf->n_modules; i++)
+        if ((st = check_module_layout(cf, &cf->modules[i], err)) != FR_OK)
+            return st;
+    return FR_OK;
+}
+
+static fr_calib_file *new_calib(const char *path, fr_error *err)
+{
     fr_calib_file *cf = calloc(1, sizeof *cf);
     fr_source *src = cf ? calloc(1, sizeof *src) : NULL;
     if (!src) {
         free(cf);
-        return fr_fail(err, FR_E_NOMEM, "out of memory opening '%s'", path);
+        fr_fail(err, FR_E_NOMEM, "out of memory opening '%s'", path);
+        return NULL;
     }
     cf->src = src;
     src->kind = FR_SOURCE_SAFETENSORS;
     src->path = strdup(path);
     src->metadata = cJSON_CreateObject();
     if (!src->path || !src->metadata) {
-        st = fr_fail(err, FR_E_NOMEM, "out of memory opening '%s'", path);
-        goto fail;
+        fr_calib_close(cf);
+        fr_fail(err, FR_E_NOMEM, "out of memory opening '%s'", path);
+        return NULL;
     }
-    st = fr_source_add_file(src, path, &file, err);
-    if (st != FR_OK)
-        goto fail;
-    /* a GGUF or ONNX file would otherwise read as a lying header length */
-    const fr_mapped_file *f = &src->files[file];
-    if (f->size >= 10 && !fr_safetensors_sniff(f->base, f->size)) {
-        st = fr_fail(err, FR_E_FORMAT, PREFIX "not a safetensors file", path);
-        goto fail;
-    }
-    st = fr_safetensors_read(src, file, err);
-    if (st != FR_OK)
-        goto fail;
-    st = read_token_count(cf, err);
-    if (st != FR_OK)
-        goto fail;
-    st = build_modules(cf, err);
-    if (st != FR_OK)
-        goto fail;
-    for (size_t i = 0; i < cf->n_modules; i++) {
-        st = check_module_layout(cf, &cf->modules[i], err);
-        if (st != FR_OK)
-            goto fail;
+    return cf;
+}
+
+fr_status fr_calib_open(const char *path, fr_calib_file **out, fr_error *err)
+{
+    size_t file;
+    *out = NULL;
+    fr_calib_file *cf = new_calib(path, err);
+    if (!cf)
+        return FR_E_NOMEM;
+    fr_status st = fr_source_add_file(cf->src, path, &file, err);
+    if (st == FR_OK)
+        st = open_mapped(cf, err);
+    if (st != FR_OK) {
+        fr_calib_close(cf);
+        return st;
     }
     *out = cf;
     return FR_OK;
-fail:
-    fr_calib_close(cf);
-    return st;
+}
+
+fr_status fr_calib_open_memory(const void *data, size_t size, const char *name,
+                               fr_calib_file **out, fr_error *err)
+{
+    *out = NULL;
+    fr_calib_file *cf = new_calib(name, err);
+    if (!cf)
+        return FR_E_NOMEM;
+    fr_source *src = cf->src;
+    fr_status st = FR_OK;
+    src->files = calloc(1, sizeof *src->files);
+    if (!src->files || !(src->files[0].path = strdup(name))) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory opening '%s'", name);
+    } else {
+        src->n_files = 1;
+        src->files[0].base = size ? data : NULL;
+        src->files[0].size = size;
+        src->files[0].borrowed = 1;
+        if (size == 0)
+            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': empty file", name);
+        else
+            st = open_mapped(cf, err);
+    }
+    if (st != FR_OK) {
+        fr_calib_close(cf);
+        return st;
+    }
+    *out = cf;
+    return FR_OK;
 }
 
 static void free_copies(struct calib_module *m)
@@ -287,11 +374,12 @@ void fr_calib_close(fr_calib_file *cf)
     if (!cf)
         return;
     /* build_modules may have failed half-way: names past n_modules too */
-    size_t n = cf->modules && cf->src ? cf->src->n_tensors : 0;
+    size_t n = cf->modules ? cf->modules_cap : 0;
     for (size_t i = 0; i < n; i++) {
         free(cf->modules[i].name);
         if (i < cf->n_modules)
             free_copies(&cf->modules[i]);
+        free(cf->modules[i].owned_sq);
     }
     free(cf->modules);
     fr_source_close(cf->src);
@@ -313,6 +401,17 @@ size_t fr_calib_module_count(const fr_calib_file *cf)
     return cf->n_modules;
 }
 
+int fr_calib_is_imatrix(const fr_calib_file *cf)
+{
+    return cf->imatrix;
+}
+
+int64_t fr_calib_module_in(const fr_calib_file *cf, const char *module)
+{
+    const struct calib_module *m = find_module(cf, module, strlen(module));
+    return m ? m->in : -1;
+}
+
 /* ---- values ---- */
 
 /* The float32 elements of a module's part: mapped when the file aligns
@@ -321,6 +420,10 @@ static fr_status part_data(fr_calib_file *cf, struct calib_module *m, int p, con
                            fr_error *err)
 {
     *data = NULL;
+    if (p == PART_SQ_MEAN && m->owned_sq) {
+        *data = m->owned_sq;
+        return FR_OK;
+    }
     if (m->tensor[p] < 0)
         return FR_OK;
     const fr_tensor *t = &cf->src->tensors[m->tensor[p]];
@@ -483,9 +586,49 @@ const char *fr_calib_module_of(const char *weight_name, char *buf, size_t len)
     return buf;
 }
 
+/* convert_hf_to_gguf.py's names of the Llama layout (gguf-py
+ * tensor_mapping.py, MODEL_ARCH.LLAMA; the same table as frontier/recipe.c),
+ * for the weights an importance matrix has statistics of. */
+static const struct {
+    const char *hf, *gguf;
+} gguf_names[] = {
+    {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
+    {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+};
+
+/* The GGUF module name of a Hugging Face Llama-layout module name
+ * (name[0..n)) into buf: model.layers.3.self_attn.q_proj -> blk.3.attn_q,
+ * lm_head -> output, model.embed_tokens -> token_embd; 0 when none. */
+static int gguf_module_name(const char *name, size_t n, char *buf, size_t len)
+{
+    static const char layers[] = "model.layers.";
+    const size_t k = sizeof layers - 1;
+    if (n == 7 && !memcmp(name, "lm_head", 7))
+        return snprintf(buf, len, "output") < (int)len;
+    if (n == 18 && !memcmp(name, "model.embed_tokens", 18))
+        return snprintf(buf, len, "token_embd") < (int)len;
+    if (n <= k || memcmp(name, layers, k))
+        return 0;
+    size_t d = k;
+    while (d < n && d - k < 9 && name[d] >= '0' && name[d] <= '9')
+        d++;
+    if (d == k || d >= n || name[d] != '.')
+        return 0;
+    const char *rest = name + d + 1;
+    size_t rest_len = n - d - 1;
+    for (size_t i = 0; i < sizeof gguf_names / sizeof gguf_names[0]; i++)
+        if (strlen(gguf_names[i].hf) == rest_len && !memcmp(rest, gguf_names[i].hf, rest_len))
+            return snprintf(buf, len, "blk.%.*s.%s", (int)(d - k), name + k, gguf_names[i].gguf) <
+                   (int)len;
+    return 0;
+}
+
 /* The module a weight's statistics are stored under: its own name, else,
  * for q_proj, k_proj and v_proj, one of its block's three (CALIBRATION.md,
- * "Fused projections": they see the same input). */
+ * "Fused projections": they see the same input), else, for an importance
+ * matrix with GGUF names, the GGUF name of a Hugging Face Llama name. */
 static struct calib_module *resolve(const fr_calib_file *cf, const char *weight_name)
 {
     size_t n = strlen(weight_name), suffix = sizeof ".weight" - 1;
@@ -493,6 +636,10 @@ static struct calib_module *resolve(const fr_calib_file *cf, const char *weight_
         n -= suffix;
     struct calib_module *m = find_module(cf, weight_name, n);
     if (m)
+        return m;
+    char gguf[128];
+    if (cf->imatrix && gguf_module_name(weight_name, n, gguf, sizeof gguf) &&
+        (m = find_module(cf, gguf, strlen(gguf))))
         return m;
     static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"};
     const size_t k = 6; /* strlen of each */
@@ -552,11 +699,16 @@ fr_status fr_calib_lookup(fr_calib_file *cf, const char *weight_name, int64_t co
         int p = m->tensor[PART_HESSIAN] >= 0 ? PART_HESSIAN
                 : m->tensor[PART_ABS_MEAN] >= 0 ? PART_ABS_MEAN
                                                 : PART_SQ_MEAN;
-        const fr_tensor *t = &cf->src->tensors[m->tensor[p]];
         char shape[256];
+        if (m->owned_sq) {
+            fr_shape_text(&m->in, 1, shape, sizeof shape);
+        } else {
+            const fr_tensor *t = &cf->src->tensors[m->tensor[p]];
+            fr_shape_text(t->shape, t->ndim, shape, sizeof shape);
+        }
         snprintf(out->skip_reason, sizeof out->skip_reason,
                  "%s of '%s' is %s, the weight has %lld input columns", part_names[p], m->name,
-                 fr_shape_text(t->shape, t->ndim, shape, sizeof shape), (long long)cols);
+                 shape, (long long)cols);
         return FR_OK;
     }
     out->found = 1;

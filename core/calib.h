@@ -5,6 +5,10 @@
  * <module>.act_sq_mean [in] and optionally <module>.sensitivity [1] or [2],
  * all float32, with __metadata__.token_count.
  *
+ * llama.cpp importance matrices (GGUF imatrix, legacy .dat; core/imatrix.h)
+ * open through the same fr_calib_open, recognised by content: each weight's
+ * module then holds only act_sq_mean (checked when the file is opened).
+ *
  * Opening checks everything the header tells (names, dtypes, shapes,
  * token_count) without touching the data. The values of a module (NaN/Inf,
  * symmetry, signs, act_sq_mean = diag(H)) are checked the first time a
@@ -48,9 +52,23 @@ typedef struct fr_calib_stats {
 fr_status fr_calib_open(const char *path, fr_calib_file **out, fr_error *err);
 void fr_calib_close(fr_calib_file *cf);
 
+/* The same from memory (the fuzz targets): data[0..size) stays the caller's
+ * and must outlive the handle; name stands for the path in messages and
+ * decides, by a ".dat" ending, content that is recognised by nothing else. */
+fr_status fr_calib_open_memory(const void *data, size_t size, const char *name,
+                               fr_calib_file **out, fr_error *err);
+
 const char *fr_calib_path(const fr_calib_file *cf);
 int64_t fr_calib_token_count(const fr_calib_file *cf);
 size_t fr_calib_module_count(const fr_calib_file *cf);
+
+/* Nonzero (an fr_imatrix_format of core/imatrix.h) when the file is a
+ * llama.cpp importance matrix: diagonal statistics only, and a token count
+ * of 0 for a legacy .dat (which records none). */
+int fr_calib_is_imatrix(const fr_calib_file *cf);
+
+/* The input dimension of module (0: only a sensitivity), -1 when absent. */
+int64_t fr_calib_module_in(const fr_calib_file *cf, const char *module);
 
 /* "model.layers.0.self_attn.q_proj.weight" -> "model.layers.0.self_attn.q_proj"
  * into buf (a name without ".weight" is kept whole); returns buf, or NULL

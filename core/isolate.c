@@ -50,6 +50,11 @@ int fr_isolate_run(fr_isolate_body body, void *ctx, void *out, size_t out_bytes,
         return -1;
     }
     if (pid == 0) {
+        /* a crash ends the child by its signal, whatever handlers the
+         * parent installed (a sanitizer's, for instance) */
+        static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+        for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+            signal(fatal[i], SIG_DFL);
         frontier_call child;
         fr_call_init(&child, NULL, 0, call->tensor, call->config);
         child.quantizer = call->quantizer;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/calib.h"
 #include "core/log.h"
 
 static int cmp_alloc_option(const void *a, const void *b)
@@ -59,7 +60,7 @@ static int64_t pinning_rule(const fr_alloc_options *opt, const regex_t *re, cons
  * without an option is counted in n_dropped instead; a pinned one fails with
  * FR_E_USAGE. Whatever was appended is freed with prob. */
 static fr_status add_tensor(fr_alloc_problem *prob, const fr_selector *sel,
-                            const fr_alloc_options *opt, size_t t, int64_t rule, int64_t pinned,
+                            const fr_alloc_options *opt, const fr_alloc_objective *obj, size_t t, int64_t rule, int64_t pinned,
                             fr_error *err)
 {
     const fr_dataset *ds = prob->ds;
@@ -69,6 +70,12 @@ static fr_status add_tensor(fr_alloc_problem *prob, const fr_selector *sel,
     at->tensor = t;
     at->numel = ten->numel;
     at->norm_term = NAN;
+    at->alpha = NAN;
+    if (obj->objective == FR_OBJECTIVE_SENSITIVITY) {
+        at->alpha = obj->sensitivity ? obj->sensitivity[t] : NAN;
+        if (isnan(at->alpha))
+            at->alpha = obj->default_sensitivity;
+    }
     at->options = malloc((ds->n_configs ? ds->n_configs : 1) * sizeof *at->options);
     if (!at->options)
         return fr_fail(err, FR_E_NOMEM, "out of memory");
@@ -82,7 +89,7 @@ static fr_status add_tensor(fr_alloc_problem *prob, const fr_selector *sel,
             continue;
         if (isnan(at->norm_term))
             at->norm_term = n;
-        at->options[at->n_options++] = (fr_alloc_option){c, r->total_bits, e};
+        at->options[at->n_options++] = (fr_alloc_option){c, r->total_bits, e, e};
     }
     if (pinned >= 0) {
         const fr_alloc_fixed *fx = &opt->fixed[rule];
@@ -108,6 +115,11 @@ static fr_status add_tensor(fr_alloc_problem *prob, const fr_selector *sel,
         if (n == 0 || at->options[j].err_term < at->options[n - 1].err_term)
             at->options[n++] = at->options[j];
     at->n_options = n;
+    if (obj->objective == FR_OBJECTIVE_SENSITIVITY)
+        for (size_t j = 0; j < n; j++) /* alpha * err^2; NaN alpha is refused by the caller */
+            at->options[j].cost = at->norm_term > 0 && !isnan(at->alpha)
+                                      ? at->alpha * at->options[j].err_term / at->norm_term
+                                      : 0.0;
     prob->numel += at->numel;
     prob->norm_sum += at->norm_term;
     prob->min_bits += at->options[0].total_bits;
@@ -118,6 +130,16 @@ static fr_status add_tensor(fr_alloc_problem *prob, const fr_selector *sel,
 fr_status fr_alloc_prepare(const fr_dataset *ds, const fr_result_index *ix,
                            const fr_alloc_options *opt, fr_alloc_problem *prob, fr_error *err)
 {
+    return fr_alloc_prepare_objective(ds, ix, opt, NULL, prob, err);
+}
+
+fr_status fr_alloc_prepare_objective(const fr_dataset *ds, const fr_result_index *ix,
+                                     const fr_alloc_options *opt, const fr_alloc_objective *obj,
+                                     fr_alloc_problem *prob, fr_error *err)
+{
+    static const fr_alloc_objective error_objective = {FR_OBJECTIVE_ERROR, NULL, NAN};
+    if (!obj)
+        obj = &error_objective;
     fr_status st = FR_OK;
     fr_selector sel;
     regex_t *fixed_re = NULL;
@@ -128,6 +150,7 @@ fr_status fr_alloc_prepare(const fr_dataset *ds, const fr_result_index *ix,
     prob->ds = ds;
     prob->ix = ix;
     prob->metric = opt->metric;
+    prob->objective = obj->objective;
     prob->max_nodes = opt->max_nodes;
     if ((unsigned)opt->metric >= FR_METRIC_COUNT)
         return fr_fail(err, FR_E_USAGE, "unknown metric");
@@ -152,9 +175,32 @@ fr_status fr_alloc_prepare(const fr_dataset *ds, const fr_result_index *ix,
         int64_t rule = pinning_rule(opt, fixed_re, ten->name);
         if (rule >= 0)
             fixed_hits[rule]++;
-        if ((st = add_tensor(prob, &sel, opt, t, rule, rule >= 0 ? fixed_cfg[rule] : -1, err)) !=
+        if ((st = add_tensor(prob, &sel, opt, obj, t, rule, rule >= 0 ? fixed_cfg[rule] : -1, err)) !=
             FR_OK)
             goto done;
+    }
+    if (obj->objective == FR_OBJECTIVE_SENSITIVITY) {
+        /* every allocated tensor needs an alpha: name those without one */
+        size_t n_missing = 0, len = 0;
+        char names[768] = "";
+        for (size_t i = 0; i < prob->n_tensors; i++) {
+            if (!isnan(prob->tensors[i].alpha))
+                continue;
+            const char *nm = ds->tensors[prob->tensors[i].tensor].name;
+            if (len + strlen(nm) + 8 < sizeof names)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s'",
+                                        n_missing ? ", " : "", nm);
+            else if (len + 8 < sizeof names && !strstr(names, ", ..."))
+                len += (size_t)snprintf(names + len, sizeof names - len, ", ...");
+            n_missing++;
+        }
+        if (n_missing) {
+            st = fr_fail(err, FR_E_USAGE,
+                         "%zu tensor%s ha%s no sensitivity: %s (give a calibration file with "
+                         "<module>.sensitivity, --default-sensitivity X, or --exclude them)",
+                         n_missing, n_missing == 1 ? "" : "s", n_missing == 1 ? "s" : "ve", names);
+            goto done;
+        }
     }
     for (size_t f = 0; f < opt->n_fixed; f++)
         if (fixed_hits[f] == 0)
@@ -252,13 +298,14 @@ fr_status fr_alloc_solve(const fr_alloc_problem *prob, double budget, fr_allocat
         items[i] = (fr_mckp_item){at->n_options, w + k, e + k};
         for (size_t j = 0; j < at->n_options; j++, k++) {
             w[k] = at->options[j].total_bits;
-            e[k] = at->options[j].err_term;
+            e[k] = at->options[j].cost;
         }
     }
     if ((st = fr_mckp_solve(items, prob->n_tensors, out->capacity_bits, prob->max_nodes, choice,
                             &out->stats, err)) != FR_OK)
         goto done;
     out->n_choices = prob->n_tensors;
+    out->objective = prob->objective;
     out->numel = prob->numel;
     out->norm_sum = prob->norm_sum;
     for (size_t i = 0; i < prob->n_tensors; i++) {
@@ -268,10 +315,15 @@ fr_status fr_alloc_solve(const fr_alloc_problem *prob, double budget, fr_allocat
                                             o->err_term, at->norm_term, at->fixed};
         out->total_bits += o->total_bits;
         out->err_sum += o->err_term;
+        out->cost_sum += o->cost;
     }
     out->bits_per_weight = (double)out->total_bits / (double)out->numel;
     out->value = fr_metric_value(prob->metric, out->err_sum, out->norm_sum);
-    out->lower_bound_value = fr_metric_value(prob->metric, out->stats.lower_bound, out->norm_sum);
+    /* the LP bound is in the objective's units: a metric value only for the error */
+    out->lower_bound_value = prob->objective == FR_OBJECTIVE_ERROR
+                                 ? fr_metric_value(prob->metric, out->stats.lower_bound,
+                                                   out->norm_sum)
+                                 : NAN;
 done:
     free(items);
     free(w);
@@ -382,3 +434,61 @@ void fr_mixed_curve_free(fr_mixed_curve *c)
     c->n_points = 0;
 }
 
+
+fr_status fr_alloc_read_sensitivity(const fr_dataset *ds, const char *calib_path, double *alpha,
+                                    fr_error *err)
+{
+    fr_calib_file *cf;
+    fr_status st = fr_calib_open(calib_path, &cf, err);
+    if (st != FR_OK)
+        return st;
+    int has_lm_head = 0;
+    for (size_t t = 0; t < ds->n_tensors; t++)
+        has_lm_head |= !strcmp(ds->tensors[t].cls, "lm_head");
+    for (size_t t = 0; t < ds->n_tensors && st == FR_OK; t++) {
+        const fr_ds_tensor *ten = &ds->tensors[t];
+        alpha[t] = NAN;
+        const char *names[2] = {ten->name, NULL};
+        if (!has_lm_head && !strcmp(ten->cls, "embed"))
+            names[1] = "lm_head.weight"; /* tied: the embedding is the output layer */
+        for (int k = 0; k < 2 && names[k] && isnan(alpha[t]); k++) {
+            char own[1024];
+            fr_calib_stats cs;
+            if (!fr_calib_module_of(names[k], own, sizeof own))
+                continue;
+            /* cols 0: only the sensitivity is wanted, not the input statistics */
+            if ((st = fr_calib_lookup(cf, names[k], 0, &cs, err)) != FR_OK)
+                break;
+            if (cs.module && !strcmp(cs.module, own) && cs.n_sensitivity >= 1)
+                alpha[t] = cs.sensitivity[0] < 0 ? 0.0 : (double)cs.sensitivity[0];
+            fr_calib_release(cf, &cs);
+        }
+    }
+    fr_calib_close(cf);
+    return st;
+}
+
+double fr_alloc_predicted_uniform(const fr_dataset *ds, const fr_result_index *ix,
+                                  fr_metric metric, const fr_selector *sel, const double *alpha,
+                                  double default_alpha, size_t c, size_t *n_tensors)
+{
+    double sum = 0;
+    size_t n = 0;
+    for (size_t t = 0; t < ds->n_tensors; t++) {
+        const fr_ds_tensor *ten = &ds->tensors[t];
+        if (ten->numel == 0 || (sel && !fr_selector_tensor(sel, ten->name)))
+            continue;
+        double a = alpha ? alpha[t] : NAN, e, nt;
+        if (isnan(a))
+            a = default_alpha;
+        const fr_ds_result *r = fr_result_at(ix, t, c);
+        if (!r || !fr_metric_terms(metric, r, ten, &e, &nt) || isnan(a)) {
+            *n_tensors = n;
+            return NAN;
+        }
+        sum += nt > 0 ? a * e / nt : 0.0;
+        n++;
+    }
+    *n_tensors = n;
+    return sum;
+}

@@ -29,6 +29,13 @@ typedef struct fr_alloc_fixed {
     const char *config;  /* configuration name */
 } fr_alloc_fixed;
 
+/* What the knapsack minimises: the metric's aggregated squared error, or
+ * (FR_OBJECTIVE_SENSITIVITY) the predicted KL divergence
+ * sum_t alpha_t * err_t^2, err_t the tensor's relative error for the metric
+ * (rel_err, or out_rel_err) and alpha_t its sensitivity (docs/analysis.md,
+ * "allocate --objective sensitivity"). */
+typedef enum fr_objective { FR_OBJECTIVE_ERROR = 0, FR_OBJECTIVE_SENSITIVITY = 1 } fr_objective;
+
 typedef struct fr_alloc_options {
     fr_metric metric;           /* rel_err and sqnr_db minimise sq_err; out_rel_err out_sq_err */
     fr_selection selection;     /* tensors (--include/--exclude) and configurations (--configs) */
@@ -37,10 +44,19 @@ typedef struct fr_alloc_options {
     uint64_t max_nodes;         /* 0: FR_MCKP_DEFAULT_MAX_NODES */
 } fr_alloc_options;
 
+/* The objective's settings (fr_alloc_prepare_objective); a separate struct
+ * so that fr_alloc_options keeps its layout. */
+typedef struct fr_alloc_objective {
+    fr_objective objective;
+    const double *sensitivity;  /* alpha per ds->tensors, NaN where none */
+    double default_sensitivity; /* alpha of a tensor without one; NaN: such a tensor is refused */
+} fr_alloc_objective;
+
 typedef struct fr_alloc_option {
     size_t config;       /* position in ds->configs */
     uint64_t total_bits;
     double err_term;     /* sq_err or out_sq_err */
+    double cost;         /* what is minimised: err_term, or alpha * err_term / norm_term */
 } fr_alloc_option;
 
 typedef struct fr_alloc_tensor {
@@ -48,6 +64,7 @@ typedef struct fr_alloc_tensor {
     uint64_t numel;
     double norm_term;    /* sq_norm or out_sq_ref */
     int fixed;           /* pinned by --fixed */
+    double alpha;        /* sensitivity used (FR_OBJECTIVE_SENSITIVITY), else NaN */
     size_t n_options;    /* undominated options, by increasing bits */
     fr_alloc_option *options;
 } fr_alloc_tensor;
@@ -57,6 +74,7 @@ typedef struct fr_alloc_problem {
     const fr_dataset *ds;
     const fr_result_index *ix;
     fr_metric metric;
+    fr_objective objective;
     size_t n_tensors;
     fr_alloc_tensor *tensors;
     uint64_t numel;        /* sum over the allocated tensors */
@@ -69,10 +87,15 @@ typedef struct fr_alloc_problem {
 } fr_alloc_problem;
 
 /* Fails with FR_E_USAGE for a --fixed configuration not in the dataset or
- * missing on a tensor it pins, FR_E_FORMAT when no tensor has a usable
- * result. */
+ * missing on a tensor it pins, or (sensitivity objective) for tensors
+ * without a sensitivity and no default (their names in the message);
+ * FR_E_FORMAT when no tensor has a usable result. */
 fr_status fr_alloc_prepare(const fr_dataset *ds, const fr_result_index *ix,
                            const fr_alloc_options *opt, fr_alloc_problem *prob, fr_error *err);
+/* fr_alloc_prepare with an objective (NULL: FR_OBJECTIVE_ERROR). */
+fr_status fr_alloc_prepare_objective(const fr_dataset *ds, const fr_result_index *ix,
+                                     const fr_alloc_options *opt, const fr_alloc_objective *obj,
+                                     fr_alloc_problem *prob, fr_error *err);
 void fr_alloc_problem_free(fr_alloc_problem *prob);
 
 /* Smallest achievable bits per weight of the problem. */
@@ -95,12 +118,33 @@ typedef struct fr_allocation {
     uint64_t numel;
     double bits_per_weight;   /* achieved */
     double err_sum, norm_sum;
+    fr_objective objective;
+    double cost_sum;          /* the minimised objective: err_sum, or the predicted KL divergence */
     double value;             /* the metric's global value (rel_err, out_rel_err, sqnr_db) */
     double lower_bound_value; /* the metric's value at the LP lower bound */
     fr_mckp_stats stats;
     size_t n_choices;
     fr_alloc_choice *choices;
 } fr_allocation;
+
+/* The sensitivity alpha of every tensor of ds (alpha[ds->n_tensors], NaN
+ * where the file has none) from a calibration file's <module>.sensitivity
+ * (docs/calibration.md): the tensor's own module only (no q/k/v sharing:
+ * each projection has its own alpha); a tied embedding (an embed tensor in
+ * a dataset without an lm_head tensor) takes lm_head's, as in a sweep. A
+ * negative alpha (a noisy fit) is taken as 0. Errors of the file as
+ * fr_calib_open/fr_calib_lookup. */
+fr_status fr_alloc_read_sensitivity(const fr_dataset *ds, const char *calib_path, double *alpha,
+                                    fr_error *err);
+
+/* Predicted KL divergence of the uniform configuration c over the tensors
+ * of the selection that have a result for the metric and a sensitivity
+ * (alpha[t], or default_alpha where NaN): sum alpha_t err_t^2; NaN when a
+ * selected tensor lacks the result or a sensitivity. *n_tensors counts
+ * the tensors summed. */
+double fr_alloc_predicted_uniform(const fr_dataset *ds, const fr_result_index *ix,
+                                  fr_metric metric, const fr_selector *sel, const double *alpha,
+                                  double default_alpha, size_t c, size_t *n_tensors);
 
 /* Fails with FR_E_USAGE naming the minimum when budget is below it. */
 fr_status fr_alloc_solve(const fr_alloc_problem *prob, double budget, fr_allocation *out,

@@ -5,9 +5,14 @@
  * the statistics pre-pass, the fused kernels, device scratch).
  *
  * Each item of the plan is split into the configurations the fused kernels
- * evaluate (built-in, data-free), those a plugin evaluates through its own
- * sweep_cuda / quantize_cuda, and the rest, which go to fr_exec_cpu at the
- * end (calibrated items, CPU-only plugins).
+ * evaluate (built-in, data-free), those a quantizer evaluates through its own
+ * sweep_cuda / quantize_cuda (plugins, and built-in host families with a
+ * CUDA path such as gptq), and the rest, which go to fr_exec_cpu at the end
+ * (CPU-only quantizers, statistics without a Hessian, calibrated tensors
+ * over the staging cap). A tensor with a Hessian also gets its output-error
+ * terms here (docs/gpu.md, "Output error"): tr(W H W^T) once, and for every
+ * configuration the family's quantize_cuda, then tr(dW H dW^T) with cuBLAS
+ * (kernels/outerr.h); the error sums stay the fused sweep's.
  *
  * The GPU part is a pipeline of tasks, one per (tensor, row chunk, pass),
  * over two device input buffers and two pinned host staging buffers:
@@ -36,6 +41,7 @@
 #include <time.h>
 
 #include "kernels/kcommon.cuh"
+#include "kernels/outerr.h"
 
 extern "C" {
 #include "core/call.h"
@@ -88,6 +94,12 @@ typedef struct fr_x_item {
     fr_status stage_status;
     char stage_reason[256];
     int norm_sent, done;
+    /* output error on the GPU (a Hessian of cols x cols and cuBLAS) */
+    int calib_gpu;
+    double *out_fused, *out_plugin; /* tr(dW H dW^T) per configuration */
+    double out_ref;                 /* tr(W H W^T) */
+    fr_status out_status;           /* the terms could not be computed: the rows fail */
+    char out_error[256];
 } fr_x_item;
 
 typedef struct fr_x_task {
@@ -124,6 +136,10 @@ typedef struct fr_x {
     fr_sweep_item *cpu_items;
     size_t *cpu_map;
     size_t n_cpu_items;
+    /* output error: cuBLAS, the item's H and a w^ buffer on the device */
+    fr_cuda_blas *blas;
+    float *h_dev, *w_hat_dev;
+    size_t h_cap, w_hat_cap;
 } fr_x;
 
 /* ---- sizes ---- */
@@ -140,6 +156,18 @@ static int fr_x_device_dtype(fr_dtype dt, int *dev, size_t *esize)
 
 /* ---- the plan ---- */
 
+/* A quantizer's configurations run through its own CUDA functions when it
+ * has them; on a calibrated tensor only through quantize_cuda (the output
+ * error needs w^), and a quantizer that needs statistics only there. */
+static int fr_x_plugin_gpu(const frontier_quantizer *q, int calib_gpu)
+{
+    if (!fr_quantizer_has_cuda(q))
+        return 0;
+    if (!calib_gpu)
+        return !(q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS));
+    return FR_QUANTIZER_HAS(q, quantize_cuda) && q->quantize_cuda != NULL;
+}
+
 static fr_status fr_x_classify(fr_x *X, fr_error *err)
 {
     for (size_t i = 0; i < X->n_items; i++) {
@@ -155,11 +183,18 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
         xi->plugin_sums = (frontier_error_sums *)calloc(n + 1, sizeof *xi->plugin_sums);
         xi->plugin_status = (fr_status *)calloc(n + 1, sizeof *xi->plugin_status);
         xi->plugin_error = (char(*)[256])calloc(n + 1, 256);
+        xi->out_fused = (double *)calloc(n + 1, sizeof(double));
+        xi->out_plugin = (double *)calloc(n + 1, sizeof(double));
         if (!xi->specs || !xi->fused_idx || !xi->plugin_idx || !xi->cpu_idx || !xi->cpu_cfgs ||
-            !xi->plugin_sums || !xi->plugin_status || !xi->plugin_error)
+            !xi->plugin_sums || !xi->plugin_status || !xi->plugin_error || !xi->out_fused ||
+            !xi->out_plugin)
             return fr_fail(err, FR_E_NOMEM, "cannot allocate the cuda executor's plan");
         const fr_tensor *t = it->tensor;
-        int gpu_ok = it->calib == NULL && it->rows > 0 && it->cols > 0;
+        /* with a Hessian the output error runs on the GPU too (cuBLAS; OpenBLAS
+         * in the emulation); other statistics keep the tensor on the CPU */
+        xi->calib_gpu = it->calib && it->calib->hessian && it->calib->cols == it->cols &&
+                        fr_cuda_blas_available();
+        int gpu_ok = (it->calib == NULL || xi->calib_gpu) && it->rows > 0 && it->cols > 0;
         if (gpu_ok) {
             if (t->encoding == FR_ENC_SYNTHETIC) {
                 fr_error e;
@@ -183,7 +218,7 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
             const fr_config_ref *ref = it->configs[c];
             if (gpu_ok && fr_kspec_of_ref(X->reg, ref, &xi->specs[xi->n_fused])) {
                 xi->fused_idx[xi->n_fused++] = c;
-            } else if (gpu_ok && fr_quantizer_has_cuda(fr_config_quantizer(X->reg, ref)) &&
+            } else if (gpu_ok && fr_x_plugin_gpu(fr_config_quantizer(X->reg, ref), xi->calib_gpu) &&
                        /* --isolate-plugins: plugins run their CPU path, in a child */
                        !(X->reg->isolate_timeout_s > 0 &&
                          strcmp(fr_config_origin(X->reg, ref), FR_ORIGIN_BUILTIN) != 0)) {
@@ -223,6 +258,18 @@ static void fr_x_chunk(fr_x *X, fr_x_item *xi)
         xi->cpu_idx[xi->n_cpu++] = xi->plugin_idx[k];
     }
     xi->n_plugin = 0;
+    /* quantize_cuda of every configuration for the output error needs the
+     * whole tensor too */
+    if (xi->calib_gpu) {
+        for (size_t k = 0; k < xi->n_fused; k++) {
+            xi->cpu_cfgs[xi->n_cpu] = it->configs[xi->fused_idx[k]];
+            xi->cpu_idx[xi->n_cpu++] = xi->fused_idx[k];
+        }
+        xi->n_fused = 0;
+        xi->calib_gpu = 0;
+        xi->n_chunks = 1;
+        xi->two_pass = 0;
+    }
 }
 
 static fr_status fr_x_build_tasks(fr_x *X, fr_error *err)
@@ -233,6 +280,8 @@ static fr_status fr_x_build_tasks(fr_x *X, fr_error *err)
         if (xi->n_fused + xi->n_plugin == 0)
             continue;
         fr_x_chunk(X, xi);
+        if (xi->n_fused + xi->n_plugin == 0)
+            continue; /* a calibrated tensor over the cap: all on the cpu */
         n += (size_t)xi->n_chunks * (xi->two_pass ? 2 : 1);
     }
     X->tasks = (fr_x_task *)calloc(n ? n : 1, sizeof *X->tasks);
@@ -311,6 +360,10 @@ static void fr_x_close(fr_x *X)
 {
     if (X->compute) {
         cudaStreamSynchronize(X->compute);
+        fr_cuda_blas_destroy(X->blas);
+        X->blas = NULL;
+        cudaFree(X->h_dev);
+        cudaFree(X->w_hat_dev);
         fr_kwork_free(&X->work);
         cudaStreamSynchronize(X->compute);
     }
@@ -411,9 +464,10 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
         fr_error_clear(&perr);
         fr_call_init(&call, X->pool, X->opt->seed, it->tensor->name, ref->cfg->name);
         fr_status pst;
-        if (FR_QUANTIZER_HAS(q, sweep_cuda) && q->sweep_cuda) {
+        /* the output error needs w^: quantize_cuda on a calibrated tensor */
+        if (!xi->calib_gpu && FR_QUANTIZER_HAS(q, sweep_cuda) && q->sweep_cuda) {
             pst = fr_quantizer_sweep_cuda(X->reg, ref, dev, xi->dev_dtype, it->rows, it->cols,
-                                          NULL, it->tensor->name, (void *)X->compute, &call,
+                                          it->calib, it->tensor->name, (void *)X->compute, &call,
                                           &xi->plugin_sums[k], &perr);
         } else if (!w_hat && cudaMalloc((void **)&w_hat, n * sizeof(float)) != cudaSuccess) {
             cudaGetLastError();
@@ -423,7 +477,7 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
                           n * sizeof(float));
         } else {
             pst = fr_quantizer_quantize_cuda(X->reg, ref, dev, xi->dev_dtype, w_hat, it->rows,
-                                             it->cols, NULL, it->tensor->name,
+                                             it->cols, it->calib, it->tensor->name,
                                              (void *)X->compute, &call, &perr);
             if (pst == FR_OK)
                 pst = fr_cuda_error_sums(dev, xi->dev_dtype, w_hat, (int64_t)n,
@@ -435,6 +489,17 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
                               "(quantizer '%s' from '%s')",
                               ref->cfg->name, it->tensor->name, q->name,
                               fr_config_origin(X->reg, ref));
+            if (pst == FR_OK && xi->calib_gpu) {
+                if (xi->out_status != FR_OK) {
+                    pst = xi->out_status;
+                    snprintf(perr.msg, sizeof perr.msg, "%s", xi->out_error);
+                } else {
+                    pst = fr_cuda_output_term(X->blas, dev, xi->dev_dtype, w_hat, it->rows,
+                                              it->cols, X->h_dev, &xi->out_plugin[k], &perr);
+                    if (pst != FR_OK)
+                        fr_error_prefix(&perr, "output error: ");
+                }
+            }
         }
         xi->plugin_status[k] = pst;
         if (pst != FR_OK)
@@ -446,6 +511,66 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
         cudaFree(w_hat);
     }
     xi->plugin_seconds = fr_x_now() - t0;
+}
+
+/* ---- the output error of a calibrated tensor (whole on the device) ---- */
+
+/* Grows a device buffer to at least `bytes`. */
+static fr_status fr_x_grow(void **p, size_t *cap, size_t bytes, fr_error *err)
+{
+    fr_status st = FR_OK;
+    if (bytes <= *cap)
+        return FR_OK;
+    cudaFree(*p);
+    *p = NULL;
+    *cap = 0;
+    FR_CU(cudaMalloc(p, bytes));
+    *cap = bytes;
+cleanup:
+    return st;
+}
+
+/* H to the device, tr(W H W^T), then for each fused configuration its w^
+ * (the family's quantize_cuda through the registry) and tr(dW H dW^T). The
+ * error sums stay the fused sweep's. A failure here fails the item's rows
+ * (out_status), as the CPU executor fails a row whose output term fails. */
+static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
+{
+    const fr_sweep_item *it = xi->it;
+    fr_error perr;
+    fr_error *err = &perr;
+    fr_status st = FR_OK;
+    const size_t n = (size_t)(it->rows * it->cols);
+    const size_t hbytes = (size_t)(it->cols * it->cols) * sizeof(float);
+    fr_error_clear(&perr);
+    xi->out_status = FR_OK;
+    if (!X->blas)
+        FR_TRY(fr_cuda_blas_create((void *)X->compute, X->opt->cuda_tf32, &X->blas, err));
+    FR_TRY(fr_x_grow((void **)&X->h_dev, &X->h_cap, hbytes, err));
+    FR_TRY(fr_x_grow((void **)&X->w_hat_dev, &X->w_hat_cap, n * sizeof(float), err));
+    FR_CU(cudaMemcpyAsync(X->h_dev, it->calib->hessian, hbytes, cudaMemcpyHostToDevice,
+                          X->compute));
+    FR_TRY(fr_cuda_output_term(X->blas, dev, xi->dev_dtype, NULL, it->rows, it->cols, X->h_dev,
+                               &xi->out_ref, err));
+    for (size_t k = 0; k < xi->n_fused; k++) {
+        const fr_config_ref *ref = it->configs[xi->fused_idx[k]];
+        frontier_call call;
+        fr_call_init(&call, X->pool, X->opt->seed, it->tensor->name, ref->cfg->name);
+        st = fr_quantizer_quantize_cuda(X->reg, ref, dev, xi->dev_dtype, X->w_hat_dev, it->rows,
+                                        it->cols, it->calib, it->tensor->name,
+                                        (void *)X->compute, &call, err);
+        fr_call_release(&call);
+        if (st != FR_OK)
+            goto cleanup;
+        FR_TRY(fr_cuda_output_term(X->blas, dev, xi->dev_dtype, X->w_hat_dev, it->rows, it->cols,
+                                   X->h_dev, &xi->out_fused[k], err));
+    }
+cleanup:
+    if (st != FR_OK) {
+        xi->out_status = st;
+        snprintf(xi->out_error, sizeof xi->out_error, "output error of tensor '%.100s': %.120s",
+                 it->tensor->name, perr.msg);
+    }
 }
 
 /* ---- one task ---- */
@@ -531,6 +656,8 @@ static fr_status fr_x_enqueue(fr_x *X, size_t j, fr_error *err)
             FR_CU(cudaMemcpyAsync(X->results_host[b], X->work.results.p, 2 * sizeof(fr_kpart),
                                   cudaMemcpyDeviceToHost, X->compute));
         }
+        if (xi->calib_gpu)
+            fr_x_run_outputs(X, xi, X->dev[b]);
         if (xi->n_plugin)
             fr_x_run_plugins(X, xi, X->dev[b]);
     }
@@ -576,13 +703,18 @@ static void fr_x_emit(fr_x *X, size_t i)
         o.item = i;
         o.config = xi->fused_idx[k];
         o.status = FR_OK;
+        if (xi->calib_gpu && xi->out_status != FR_OK) {
+            o.status = xi->out_status;
+            snprintf(o.error, sizeof o.error, "config '%.60s': %.180s", it->configs[o.config]->cfg->name,
+                     xi->out_error);
+        }
         o.sums.sq_err = xi->acc[k].sq_err;
         o.sums.sq_ref = extra->sq_err;
         o.sums.sq_hat = xi->acc[k].sq_hat;
         o.sums.dot = xi->acc[k].dot;
         o.sums.max_abs_err = xi->acc[k].max_abs;
-        o.out_sq_err = NAN;
-        o.out_sq_ref = NAN;
+        o.out_sq_err = xi->calib_gpu && o.status == FR_OK ? xi->out_fused[k] : NAN;
+        o.out_sq_ref = xi->calib_gpu && o.status == FR_OK ? xi->out_ref : NAN;
         o.seconds = per_config;
         snprintf(o.device, sizeof o.device, "%s", X->device_name);
         sink->outcome(sink->ctx, &o);
@@ -595,8 +727,8 @@ static void fr_x_emit(fr_x *X, size_t i)
         o.status = xi->plugin_status[k];
         snprintf(o.error, sizeof o.error, "%s", xi->plugin_error[k]);
         o.sums = xi->plugin_sums[k];
-        o.out_sq_err = NAN;
-        o.out_sq_ref = NAN;
+        o.out_sq_err = xi->calib_gpu && o.status == FR_OK ? xi->out_plugin[k] : NAN;
+        o.out_sq_ref = xi->calib_gpu && o.status == FR_OK ? xi->out_ref : NAN;
         o.seconds = xi->plugin_seconds / (double)xi->n_plugin;
         snprintf(o.device, sizeof o.device, "%s", X->device_name);
         sink->outcome(sink->ctx, &o);
@@ -827,6 +959,8 @@ cleanup:
             free(xi->plugin_error);
             free(xi->acc);
             free(xi->converted);
+            free(xi->out_fused);
+            free(xi->out_plugin);
         }
     }
     free(X.x);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "frontier/annotate.h"
 #include "frontier/export_writers.h"
 
 static const char *const format_names[FR_EXPORT_COUNT] = {
@@ -354,5 +355,69 @@ fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
     else
         st = write_figure(&p, opt, path, err);
     fr_pareto_free(&p);
+    return st;
+}
+
+fr_status fr_export_measured(const char *dataset_path, const fr_export_options *opt,
+                             const char *path, fr_error *err)
+{
+    if (opt->format == FR_EXPORT_CSV || opt->format == FR_EXPORT_JSON)
+        return fr_fail(err, FR_E_USAGE, "--measured draws a figure (svg, pdf, png, tex, gnuplot); "
+                                        "'frontier annotate RUN.h5 --list' prints the rows");
+    int image = opt->format == FR_EXPORT_SVG || opt->format == FR_EXPORT_PDF ||
+                opt->format == FR_EXPORT_PNG;
+    if (image && !fr_plot_available())
+        return fr_plot_render(NULL, FR_PLOT_SVG, path, err);
+    fr_measured *rows;
+    size_t n;
+    fr_status st = fr_measured_read(dataset_path, &rows, &n, err);
+    if (st != FR_OK)
+        return st;
+    double *xy = calloc(4 * (n + 1), sizeof *xy);
+    if (!xy) {
+        fr_measured_free_all(rows, n);
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    }
+    /* uniform configurations in the first half, recipes in the second */
+    double *ux = xy, *uy = xy + n, *rx = xy + 2 * n, *ry = xy + 3 * n;
+    size_t nu = 0, nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(rows[i].kl_mean > 0) || !isfinite(rows[i].bits_per_weight))
+            continue; /* a log axis: KL 0 (the original) is not drawn */
+        if (!strcmp(rows[i].kind, "recipe")) {
+            rx[nr] = rows[i].bits_per_weight;
+            ry[nr++] = rows[i].kl_mean;
+        } else {
+            ux[nu] = rows[i].bits_per_weight;
+            uy[nu++] = rows[i].kl_mean;
+        }
+    }
+    fr_measured_free_all(rows, n);
+    if (nu + nr == 0) {
+        free(xy);
+        return fr_fail(err, FR_E_FORMAT, "'%s' has no measured results with KL > 0 (store some "
+                       "with 'frontier annotate')", dataset_path);
+    }
+    fr_plot_series series[2];
+    size_t ns = 0;
+    if (nu)
+        series[ns++] = (fr_plot_series){"uniform configurations", nu, ux, uy, NULL, NULL,
+                                        FR_MARK_CIRCLE, FR_COLOR_GREY, FR_LINE_NONE};
+    if (nr)
+        series[ns++] = (fr_plot_series){"recipes (allocations)", nr, rx, ry, NULL, NULL,
+                                        FR_MARK_TRIANGLE_UP, 0, FR_LINE_NONE};
+    fr_plot plot = {opt->title, "Bits per weight", "Measured mean KL divergence (nats)", 1,
+                    0, 0, 0, 0, ns, series};
+    switch (opt->format) {
+    case FR_EXPORT_GNUPLOT: st = fr_export_gnuplot(&plot, path, dataset_path, err); break;
+    case FR_EXPORT_TEX: st = fr_export_tex(&plot, path, dataset_path, err); break;
+    default:
+        st = fr_plot_render(&plot,
+                            opt->format == FR_EXPORT_SVG ? FR_PLOT_SVG
+                            : opt->format == FR_EXPORT_PDF ? FR_PLOT_PDF : FR_PLOT_PNG,
+                            path, err);
+        break;
+    }
+    free(xy);
     return st;
 }

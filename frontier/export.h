@@ -57,6 +57,14 @@ fr_status fr_figure_build(const fr_pareto *p, const fr_export_options *opt, fr_f
                           fr_error *err);
 void fr_figure_free(fr_figure *fig);
 
+/* The measured model quality stored by `frontier annotate` (/frontier/measured
+ * of dataset_path): mean next-token KL divergence (log scale) against bits
+ * per weight, uniform configurations and recipes as two series, in an image,
+ * tex or gnuplot format (opt->format, opt->title). FR_E_FORMAT when the
+ * dataset has no measured rows, FR_E_USAGE for csv/json. */
+fr_status fr_export_measured(const char *dataset_path, const fr_export_options *opt,
+                             const char *path, fr_error *err);
+
 /* Axis label of a metric ("Relative weight error"). */
 const char *fr_metric_label(fr_metric metric);
 

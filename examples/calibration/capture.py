@@ -9,6 +9,8 @@ model, with x the module's input over all calibration tokens,
     <module>.act_abs_mean  [in]      mean |x_j|
     <module>.act_sq_mean   [in]      mean x_j^2   (exactly diag(H))
 
+    <module>.sensitivity   [2]       alpha, the fit's relative residual
+
 accumulated in float64 by forward pre-hooks and stored as float32, with
 __metadata__ token_count, model, n_sequences, seq_len, sampling, forward
 and tool. <module> is the name of model.named_modules(), which is the
@@ -40,6 +42,20 @@ inputs the model favours over those real text would bring. For a model
 that will be used on a known kind of text, calibrate with --text on that
 text. Sequences are fixed length: sampling goes on through EOS/BOS ids as
 in packed training data.
+
+Sensitivity (skip with --no-sensitivity): for each nn.Linear weight W
+alone, seeded Gaussian noise dW is added at --sensitivity-levels relative
+errors r = ||dW||_F / ||W||_F (default 0.025, 0.05, 0.1), the first
+--sensitivity-sequences calibration sequences (default 8) go through the
+model again, and the mean over all their positions of
+the next-token KL divergence KL(p_ref || p_noisy) is measured. alpha is the
+least-squares slope through the origin of KL against r^2 (KL ~ alpha r^2,
+the "linearity theorem" of HIGGS, arXiv 2411.17525), and the residual is
+||KL - alpha r^2|| / ||KL|| over the levels: near 0 when the response is
+quadratic, larger when the levels already leave that regime. A tied
+lm_head's noise moves the embedding too (one matrix), so its alpha is that
+matrix's. The noise of module k (in named_modules order) comes from a
+torch.Generator seeded with --sensitivity-seed + k.
 
 The statistics are gathered in a second pass: sampling runs with the hooks
 off, then the sampled sequences (BOS included) go through one plain
@@ -214,6 +230,73 @@ class Accumulator:
         return out
 
 
+def fit_slope_through_origin(x, y):
+    """Least-squares slope a of y = a x (no intercept) and the relative
+    residual ||y - a x|| / ||y|| (0 when y is 0). Pure numpy: the unit test
+    (tests/eval/test_sensitivity_fit.py) runs it without torch."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    den = float(np.dot(x, x))
+    a = float(np.dot(x, y)) / den if den > 0 else 0.0
+    ny = float(np.linalg.norm(y))
+    res = float(np.linalg.norm(y - a * x)) / ny if ny > 0 else 0.0
+    return a, res
+
+
+@torch.no_grad()
+def batches(seqs, batch_size):
+    """Runs of equal-length sequences, at most batch_size each."""
+    i = 0
+    while i < len(seqs):
+        j = i
+        while j < len(seqs) and j - i < batch_size and len(seqs[j]) == len(seqs[i]):
+            j += 1
+        yield seqs[i:j]
+        i = j
+
+
+@torch.no_grad()
+def log_probs(model, seqs, batch_size, device):
+    """float64 next-token log-probabilities of every position, [tokens, vocab]."""
+    out = []
+    for b in batches(seqs, batch_size):
+        ids = torch.tensor(b, dtype=torch.long, device=device)
+        logits = model(input_ids=ids, use_cache=False).logits
+        out.append(torch.log_softmax(logits.double(), dim=-1).reshape(-1, logits.shape[-1]).cpu())
+    return torch.cat(out)
+
+
+def mean_kl(ref_lp, lp):
+    """Mean over positions of KL(p_ref || p) from log-probabilities."""
+    return float((ref_lp.exp() * (ref_lp - lp)).sum(dim=-1).mean())
+
+
+@torch.no_grad()
+def sensitivities(model, linears, seqs, levels, seed, batch_size, device, log=None):
+    """{module: (alpha, residual, [(r^2, KL)...])} for every linear weight
+    (fit_slope_through_origin of KL against r^2 over the levels)."""
+    ref = log_probs(model, seqs, batch_size, device)
+    out = {}
+    for k, (name, m) in enumerate(linears):
+        w = m.weight
+        saved = w.detach().clone()
+        gen = torch.Generator(device="cpu").manual_seed(seed + k)
+        z = torch.randn(saved.shape, generator=gen, dtype=torch.float64)
+        w_norm = float(saved.double().norm())
+        pts = []
+        for r in levels:
+            dw = z * (r * w_norm / float(z.norm()))
+            w.copy_((saved.double().cpu() + dw).to(w.dtype).to(w.device))
+            actual = float((w.detach().double().cpu() - saved.double().cpu()).norm()) / w_norm
+            pts.append((actual * actual, mean_kl(ref, log_probs(model, seqs, batch_size, device))))
+        w.copy_(saved)
+        a, res = fit_slope_through_origin([p[0] for p in pts], [p[1] for p in pts])
+        out[name] = (a, res, pts)
+        if log:
+            log(f"  {name}  alpha {a:.6g}  residual {res:.3g}")
+    return out
+
+
 def canonical_safetensors(tensors, metadata):
     """safetensors' own writer, with the header re-serialized in a fixed key
     order (its Rust writer emits __metadata__ in hash-map order, which changes
@@ -256,6 +339,16 @@ def main():
     ap.add_argument("--share-qkv", action="store_true",
                     help="store the q/k/v input of a block once, under q_proj")
     ap.add_argument("--diag-only", action="store_true", help="no hessian: act_abs_mean and act_sq_mean only")
+    ap.add_argument("--no-sensitivity", action="store_true",
+                    help="do not estimate <module>.sensitivity (noise injection, one forward pass "
+                         "of the calibration sequences per module and level)")
+    ap.add_argument("--sensitivity-levels", default="0.025,0.05,0.1",
+                    help="relative errors ||dW||/||W|| of the injected noise (default 0.025,0.05,0.1)")
+    ap.add_argument("--sensitivity-sequences", type=int, default=8,
+                    help="calibration sequences the KL divergence is measured on (default 8; "
+                         "0 = all); one forward pass of them per module and level")
+    ap.add_argument("--sensitivity-seed", type=int, default=4321,
+                    help="noise seed; module k uses seed + k (default 4321)")
     args = ap.parse_args()
 
     t0 = time.time()
@@ -315,22 +408,34 @@ def main():
     # One forward pass per batch of equal-length sequences.
     device = next(model.parameters()).device
     with torch.no_grad():
-        i = 0
-        while i < len(seqs):
-            j = i
-            while j < len(seqs) and j - i < args.batch_size and len(seqs[j]) == len(seqs[i]):
-                j += 1
-            ids = torch.tensor(seqs[i:j], dtype=torch.long, device=device)
+        for b in batches(seqs, args.batch_size):
+            ids = torch.tensor(b, dtype=torch.long, device=device)
             model(input_ids=ids, use_cache=False)
-            i = j
     for h in hooks:
         h.remove()
+
+    sens = {}
+    if not args.no_sensitivity:
+        try:
+            levels = [float(v) for v in args.sensitivity_levels.split(",")]
+        except ValueError:
+            levels = []
+        if len(levels) < 1 or any(not v > 0 for v in levels):
+            sys.exit(f"capture.py: --sensitivity-levels '{args.sensitivity_levels}' must be "
+                     "positive numbers separated by commas")
+        ts = time.time()
+        n_s = len(seqs) if args.sensitivity_sequences <= 0 else args.sensitivity_sequences
+        sens = sensitivities(model, linears, seqs[:n_s], levels, args.sensitivity_seed,
+                             args.batch_size, device)
+        sens_secs = time.time() - ts
 
     token_count = sum(len(s) for s in seqs)
     tensors = {}
     for name, a in acc.items():
         assert a.n == token_count, (name, a.n, token_count)
         tensors.update(a.tensors(name))
+    for name, (alpha, res, _) in sens.items():
+        tensors[name + ".sensitivity"] = torch.tensor([alpha, res], dtype=torch.float32)
 
     weight_files = model_weight_files(args.model)
     model_desc = os.path.basename(os.path.normpath(args.model))
@@ -348,6 +453,11 @@ def main():
                     f"{args.dtype}, {args.device}, attn_implementation {model.config._attn_implementation}"),
         "tool": TOOL,
     }
+    if sens:
+        metadata["sensitivity"] = (
+            f"mean next-token KL(ref || noisy) over the first {n_s} calibration sequences per unit squared relative "
+            f"error; Gaussian noise at relative errors {args.sensitivity_levels}, seed "
+            f"{args.sensitivity_seed} + module index; slope through the origin, relative residual")
     if args.share_qkv:
         metadata["shared"] = "q_proj holds the input of its block's k_proj and v_proj"
     blob = canonical_safetensors(tensors, metadata)
@@ -363,6 +473,11 @@ def main():
           f"{len(tensors)} tensors, {len(blob)} bytes, {secs:.1f} s")
     for name, a in acc.items():
         print(f"  {name}  in {a.abs_sum.numel()}")
+    if sens:
+        print(f"sensitivity: {len(sens)} modules, {len(levels)} levels, {sens_secs:.1f} s")
+        for name, (alpha, res, pts) in sens.items():
+            print(f"  {name}  alpha {alpha:.6g}  residual {res:.3g}  "
+                  + " ".join(f"(r2 {x:.4g}, kl {y:.4g})" for x, y in pts))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ static void print_help(FILE *out)
             "         [--metric rel_err|out_rel_err|sqnr_db] [--include REGEX] [--exclude REGEX]\n"
             "         [--configs REGEX] [--fixed REGEX=CONFIG]... [--tensor-types FILE]\n"
             "         [--max-states N] [--summary] [--no-store]\n"
+            "         [--objective error|sensitivity --calib FILE [--default-sensitivity X]]\n"
             "\n"
             "Chooses one configuration per tensor so that the total size stays within\n"
             "BITS bits per weight (sum of total_bits <= floor(BITS x sum of parameters))\n"
@@ -46,6 +47,12 @@ static void print_help(FILE *out)
             "  --tensor-types FILE    where the llama-quantize --tensor-type-file goes\n"
             "                         (default: the recipe's name with .tensor-types.txt)\n"
             "  --metric M             rel_err (default), out_rel_err, sqnr_db\n"
+            "  --objective O          error (default: the metric's squared error) or\n"
+            "                         sensitivity: the predicted KL divergence\n"
+            "                         sum_t alpha_t err_t^2 (err = rel_err or out_rel_err)\n"
+            "  --calib FILE           calibration file with <module>.sensitivity (alpha_t;\n"
+            "                         examples/calibration/capture.py writes them)\n"
+            "  --default-sensitivity X  alpha of tensors without one (else they are refused)\n"
             "  --include/--exclude REGEX  tensors allocated (the rest are not counted)\n"
             "  --configs REGEX        configurations allowed\n"
             "  --fixed REGEX=CONFIG   pin matching tensors to CONFIG (repeatable; the last\n"
@@ -77,7 +84,7 @@ static char *tensor_types_path(const char *recipe)
 }
 
 /* The uniform configurations within the budget, over the allocated tensors:
- * the comparison the allocation has to win. */
+ * the comparison the allocation has to win (on the objective minimised). */
 static void print_uniform_comparison(const fr_allocation *a, const fr_alloc_problem *prob)
 {
     const fr_dataset *ds = prob->ds;
@@ -96,6 +103,8 @@ static void print_uniform_comparison(const fr_allocation *a, const fr_alloc_prob
                 all = 0;
             } else {
                 bits += r->total_bits;
+                if (prob->objective == FR_OBJECTIVE_SENSITIVITY)
+                    et = n > 0 ? prob->tensors[i].alpha * et / n : 0.0;
                 e += et;
             }
         }
@@ -111,6 +120,12 @@ static void print_uniform_comparison(const fr_allocation *a, const fr_alloc_prob
         printf("no uniform configuration fits the budget on these tensors\n");
         return;
     }
+    if (prob->objective == FR_OBJECTIVE_SENSITIVITY) {
+        printf("best uniform configuration within the budget: %s at %.4f bits per weight, "
+               "predicted KL %.6g (the allocation's is %.1f%% lower)\n",
+               best_name, best_bpw, best, best > 0 ? 100.0 * (1 - a->cost_sum / best) : 0.0);
+        return;
+    }
     double v = fr_metric_value(prob->metric, best, prob->norm_sum);
     printf("best uniform configuration within the budget: %s at %.4f bits per weight, %s %.6g",
            best_name, best_bpw, fr_metric_name(prob->metric), v);
@@ -122,12 +137,14 @@ static void print_uniform_comparison(const fr_allocation *a, const fr_alloc_prob
 /* The command line, parsed. */
 typedef struct allocate_args {
     fr_alloc_options aopt;
+    fr_alloc_objective obj;
     fr_alloc_fixed fixed[MAX_FIXED];
     char *fixed_text[MAX_FIXED]; /* the REGEX parts, owned */
     size_t n_fixed;
     double budget, lo, hi, step;
     int have_budget, have_sweep, summary, store;
     const char *out_path, *types_path;
+    const char *calib_path;      /* --calib: sensitivities */
     const char *path;            /* the dataset */
 } allocate_args;
 
@@ -168,6 +185,9 @@ static int parse_args(int argc, char **argv, allocate_args *args)
         {"max-states", required_argument, NULL, 'N'},
         {"summary", no_argument, NULL, 's'},
         {"no-store", no_argument, NULL, 'n'},
+        {"objective", required_argument, NULL, 'O'},
+        {"calib", required_argument, NULL, 'C'},
+        {"default-sensitivity", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -211,6 +231,20 @@ static int parse_args(int argc, char **argv, allocate_args *args)
             aopt->max_nodes = n;
             break;
         }
+        case 'O':
+            if (!strcmp(optarg, "error"))
+                args->obj.objective = FR_OBJECTIVE_ERROR;
+            else if (!strcmp(optarg, "sensitivity"))
+                args->obj.objective = FR_OBJECTIVE_SENSITIVITY;
+            else
+                return cli_usage_error(argv[0], "unknown --objective '%s' (error, sensitivity)", optarg);
+            break;
+        case 'C': args->calib_path = optarg; break;
+        case 'D':
+            if (!cli_parse_double(optarg, &args->obj.default_sensitivity) ||
+                !(args->obj.default_sensitivity >= 0))
+                return cli_usage_error(argv[0], "invalid --default-sensitivity '%s' (a number >= 0)", optarg);
+            break;
         case 's': args->summary = 1; break;
         case 'n': args->store = 0; break;
         case 'h': print_help(stdout); return FR_OK;
@@ -227,6 +261,12 @@ static int parse_args(int argc, char **argv, allocate_args *args)
                                                           : "no budget given (--budget BITS or --sweep-budgets LO..HI)");
     if (args->have_sweep && (args->out_path || args->types_path))
         return cli_usage_error(argv[0], "-o and --tensor-types write one recipe: use them with --budget");
+    if (args->obj.objective == FR_OBJECTIVE_SENSITIVITY && aopt->metric == FR_METRIC_SQNR_DB)
+        return cli_usage_error(argv[0], "--objective sensitivity weights rel_err or out_rel_err, not sqnr_db");
+    if (args->obj.objective != FR_OBJECTIVE_SENSITIVITY && (args->calib_path || !isnan(args->obj.default_sensitivity)))
+        return cli_usage_error(argv[0], "--calib and --default-sensitivity go with --objective sensitivity");
+    if (args->obj.objective == FR_OBJECTIVE_SENSITIVITY && !args->calib_path && isnan(args->obj.default_sensitivity))
+        return cli_usage_error(argv[0], "--objective sensitivity needs --calib FILE (with <module>.sensitivity) or --default-sensitivity X");
     aopt->n_fixed = args->n_fixed;
     aopt->fixed = args->fixed;
     args->path = argv[optind];
@@ -297,6 +337,9 @@ static fr_status run_budget(const char *cmd, const allocate_args *args,
         return st;
     }
     fr_allocation_print(stdout, a, prob, !args->summary);
+    if (prob->objective == FR_OBJECTIVE_SENSITIVITY)
+        printf("predicted KL divergence (sum of alpha x %s^2): %.6g\n",
+               fr_metric_name(prob->metric), a->cost_sum);
     print_uniform_comparison(a, prob);
     if (!a->stats.optimal)
         fr_warn("the search stopped after %llu states: the allocation is within %.3g%% of the "
@@ -358,6 +401,8 @@ int cmd_allocate(int argc, char **argv)
     allocate_args args;
     memset(&args, 0, sizeof args);
     args.aopt.metric = FR_METRIC_REL_ERR;
+    args.obj.default_sensitivity = NAN;
+    double *alpha = NULL;
     args.budget = NAN;
     args.store = 1;
     int rc = parse_args(argc, argv, &args);
@@ -379,7 +424,20 @@ int cmd_allocate(int argc, char **argv)
         rc = st;
         goto done;
     }
-    if ((st = fr_alloc_prepare(&ds, &ix, &args.aopt, &prob, &err)) != FR_OK) {
+    if (args.calib_path) {
+        alpha = malloc((ds.n_tensors + 1) * sizeof *alpha);
+        if (!alpha) {
+            fr_error_log("out of memory");
+            st = FR_E_NOMEM;
+            goto finish;
+        }
+        if ((st = fr_alloc_read_sensitivity(&ds, args.calib_path, alpha, &err)) != FR_OK) {
+            fr_error_log("%s", err.msg);
+            goto finish;
+        }
+        args.obj.sensitivity = alpha;
+    }
+    if ((st = fr_alloc_prepare_objective(&ds, &ix, &args.aopt, &args.obj, &prob, &err)) != FR_OK) {
         if (st == FR_E_USAGE)
             cli_usage_error(argv[0], "%s", err.msg);
         else
@@ -397,6 +455,7 @@ int cmd_allocate(int argc, char **argv)
         st = store_result(argc, argv, &args, &prob, &a, &curve);
 finish:
     rc = st;
+    free(alpha);
     fr_allocation_free(&a);
     fr_mixed_curve_free(&curve);
     fr_alloc_problem_free(&prob);

@@ -47,6 +47,8 @@ static void print_help(FILE *out)
             "  --title TEXT     a title over the figure\n"
             "  --label-frontier write configuration names beside the frontier points\n"
             "  --no-mixed       leave out the stored mixed-precision curve\n"
+            "  --measured       instead: the measured KL divergence that 'frontier annotate'\n"
+            "                   stored, against bits (uniform configurations and recipes)\n"
             "\n"
             "FILE is overwritten. exit codes: 0 ok, 2 usage (also svg/pdf/png in a build\n"
             "without cairo), 3 unreadable file, 4 no usable results, 5 cannot write FILE\n"
@@ -77,6 +79,7 @@ typedef struct export_args {
     fr_export_options eopt;
     const char *out_path;
     int mixed;        /* draw the stored mixed-precision curve */
+    int measured;     /* --measured: the /frontier/measured figure */
     const char *path; /* the dataset */
 } export_args;
 
@@ -91,7 +94,8 @@ static int parse_args(int argc, char **argv, export_args *args)
         {"metric", required_argument, NULL, 'Y'},
         {"log-y", no_argument, NULL, 'l'},         {"by", required_argument, NULL, 'b'},
         {"title", required_argument, NULL, 't'},   {"label-frontier", no_argument, NULL, 'L'},
-        {"no-mixed", no_argument, NULL, 'M'},      {"include", required_argument, NULL, 'i'},
+        {"no-mixed", no_argument, NULL, 'M'},      {"measured", no_argument, NULL, 'K'},
+        {"include", required_argument, NULL, 'i'},
         {"exclude", required_argument, NULL, 'x'}, {"configs", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
@@ -132,6 +136,7 @@ static int parse_args(int argc, char **argv, export_args *args)
         case 't': eopt->title = optarg; break;
         case 'L': eopt->label_frontier = 1; break;
         case 'M': args->mixed = 0; break;
+        case 'K': args->measured = 1; break;
         case 'i': eopt->selection.include = optarg; break;
         case 'x': eopt->selection.exclude = optarg; break;
         case 'c': eopt->selection.configs = optarg; break;
@@ -198,7 +203,8 @@ int cmd_export(int argc, char **argv)
         if (found)
             eopt->mixed = &curve;
     }
-    if ((st = fr_export(&ds, &ix, eopt, out_path, &err)) != FR_OK) {
+    if ((st = args.measured ? fr_export_measured(path, eopt, out_path, &err)
+                            : fr_export(&ds, &ix, eopt, out_path, &err)) != FR_OK) {
         if (st == FR_E_USAGE)
             cli_usage_error(argv[0], "%s", err.msg);
         else

@@ -18,6 +18,7 @@
 #include "frontier/dataset.h"
 #include "frontier/frontier_store.h"
 #include "frontier/pareto.h"
+#include "frontier/allocate.h"
 
 static void print_help(FILE *out)
 {
@@ -26,6 +27,7 @@ static void print_help(FILE *out)
             "                              [--metric rel_err|out_rel_err|sqnr_db]\n"
             "                              [--include REGEX] [--exclude REGEX] [--configs REGEX]\n"
             "                              [--frontier-only] [--json] [--no-store]\n"
+            "                              [--calib FILE [--default-sensitivity X]]\n"
             "\n"
             "Aggregates every configuration over the selected tensors (bits per weight =\n"
             "sum of bits / sum of parameters; rel_err = sqrt(sum ||dW||^2 / sum ||W||^2);\n"
@@ -45,6 +47,11 @@ static void print_help(FILE *out)
             "  --frontier-only print the Pareto-optimal rows only\n"
             "  --json          print the points as JSON\n"
             "  --no-store      do not write /frontier/pareto_<by>_<metric> into RUN.h5\n"
+            "  --calib FILE    also the predicted KL divergence of each configuration used\n"
+            "                  on every selected tensor: sum alpha_t err_t^2 (err = out_rel_err\n"
+            "                  with --metric out_rel_err, else rel_err; alpha_t the file's\n"
+            "                  <module>.sensitivity; JSON: predicted_kl, null where a tensor\n"
+            "                  lacks a sensitivity and no --default-sensitivity is given)\n"
             "\n"
             "exit codes: 0 ok, 2 usage, 3 unreadable file, 4 not a frontier dataset or\n"
             "no usable result, 5 cannot update RUN.h5 (docs/exit-codes.md)\n");
@@ -53,6 +60,46 @@ static void print_help(FILE *out)
 static cJSON *json_number(double v)
 {
     return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+/* --calib: the predicted KL divergence sum_t alpha_t err_t^2 of each
+ * configuration used uniformly over the selected tensors (NaN when one of
+ * them lacks the result or a sensitivity). */
+typedef struct predict_ctx {
+    const fr_dataset *ds;
+    const fr_result_index *ix;
+    const fr_selector *sel;
+    const double *alpha;
+    double default_alpha;
+    fr_metric metric;
+} predict_ctx;
+
+static const predict_ctx *g_predict; /* set while printing, NULL without --calib */
+
+static double predicted_of(const char *config)
+{
+    const predict_ctx *c = g_predict;
+    int64_t k = fr_config_position(c->ds, config);
+    size_t n;
+    return k < 0 ? NAN
+                 : fr_alloc_predicted_uniform(c->ds, c->ix,
+                                              c->metric == FR_METRIC_OUT_REL_ERR ? c->metric
+                                                                                 : FR_METRIC_REL_ERR,
+                                              c->sel, c->alpha, c->default_alpha, (size_t)k, &n);
+}
+
+static void print_predicted(const fr_dataset *ds)
+{
+    const fr_selector *sel = g_predict->sel;
+    printf("\npredicted KL divergence (sum of alpha x %s^2 over the selected tensors)\n",
+           g_predict->metric == FR_METRIC_OUT_REL_ERR ? "out_rel_err" : "rel_err");
+    for (size_t c = 0; c < ds->n_configs; c++) {
+        if (!fr_selector_config(sel, ds->configs[c].name))
+            continue;
+        double v = predicted_of(ds->configs[c].name);
+        if (!isnan(v))
+            printf("  %-34s %.6g\n", ds->configs[c].name, v);
+    }
 }
 
 static int print_json(const fr_pareto *p)
@@ -101,6 +148,8 @@ static int print_json(const fr_pareto *p)
             cJSON_AddItemToObject(q, "sqnr_db", json_number(pt->sqnr_db));
             cJSON_AddItemToObject(q, "out_rel_err", json_number(pt->out_rel_err));
             cJSON_AddBoolToObject(q, "on_frontier", pt->on_frontier);
+            if (g_predict)
+                cJSON_AddItemToObject(q, "predicted_kl", json_number(predicted_of(pt->config_name)));
         }
     }
     char *text = cJSON_Print(root);
@@ -119,12 +168,17 @@ int cmd_pareto(int argc, char **argv)
         {"include", required_argument, NULL, 'i'}, {"exclude", required_argument, NULL, 'x'},
         {"configs", required_argument, NULL, 'c'}, {"frontier-only", no_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},          {"no-store", no_argument, NULL, 'n'},
+        {"calib", required_argument, NULL, 'C'},  {"default-sensitivity", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     fr_group_by by = FR_BY_CONFIG;
     fr_metric metric = FR_METRIC_REL_ERR;
     fr_selection sel = {NULL, NULL, NULL};
     int frontier_only = 0, json = 0, store = 1, opt;
+    const char *calib_path = NULL;
+    double default_alpha = NAN, *alpha = NULL;
+    fr_selector selector;
+    int have_selector = 0;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -151,6 +205,11 @@ int cmd_pareto(int argc, char **argv)
         case 'f': frontier_only = 1; break;
         case 'j': json = 1; break;
         case 'n': store = 0; break;
+        case 'C': calib_path = optarg; break;
+        case 'D':
+            if (!cli_parse_double(optarg, &default_alpha) || !(default_alpha >= 0))
+                return cli_usage_error(argv[0], "invalid --default-sensitivity '%s' (a number >= 0)", optarg);
+            break;
         case 'h': print_help(stdout); return FR_OK;
         case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
@@ -175,6 +234,28 @@ int cmd_pareto(int argc, char **argv)
         fr_error_log("%s", err.msg);
         return st;
     }
+    predict_ctx pctx = {&ds, &ix, NULL, NULL, default_alpha, metric};
+    if (calib_path || !isnan(default_alpha)) {
+        if (calib_path) {
+            if (!(alpha = malloc((ds.n_tensors + 1) * sizeof *alpha))) {
+                st = FR_E_NOMEM;
+                fr_error_log("out of memory");
+                goto done;
+            }
+            if ((st = fr_alloc_read_sensitivity(&ds, calib_path, alpha, &err)) != FR_OK) {
+                fr_error_log("%s", err.msg);
+                goto done;
+            }
+        }
+        if ((st = fr_selector_init(&selector, &sel, &err)) != FR_OK) {
+            st = cli_usage_error(argv[0], "%s", err.msg);
+            goto done;
+        }
+        have_selector = 1;
+        pctx.sel = &selector;
+        pctx.alpha = alpha;
+        g_predict = &pctx;
+    }
     if ((st = fr_pareto_compute(&ds, &ix, &sel, by, metric, &p, &err)) != FR_OK) {
         if (st == FR_E_USAGE) {
             st = cli_usage_error(argv[0], "%s", err.msg);
@@ -191,6 +272,8 @@ int cmd_pareto(int argc, char **argv)
         }
     } else {
         fr_pareto_print(stdout, &p, frontier_only);
+        if (g_predict)
+            print_predicted(&ds);
     }
     if (store) {
         command_line = cli_command_line(argc, argv);
@@ -209,6 +292,10 @@ int cmd_pareto(int argc, char **argv)
         fr_info("stored /frontier/%s in '%s'", name, path);
     }
 done:
+    g_predict = NULL;
+    if (have_selector)
+        fr_selector_free(&selector);
+    free(alpha);
     free(command_line);
     fr_pareto_free(&p);
     fr_result_index_free(&ix);

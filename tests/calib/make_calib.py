@@ -122,8 +122,11 @@ W = M + ".weight"
 # open: the header and the layout
 case("missing", "open", 3, "-", "cannot open '{path}': no such file or directory", None)
 case("empty", "open", 4, "-", "cannot read '{path}': empty file", b"")
-case("gguf", "open", 4, "-", PREFIX + "not a safetensors file",
+case("gguf", "open", 4, "-", PREFIX + 'a GGUF file with no general.type "imatrix" and no '
+     "<name>.in_sum2 tensor: not a llama.cpp importance matrix",
      b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
+case("onnx", "open", 4, "-", PREFIX + "not a safetensors file nor a llama.cpp importance matrix "
+     "(imatrix .gguf or .dat)", b"\x08\x07\x12\x04test" + b"\x00" * 8)
 truncated = one(base)
 case("truncated", "open", 4, "-",
      "cannot read '{path}': tensor '%s.act_sq_mean': data_offsets [288, 320] outside the "

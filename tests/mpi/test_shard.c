@@ -44,7 +44,7 @@ static void test_balance(void)
     const uint64_t bytes[] = {100, 200, 300, 200, 400};
     const size_t configs[] = {1, 1, 1, 1, 1};
     fake_plan(bytes, configs, 5);
-    size_t shard[5];
+    size_t shard[16]; /* the largest plan below has 16 items */
     double load[2];
     CHECK_OK(fr_shard_balance(fake_items, 5, 2, shard, load, &err), err);
     const size_t want[] = {1, 1, 1, 0, 0};

@@ -1,0 +1,51 @@
+/*
+ * GPTQ on the device (kernels/gptq.cu; the algorithm of quantizers/gptq.c,
+ * docs/calibration.md "GPTQ", docs/gpu.md "GPTQ"): cuSOLVER for the
+ * Cholesky factor of H^-1 (double, dampening retries), a kernel for the
+ * column loop inside each block of B = max(128, g) columns (one thread
+ * block per 8 rows, the block's columns in shared memory, one launch per
+ * block), cuBLAS (FP32 math) for the lazy updates of the later columns.
+ * C interface, no CUDA types. In the CPU emulation (tests/gpu/emu), which
+ * has no cuSOLVER or cuBLAS, the same kernels run with LAPACKE (the CPU
+ * reference's calls) for the factor and OpenBLAS for the lazy updates.
+ */
+#ifndef FR_KERNELS_GPTQ_H
+#define FR_KERNELS_GPTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "core/error.h"
+
+/* The variants, as quantizers/gptq.c numbers them. */
+enum { FR_GPTQ_PLAIN = 0, FR_GPTQ_ACT = 1, FR_GPTQ_REFSCALE = 2 };
+
+typedef struct fr_gptq_params {
+    int bits;          /* 2..8 */
+    int symmetric;     /* int sym / asym rule of quantizers/int_group.h */
+    int row_scales;    /* gC: one group per row (static scales) */
+    int64_t group;     /* columns per group (cols for gC) */
+    int variant;       /* FR_GPTQ_* */
+} fr_gptq_params;
+
+/*
+ * w_hat (device float32, rows x cols) = GPTQ of the device tensor w (enum
+ * frontier_dtype) under H ([cols x cols] float32, on the device when
+ * h_on_device, else host memory, uploaded). *damp_retries: how many times
+ * the dampening was raised x10 (at most 3, else FR_E_USAGE "not positive
+ * definite"); *damp_used: the final dampening in units of mean(diag H).
+ * Synchronises the stream.
+ */
+fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_t rows, int64_t cols,
+                       const float *h, int h_on_device, const fr_gptq_params *p, void *stream,
+                       int *damp_retries, double *damp_used, fr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

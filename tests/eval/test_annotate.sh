@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# frontier annotate (docs/dataset.md, "/frontier/measured") on the shipped
+# eval results of the stories260K study (examples/eval/stories260K, written
+# by scripts/study_stories260K.py; no torch here): round trip of every value,
+# re-annotation replacing a row, the dataset's own tables still reading
+# (checksums), and bad inputs with their exit codes: bad JSON, not an eval
+# result, an unknown configuration, an unknown recipe.
+set -uo pipefail
+bin=$1
+root=$2
+evals=$root/examples/eval/stories260K
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect() {
+  local want=$1
+  shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" = "$want" ] || { cat "$tmp/out" "$tmp/err"; fail "'$*' exited $rc, expected $want"; }
+}
+expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
+
+expect 0 "$bin" -q sweep "$root/data/stories260K" --bits 2..8 --calib "$root/data/stories260K/calib.safetensors" -o "$tmp/run.h5"
+files=$(ls "$evals"/*.json | grep -v summary.json)
+n=$(echo "$files" | wc -l)
+[ "$n" -ge 10 ] || fail "only $n shipped eval results"
+# shellcheck disable=SC2086
+expect 0 "$bin" annotate "$tmp/run.h5" $files
+expect_err "stored $n measured results under /frontier/measured"
+expect 0 "$bin" annotate "$tmp/run.h5" --list
+[ "$(grep -c -E ' (config|recipe) ' "$tmp/out")" = "$n" ] || { cat "$tmp/out"; fail "--list does not show $n rows"; }
+cp "$tmp/out" "$tmp/list1"
+# every kl_mean and ppl back as given (printed to 5 digits)
+python3 - "$tmp/list1" $files <<'PY' || fail "values differ"
+import json, sys
+rows = {l.split()[0]: l.split() for l in open(sys.argv[1]).read().splitlines()[1:]}
+for f in sys.argv[2:]:
+    d = json.load(open(f))
+    r = rows[d["name"]]
+    assert r[1] == ("config" if "config" in d else "recipe"), (f, r)
+    assert abs(float(r[3]) - d["kl_mean"]) <= 1e-4 * abs(d["kl_mean"]) + 1e-12, (f, r[3], d["kl_mean"])
+    assert abs(float(r[4]) - d["ppl_quant"]) <= 1e-4 * d["ppl_quant"], (f, r[4])
+PY
+# the dataset itself still reads (its checksums) and pareto/allocate still run
+expect 0 "$bin" pareto "$tmp/run.h5" --no-store
+expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 --summary
+# allocate stored /frontier/allocation_3.5 through its own transaction: measured stays
+expect 0 "$bin" annotate "$tmp/run.h5"
+[ "$(grep -c -E ' (config|recipe) ' "$tmp/out")" = "$n" ] || fail "rows lost after allocate"
+# export --measured draws them (tex: no cairo needed); csv is refused; no rows: exit 4
+expect 0 "$bin" export "$tmp/run.h5" --measured -o "$tmp/kl.tex"
+grep -q "Measured mean KL divergence" "$tmp/kl.tex" || fail "export --measured: no KL axis"
+grep -q "recipes (allocations)" "$tmp/kl.tex" || fail "export --measured: no recipe series"
+expect 2 "$bin" export "$tmp/run.h5" --measured -o "$tmp/kl.csv"
+"$bin" -q sweep "$root/data/stories260K" --bits 8..8 -o "$tmp/bare.h5" >/dev/null 2>&1
+expect 4 "$bin" export "$tmp/bare.h5" --measured -o "$tmp/kl2.tex"
+# re-annotating a name replaces its row
+one=$(echo "$files" | head -1)
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['kl_mean']=123.5; json.dump(d,open(sys.argv[2],'w'))" "$one" "$tmp/one.json"
+cp -r "$evals/recipes" "$tmp/" 2>/dev/null
+expect 0 "$bin" annotate "$tmp/run.h5" "$tmp/one.json" --list
+[ "$(grep -c -E ' (config|recipe) ' "$tmp/out")" = "$n" ] || fail "re-annotation added a row"
+grep -q " 123.5 " "$tmp/out" || { cat "$tmp/out"; fail "re-annotation did not replace the row"; }
+# bad inputs: nothing changes
+cp "$tmp/run.h5" "$tmp/before.h5"
+echo '{"format": "frontier-eval", "kl_mean": ' > "$tmp/bad.json"
+expect 4 "$bin" annotate "$tmp/run.h5" "$tmp/bad.json"
+expect_err "not JSON"
+echo '{"kl_mean": 1}' > "$tmp/notev.json"
+expect 4 "$bin" annotate "$tmp/run.h5" "$tmp/notev.json"
+expect_err "not an eval result"
+echo '{"format": "frontier-eval", "config": "int9-g7-sym", "kl_mean": 1}' > "$tmp/unk.json"
+expect 2 "$bin" annotate "$tmp/run.h5" "$one" "$tmp/unk.json"
+expect_err "unknown configuration 'int9-g7-sym'"
+echo '{"format": "frontier-eval", "recipe": "nowhere.json", "kl_mean": 1}' > "$tmp/unkr.json"
+expect 2 "$bin" annotate "$tmp/run.h5" "$tmp/unkr.json"
+expect_err "unknown recipe: cannot read"
+echo '{"recipe": {"model.layers.0.nope.weight": "int4-g32-sym"}}' > "$tmp/r.json"
+echo '{"format": "frontier-eval", "recipe": "r.json", "kl_mean": 1}' > "$tmp/unkr2.json"
+expect 2 "$bin" annotate "$tmp/run.h5" "$tmp/unkr2.json"
+expect_err "a tensor not in the dataset"
+cmp -s "$tmp/run.h5" "$tmp/before.h5" || fail "a refused annotation changed the dataset"
+echo "test_annotate: all checks passed"
