@@ -395,9 +395,7 @@ fr_status fr_exec_lanes(fr_exec_fn run, const int *device, int n_lanes, const fr
         fr_shard_lost(items, n_items, L.done, lost, sizeof lost);
         *err = L.lane[failed].err;
         st = L.lane[failed].status;
-        char prefix[64];
-        snprintf(prefix, sizeof prefix, "device %d: ", device[failed]);
-        fr_error_prefix(err, prefix);
+        fr_error_prefix(err, "device %d: ", device[failed]);
         if (lost[0]) {
             size_t at = strlen(err->msg);
             snprintf(err->msg + at, sizeof err->msg - at, "; %s", lost);
