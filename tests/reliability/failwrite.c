@@ -135,7 +135,7 @@ int fflush(FILE *f)
 int fclose(FILE *f)
 {
     REAL(fclose);
-    int fail = f && must_fail(fileno(f), (size_t)1);
+    int fail = must_fail(fileno(f), (size_t)1); /* glibc declares f non-NULL */
     int e = errno;
     int rc = real_fclose(f);
     if (fail) {
