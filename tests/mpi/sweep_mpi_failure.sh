@@ -13,7 +13,7 @@ PLUGIN=${4:?usage: sweep_mpi_failure.sh FRONTIER DATA MPIEXEC FAIL_PLUGIN}
 # make the order within a rank the plan's.
 SPEC="gaussian:256x512,gaussian:256x520,gaussian:256x504,laplace:128x96"
 ARGS=(sweep --synthetic "$SPEC" --plugin "$PLUGIN" --quantizers 'int4*,failtest*'
-      --threads 1 --cpu-batch-bytes 0)
+      --threads 1 --cpu-batch-bytes 0 --device cpu)
 
 FRONTIER_TEST_FAIL= expect_rc 0 "one process" -- "$FRONTIER" -q "${ARGS[@]}" -o ref.h5
 all=$(rows ref.h5)
