@@ -70,22 +70,7 @@ git rev-parse HEAD >> "$LOG" 2>&1 || log "git: no repository in this copy (see t
 { nvcc --version | tail -2; cmake --version | head -1; ninja --version; gcc --version | head -1; nproc; } >> "$LOG" 2>&1
 
 # ---- 1. dependencies and build ----
-rm -rf "$PREFIX"
-mkdir -p "$PREFIX"
-for deb in .carry/debs/*.deb; do
-  [ -f "$deb" ] && dpkg -x "$deb" "$PREFIX"
-done
-PCDIR=$PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig
-if [ -f "$PCDIR/libcjson.pc" ]; then
-  sed -i "s|=/usr|=$PREFIX/usr|g" "$PCDIR"/*.pc
-  export PKG_CONFIG_PATH=$PCDIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-  export CMAKE_PREFIX_PATH=$PREFIX/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
-  export LD_LIBRARY_PATH=$PREFIX/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export CPATH=$PREFIX/usr/include${CPATH:+:$CPATH}
-  log "cJSON from .carry/debs in $PREFIX"
-else
-  log "no .carry/debs (run scripts/device-prepare.sh first): relying on a system cJSON"
-fi
+source scripts/device-deps.sh
 JOBS=$(nproc)
 step configure 90 "$LOG" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFRONTIER_CUDA=ON -DFRONTIER_PLOTS=AUTO -DFRONTIER_MPI=AUTO
