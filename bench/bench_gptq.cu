@@ -8,7 +8,11 @@
  * tr(W H W^T)) with rel_err.
  *
  *   bench_gptq [--tokens T] [--reps N] [--shapes 4096x4096,14336x4096]
- *              [--dir DIR] [--json FILE]
+ *              [--dir DIR] [--json FILE] [--phases]
+ *
+ * After the timed calls, one more call with phase timing
+ * (fr_cuda_gptq_timed: setup, factorisation, preparation, the block loop's
+ * wall time, the column-loop kernels' and the lazy-update GEMMs' sums) goes into the JSON ("phases") and, with --phases, the output.
  *
  * --dir writes, per shape, DIR/w_RxC.f32 and DIR/h_C.f32 (raw little-endian
  * float32, row-major) for bench/peers/torch_gptq.py, which runs the eager
@@ -87,7 +91,7 @@ static void write_file(const char *path, const void *p, size_t bytes)
 int main(int argc, char **argv)
 {
     int64_t tokens = 8192;
-    int reps = 5;
+    int reps = 5, show_phases = 0;
     const char *shapes = "4096x4096,14336x4096", *dir = NULL, *json = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
@@ -100,9 +104,11 @@ int main(int argc, char **argv)
             dir = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
+        else if (!strcmp(argv[i], "--phases"))
+            show_phases = 1;
         else {
             fprintf(stderr, "usage: bench_gptq [--tokens T] [--reps N] [--shapes RxC,...] "
-                            "[--dir DIR] [--json FILE]\n");
+                            "[--dir DIR] [--json FILE] [--phases]\n");
             return 2;
         }
     }
@@ -218,6 +224,18 @@ int main(int argc, char **argv)
                 ms.push_back(t);
         }
         std::sort(ms.begin(), ms.end());
+        /* where the time goes: the median of the phases of --reps timed calls */
+        std::vector<fr_gptq_phases> phs;
+        for (int r = 0; r < reps; r++) {
+            fr_gptq_phases ph;
+            FR(fr_cuda_gptq_timed(w_d, FRONTIER_DTYPE_F32, q_d, rows, n, h_d, 1, &gp, (void *)s,
+                                  &retries, &damp, &ph, &err));
+            phs.push_back(ph);
+        }
+        std::sort(phs.begin(), phs.end(), [](const fr_gptq_phases &x, const fr_gptq_phases &y) {
+            return x.loop_ms + x.factor_ms < y.loop_ms + y.factor_ms;
+        });
+        const fr_gptq_phases ph = phs[phs.size() / 2];
         const double med = ms.size() % 2 ? ms[ms.size() / 2]
                                          : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
         double ref = 0.0, out = 0.0;
@@ -229,6 +247,11 @@ int main(int argc, char **argv)
         char name[64];
         snprintf(name, sizeof name, "%lldx%lld", (long long)rows, (long long)n);
         printf("%-12s %12.3f %12.6g %12.6g %8d\n", name, med, out_rel, rel, retries);
+        if (show_phases)
+            printf("  phases (ms): setup %.3f, factor %.3f (A + potrf %.3f), prep %.3f, loop %.3f "
+                   "(column kernels %.3f, lazy GEMMs %.3f), tries %d\n",
+                   ph.setup_ms, ph.factor_ms, ph.potrf_ms, ph.prep_ms, ph.loop_ms, ph.block_ms,
+                   ph.update_ms, ph.factor_tries);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "shape", name);
         cJSON_AddNumberToObject(o, "rows", (double)rows);
@@ -238,6 +261,14 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "out_rel_err", out_rel);
         cJSON_AddNumberToObject(o, "rel_err", rel);
         cJSON_AddNumberToObject(o, "damp_retries", retries);
+        cJSON *po = cJSON_AddObjectToObject(o, "phases_ms");
+        cJSON_AddNumberToObject(po, "setup", ph.setup_ms);
+        cJSON_AddNumberToObject(po, "factor", ph.factor_ms);
+        cJSON_AddNumberToObject(po, "factor_potrf", ph.potrf_ms);
+        cJSON_AddNumberToObject(po, "prep", ph.prep_ms);
+        cJSON_AddNumberToObject(po, "loop", ph.loop_ms);
+        cJSON_AddNumberToObject(po, "column_kernels", ph.block_ms);
+        cJSON_AddNumberToObject(po, "lazy_gemms", ph.update_ms);
         cJSON_AddItemToArray(arr, o);
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);

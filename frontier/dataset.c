@@ -124,6 +124,18 @@ fr_status fr_dataset_add_result(fr_dataset *ds, const fr_ds_result *row, fr_erro
     return FR_OK;
 }
 
+fr_status fr_dataset_add_expert_result(fr_dataset *ds, const fr_ds_result *row, uint32_t expert,
+                                       fr_error *err)
+{
+    if (reserve((void **)&ds->expert_results, ds->n_expert_results, sizeof *ds->expert_results) != 0)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    fr_ds_expert_result *r = &ds->expert_results[ds->n_expert_results++];
+    r->row = *row;
+    r->row.device[sizeof r->row.device - 1] = '\0';
+    r->expert = expert;
+    return FR_OK;
+}
+
 void fr_dataset_free(fr_dataset *ds)
 {
     if (!ds)
@@ -139,6 +151,7 @@ void fr_dataset_free(fr_dataset *ds)
     free_rows(ds->configs, ds->n_configs, &ds_configs_table);
     free_rows(ds->skipped, ds->n_skipped, &ds_skipped_table);
     free(ds->results);
+    free(ds->expert_results);
     memset(ds, 0, sizeof *ds);
 }
 
@@ -172,6 +185,15 @@ static int cmp_result(const void *a, const void *b)
     return 0;
 }
 
+static int cmp_expert_result(const void *a, const void *b)
+{
+    const fr_ds_expert_result *x = a, *y = b;
+    int c = cmp_result(&x->row, &y->row);
+    if (c)
+        return c;
+    return x->expert < y->expert ? -1 : x->expert > y->expert;
+}
+
 static int cmp_skipped(const void *a, const void *b)
 {
     const fr_ds_skipped *x = a, *y = b;
@@ -187,6 +209,9 @@ void fr_dataset_sort(fr_dataset *ds)
 {
     if (ds->n_results > 1)
         qsort(ds->results, ds->n_results, sizeof *ds->results, cmp_result);
+    if (ds->n_expert_results > 1)
+        qsort(ds->expert_results, ds->n_expert_results, sizeof *ds->expert_results,
+              cmp_expert_result);
     if (ds->n_skipped > 1)
         qsort(ds->skipped, ds->n_skipped, sizeof *ds->skipped, cmp_skipped);
 }
@@ -334,7 +359,8 @@ static fr_status read_int_attr(const reader *rd, const char *name, int64_t *out,
 
 /* Reads table into a freshly allocated array of capacity(n) rows of the
  * in-memory struct. Every field of the schema must exist in the file
- * (extra fields are ignored: newer files stay readable). */
+ * (extra fields are ignored: newer files stay readable), except optional
+ * ones, which read as 0 when absent (files from before they existed). */
 static fr_status read_table(const reader *rd, const ds_table *table, void **rows_out,
                             size_t *n_out, fr_error *err)
 {
@@ -356,8 +382,13 @@ static fr_status read_table(const reader *rd, const ds_table *table, void **rows
                      table->name);
         goto done;
     }
+    uint64_t absent = 0; /* optional fields the file lacks: read as 0 */
     for (size_t i = 0; i < table->n_fields; i++) {
         int idx = H5Tget_member_index(ftype, table->fields[i].name);
+        if (idx < 0 && ds_field_optional(&table->fields[i])) {
+            absent |= (uint64_t)1 << i;
+            continue;
+        }
         H5T_class_t want = table->fields[i].type == DS_STR   ? H5T_STRING
                            : table->fields[i].type == DS_F64 ? H5T_FLOAT
                                                              : H5T_INTEGER;
@@ -388,7 +419,7 @@ static fr_status read_table(const reader *rd, const ds_table *table, void **rows
                      table->name, (long long)n);
         goto done;
     }
-    mtype = ds_table_type(table, 0);
+    mtype = ds_table_type_subset(table, 0, absent);
     if (mtype < 0) {
         st = fr_fail(err, FR_E_FAIL, "cannot build the type of /%s", table->name);
         goto done;
@@ -615,6 +646,23 @@ static fr_status convert_results(const char *path, ds_result_io *io, size_t n, f
     return FR_OK;
 }
 
+/* Converts staged /expert_results rows into fr_ds_expert_result. */
+static fr_status convert_expert_results(const char *path, ds_expert_io *io, size_t n,
+                                        fr_dataset *ds, fr_error *err)
+{
+    ds->expert_results = calloc(capacity(n), sizeof *ds->expert_results);
+    if (!ds->expert_results)
+        return fr_fail(err, FR_E_NOMEM, "'%s': cannot allocate /expert_results", path);
+    for (size_t i = 0; i < n; i++) {
+        fr_ds_expert_result *r = &ds->expert_results[i];
+        r->row = io[i].io.row;
+        r->expert = io[i].expert;
+        snprintf(r->row.device, sizeof r->row.device, "%s", io[i].io.device ? io[i].io.device : "");
+    }
+    ds->n_expert_results = n;
+    return FR_OK;
+}
+
 /* Ids referenced by rows must exist: the analysis commands rely on it. */
 static fr_status check_references(const char *path, const fr_dataset *ds, fr_error *err)
 {
@@ -633,6 +681,14 @@ static fr_status check_references(const char *path, const fr_dataset *ds, fr_err
         if (!fr_dataset_config(ds, ds->results[i].config_id))
             return fr_fail(err, FR_E_FORMAT, "'%s': /results row %zu names config_id %u, absent from /configs",
                            path, i, ds->results[i].config_id);
+    }
+    for (size_t i = 0; i < ds->n_expert_results; i++) {
+        const fr_ds_result *r = &ds->expert_results[i].row;
+        if (!fr_dataset_tensor(ds, r->tensor_id) || !fr_dataset_config(ds, r->config_id))
+            return fr_fail(err, FR_E_FORMAT,
+                           "'%s': /expert_results row %zu names tensor_id %u or config_id %u, "
+                           "absent from /tensors or /configs",
+                           path, i, r->tensor_id, r->config_id);
     }
     return FR_OK;
 }
@@ -710,6 +766,22 @@ fr_status fr_dataset_read(const char *path, fr_dataset *ds, fr_error *err)
     }
     if (st != FR_OK)
         goto done;
+    /* /expert_results is optional: only a --split-experts run writes it */
+    if (H5Lexists(rd.file, ds_expert_results_table.name, H5P_DEFAULT) > 0) {
+        rows = NULL;
+        n = 0;
+        st = read_table(&rd, &ds_expert_results_table, &rows, &n, err);
+        if (rows) {
+            ds_expert_io *io = rows;
+            if (st == FR_OK)
+                st = convert_expert_results(path, io, n, ds, err);
+            for (size_t i = 0; i < n; i++)
+                free(io[i].io.device);
+            free(io);
+        }
+        if (st != FR_OK)
+            goto done;
+    }
     st = check_references(path, ds, err);
 done:
     close_reader(&rd);

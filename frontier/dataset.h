@@ -59,8 +59,30 @@ typedef struct fr_ds_result {
     double out_sq_err;   /* tr(dW H dW^T), NaN without calibration */
     double out_sq_ref;   /* tr(W H W^T), NaN without calibration */
     double seconds;
+    uint32_t flags;      /* FR_ROW_*: numeric edge cases (docs/dataset.md); 0 in older files */
     char device[16];     /* "cpu", "cuda:0" */
 } fr_ds_result;
+
+/* Bits of fr_ds_result.flags (/results `flags`, docs/dataset.md "Numeric
+ * flags"). 0 means "not examined": files written before the column
+ * existed, and rows of an executor that does not report the facts. */
+#define FR_ROW_CHECKED 0x1u         /* the tensor's values were examined */
+#define FR_ROW_ALL_ZERO 0x2u        /* every element is +0 or -0 */
+#define FR_ROW_SUBNORMAL 0x4u       /* some element is a float32 subnormal */
+#define FR_ROW_NEG_ZERO 0x8u        /* some element is -0.0 */
+#define FR_ROW_SCALE_OVERFLOW 0x10u /* a scale saturates at its dtype's largest value */
+#define FR_ROW_SCALE_UNDERFLOW 0x20u /* a group that is not all zero gets a scale of 0
+                                       (or an e8m0 exponent clamped at -127) */
+#define FR_ROW_SCALE_UNCHECKED 0x40u /* the configuration's params define no scale rule
+                                        frontier can evaluate: the two bits above are not examined */
+
+/* A row of /expert_results (docs/dataset.md): one expert of an expert
+ * stack under one configuration (frontier sweep --split-experts); the
+ * stack's own row, the sum over its experts, is in /results. */
+typedef struct fr_ds_expert_result {
+    fr_ds_result row;    /* bits_per_weight and total_bits: one expert's */
+    uint32_t expert;     /* index along the stack's leading dimension */
+} fr_ds_expert_result;
 
 typedef struct fr_ds_skipped {
     uint32_t source_id;
@@ -84,6 +106,8 @@ typedef struct fr_dataset {
     fr_ds_config *configs;
     fr_ds_result *results;
     fr_ds_skipped *skipped;
+    size_t n_expert_results; /* /expert_results: absent (0 rows) without --split-experts */
+    fr_ds_expert_result *expert_results;
 } fr_dataset;
 
 /* Reads every table of a dataset (not /frontier). Fails with FR_E_FORMAT
@@ -108,11 +132,14 @@ fr_status fr_dataset_add_tensor(fr_dataset *ds, const fr_ds_tensor *row, fr_erro
 fr_status fr_dataset_add_config(fr_dataset *ds, const fr_ds_config *row, fr_error *err);
 fr_status fr_dataset_add_result(fr_dataset *ds, const fr_ds_result *row, fr_error *err);
 fr_status fr_dataset_add_skipped(fr_dataset *ds, const fr_ds_skipped *row, fr_error *err);
+fr_status fr_dataset_add_expert_result(fr_dataset *ds, const fr_ds_result *row, uint32_t expert,
+                                       fr_error *err);
 
 /* Replaces a root string attribute (e.g. &ds->command_line) with a copy of value. */
 fr_status fr_dataset_set_string(char **field, const char *value, fr_error *err);
 
-/* Orders /results by (tensor_id, config_id) and /skipped by (source_id,
+/* Orders /results by (tensor_id, config_id), /expert_results by
+ * (tensor_id, config_id, expert) and /skipped by (source_id,
  * name, config), so equal runs give equal files whatever the completion order. */
 void fr_dataset_sort(fr_dataset *ds);
 

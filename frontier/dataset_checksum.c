@@ -62,7 +62,10 @@ void ds_hash_rows(ds_hash *h, const ds_table *table, const void *rows, size_t n)
             case DS_U32: {
                 uint32_t v;
                 memcpy(&v, at, sizeof v);
-                hash_u64(h, v);
+                /* an optional field counts only where it is set, so a file
+                 * without it (read as 0) keeps its checksum */
+                if (v || !ds_field_optional(&table->fields[f]))
+                    hash_u64(h, v);
                 break;
             }
             case DS_U64:

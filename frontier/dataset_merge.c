@@ -105,6 +105,19 @@ static int same_result(const void *ctx, size_t index)
     return r->tensor_id == k->tensor_id && r->config_id == k->config_id;
 }
 
+typedef struct expert_key {
+    const fr_dataset *out;
+    uint32_t tensor_id, config_id, expert;
+} expert_key;
+
+static int same_expert_result(const void *ctx, size_t index)
+{
+    const expert_key *k = ctx;
+    const fr_ds_expert_result *r = &k->out->expert_results[index];
+    return r->row.tensor_id == k->tensor_id && r->row.config_id == k->config_id &&
+           r->expert == k->expert;
+}
+
 typedef struct skipped_key {
     const fr_dataset *out;
     const fr_ds_skipped *row;
@@ -149,6 +162,13 @@ static const char *row_disagreement(const fr_ds_result *a, const fr_ds_result *b
     CMP(out_sq_err)
     CMP(out_sq_ref)
 #undef CMP
+    /* numeric flags: 0 is "not examined" (an older file, or an executor
+     * that does not report them), which any examined value completes */
+    if (a->flags && b->flags && a->flags != b->flags) {
+        *va = (double)a->flags;
+        *vb = (double)b->flags;
+        return "flags";
+    }
     return NULL;
 }
 
@@ -188,7 +208,7 @@ static fr_status append_devices(fr_dataset *out, const char *devices, fr_error *
 typedef struct merge {
     fr_dataset *out;
     fr_merge_stats *stats;
-    hmap tensors, configs, results, skipped;
+    hmap tensors, configs, results, skipped, experts;
     uint32_t *source_map, *tensor_map, *config_map; /* by row of the input: the out id */
     const char **tensor_from; /* input name where each out tensor came from */
     const char **config_from;
@@ -200,12 +220,14 @@ typedef struct merge {
 static int merge_init(merge *m, const fr_dataset *in, size_t n)
 {
     size_t total_tensors = 0, total_configs = 0, total_results = 0, total_skipped = 0;
+    size_t total_experts = 0;
     size_t max_sources = 0, max_tensors = 0, max_configs = 0;
     for (size_t i = 0; i < n; i++) {
         total_tensors += in[i].n_tensors;
         total_configs += in[i].n_configs;
         total_results += in[i].n_results;
         total_skipped += in[i].n_skipped;
+        total_experts += in[i].n_expert_results;
         if (in[i].n_sources > max_sources)
             max_sources = in[i].n_sources;
         if (in[i].n_tensors > max_tensors)
@@ -222,7 +244,7 @@ static int merge_init(merge *m, const fr_dataset *in, size_t n)
     return m->source_map && m->tensor_map && m->config_map && m->tensor_from && m->config_from &&
            m->result_from && !hmap_init(&m->tensors, total_tensors) &&
            !hmap_init(&m->configs, total_configs) && !hmap_init(&m->results, total_results) &&
-           !hmap_init(&m->skipped, total_skipped);
+           !hmap_init(&m->skipped, total_skipped) && !hmap_init(&m->experts, total_experts);
 }
 
 static void merge_free(merge *m)
@@ -231,6 +253,7 @@ static void merge_free(merge *m)
     hmap_free(&m->configs);
     hmap_free(&m->results);
     hmap_free(&m->skipped);
+    hmap_free(&m->experts);
     free(m->source_map);
     free(m->tensor_map);
     free(m->config_map);
@@ -404,6 +427,8 @@ static fr_status merge_results(merge *m, const fr_dataset *d, const char *name, 
                 return fr_fail(err, FR_E_MISMATCH,
                                "'%s' on '%s' disagrees: %s is %.17g in '%s' but %.17g in '%s'",
                                c->name, t->name, field, va, m->result_from[at], vb, name);
+            if (!out->results[at].flags)
+                out->results[at].flags = mapped.flags;
             if (m->stats)
                 m->stats->n_duplicate_rows++;
             continue;
@@ -412,6 +437,44 @@ static fr_status merge_results(merge *m, const fr_dataset *d, const char *name, 
             return st;
         m->result_from[out->n_results - 1] = name;
         hmap_put(&m->results, slot, h, out->n_results - 1);
+    }
+    return FR_OK;
+}
+
+/* The same for /expert_results (--split-experts): rows keyed by (tensor,
+ * configuration, expert); one out already has must agree with it. */
+static fr_status merge_expert_results(merge *m, const fr_dataset *d, const char *name,
+                                      fr_error *err)
+{
+    fr_status st;
+    fr_dataset *out = m->out;
+    for (size_t r = 0; r < d->n_expert_results; r++) {
+        const fr_ds_expert_result *row = &d->expert_results[r];
+        const fr_ds_tensor *t = fr_dataset_tensor(d, row->row.tensor_id);
+        const fr_ds_config *c = fr_dataset_config(d, row->row.config_id);
+        if (!t || !c)
+            return fr_fail(err, FR_E_FORMAT, "'%s': /expert_results row %zu has unknown ids",
+                           name, r);
+        fr_ds_result mapped = row->row;
+        mapped.tensor_id = m->tensor_map[t - d->tensors];
+        mapped.config_id = m->config_map[c - d->configs];
+        expert_key key = {out, mapped.tensor_id, mapped.config_id, row->expert};
+        uint64_t h = mix(mix(mix(0, mapped.tensor_id), mapped.config_id), row->expert);
+        size_t slot = 0;
+        long at = hmap_find(&m->experts, h, same_expert_result, &key, &slot);
+        if (at >= 0) {
+            double va = 0, vb = 0;
+            const char *field = row_disagreement(&out->expert_results[at].row, &mapped, &va, &vb);
+            if (field)
+                return fr_fail(err, FR_E_MISMATCH,
+                               "'%s' on '%s' expert %u disagrees: %s is %.17g in one input but "
+                               "%.17g in '%s'",
+                               c->name, t->name, row->expert, field, va, vb, name);
+            continue;
+        }
+        if ((st = fr_dataset_add_expert_result(out, &mapped, row->expert, err)) != FR_OK)
+            return st;
+        hmap_put(&m->experts, slot, h, out->n_expert_results - 1);
     }
     return FR_OK;
 }
@@ -486,7 +549,8 @@ fr_status fr_dataset_merge(const fr_dataset *in, const char *const *names, size_
             (st = merge_sources(&m, &in[i], err)) != FR_OK ||
             (st = merge_configs(&m, &in[i], names[i], err)) != FR_OK ||
             (st = merge_tensors(&m, &in[i], names[i], err)) != FR_OK ||
-            (st = merge_results(&m, &in[i], names[i], err)) != FR_OK)
+            (st = merge_results(&m, &in[i], names[i], err)) != FR_OK ||
+            (st = merge_expert_results(&m, &in[i], names[i], err)) != FR_OK)
             goto done;
     for (size_t i = 0; i < n; i++)
         if ((st = merge_skipped(&m, &in[i], err)) != FR_OK)

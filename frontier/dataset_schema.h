@@ -10,6 +10,7 @@
 #include <hdf5.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "frontier/dataset.h"
 
@@ -96,6 +97,36 @@ static const ds_field ds_result_fields[] = {
     DS_RESULT_FIELD(out_sq_ref, DS_F64),
     DS_RESULT_FIELD(seconds, DS_F64),
     DS_FIELD(ds_result_io, device, DS_STR),
+    /* added after schema 1 files existed: optional (ds_field_optional) */
+    DS_RESULT_FIELD(flags, DS_U32),
+};
+
+/* /expert_results: the /results fields and the expert index */
+typedef struct ds_expert_io {
+    ds_result_io io;
+    uint32_t expert;
+} ds_expert_io;
+
+#define DS_EXPERT_FIELD(member, kind) \
+    {.name = #member, .type = kind, .offset = offsetof(ds_expert_io, io.row.member)}
+
+static const ds_field ds_expert_result_fields[] = {
+    DS_EXPERT_FIELD(tensor_id, DS_U32),
+    {.name = "expert", .type = DS_U32, .offset = offsetof(ds_expert_io, expert)},
+    DS_EXPERT_FIELD(config_id, DS_U32),
+    DS_EXPERT_FIELD(bits_per_weight, DS_F64),
+    DS_EXPERT_FIELD(total_bits, DS_U64),
+    DS_EXPERT_FIELD(rel_err, DS_F64),
+    DS_EXPERT_FIELD(sqnr_db, DS_F64),
+    DS_EXPERT_FIELD(max_abs_err, DS_F64),
+    DS_EXPERT_FIELD(cosine, DS_F64),
+    DS_EXPERT_FIELD(out_rel_err, DS_F64),
+    DS_EXPERT_FIELD(sq_err, DS_F64),
+    DS_EXPERT_FIELD(out_sq_err, DS_F64),
+    DS_EXPERT_FIELD(out_sq_ref, DS_F64),
+    DS_EXPERT_FIELD(seconds, DS_F64),
+    DS_EXPERT_FIELD(flags, DS_U32),
+    {.name = "device", .type = DS_STR, .offset = offsetof(ds_expert_io, io.device)},
 };
 
 static const ds_field ds_skipped_fields[] = {
@@ -107,6 +138,15 @@ static const ds_field ds_skipped_fields[] = {
 
 #define DS_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Optional fields: integers added to a table after files existed without
+ * them (docs/dataset.md, "Versioning"). A file without one reads it as 0,
+ * and the checksum encodes it only where it is nonzero, so files without
+ * it keep their checksums. */
+static inline int ds_field_optional(const ds_field *field)
+{
+    return field->type == DS_U32 && !strcmp(field->name, "flags");
+}
+
 /* Chunks: /results grows by appends of many rows; the others are small. */
 static const ds_table ds_sources_table = {"sources", ds_source_fields, DS_COUNT(ds_source_fields),
                                           sizeof(fr_ds_source), 64};
@@ -116,6 +156,9 @@ static const ds_table ds_configs_table = {"configs", ds_config_fields, DS_COUNT(
                                           sizeof(fr_ds_config), 256};
 static const ds_table ds_results_table = {"results", ds_result_fields, DS_COUNT(ds_result_fields),
                                           sizeof(ds_result_io), 4096};
+static const ds_table ds_expert_results_table = {"expert_results", ds_expert_result_fields,
+                                                 DS_COUNT(ds_expert_result_fields),
+                                                 sizeof(ds_expert_io), 4096};
 static const ds_table ds_skipped_table = {"skipped", ds_skipped_fields,
                                           DS_COUNT(ds_skipped_fields), sizeof(fr_ds_skipped), 256};
 
@@ -128,6 +171,9 @@ static const ds_table ds_skipped_table = {"skipped", ds_skipped_fields,
 /* Compound types of a table: in memory (native, row struct offsets) or in
  * the file (little-endian, packed). Returns a type id or H5I_INVALID_HID. */
 hid_t ds_table_type(const ds_table *table, int for_file);
+/* The same without the fields whose bit is set in skip (bit i: field i):
+ * the memory type of a file that lacks optional fields. */
+hid_t ds_table_type_subset(const ds_table *table, int for_file, uint64_t skip);
 
 /* A variable-length UTF-8 string type. */
 hid_t ds_string_type(void);

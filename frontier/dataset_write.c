@@ -190,6 +190,11 @@ static hid_t field_type(ds_field_type type, int for_file)
 
 hid_t ds_table_type(const ds_table *table, int for_file)
 {
+    return ds_table_type_subset(table, for_file, 0);
+}
+
+hid_t ds_table_type_subset(const ds_table *table, int for_file, uint64_t skip)
+{
     hid_t member[32];
     size_t total = 0;
     hid_t compound = H5I_INVALID_HID;
@@ -200,13 +205,16 @@ hid_t ds_table_type(const ds_table *table, int for_file)
         member[made] = field_type(table->fields[made].type, for_file);
         if (member[made] < 0)
             goto done;
-        total += H5Tget_size(member[made]);
+        if (!(skip >> made & 1))
+            total += H5Tget_size(member[made]);
     }
     compound = H5Tcreate(H5T_COMPOUND, for_file ? total : table->row_size);
     if (compound < 0)
         goto done;
     size_t offset = 0;
     for (size_t i = 0; i < table->n_fields; i++) {
+        if (skip >> i & 1)
+            continue;
         size_t at = for_file ? offset : table->fields[i].offset;
         if (H5Tinsert(compound, table->fields[i].name, at, member[i]) < 0) {
             H5Tclose(compound);
@@ -281,13 +289,14 @@ static int write_string_attr(hid_t loc, const char *name, const char *value)
  * rows is n in-memory rows; for /results (results != NULL, rows NULL) the
  * rows are staged block by block as ds_result_io first. */
 static int write_table(hid_t file, const ds_table *table, const void *rows, size_t n,
-                       const fr_ds_result *results)
+                       const fr_ds_result *results, const fr_ds_expert_result *experts)
 {
     int rc = -1;
     hid_t mem_type = ds_table_type(table, 0), file_type = ds_table_type(table, 1);
     hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID;
     hid_t mspace = H5I_INVALID_HID;
     ds_result_io *stage = NULL;
+    ds_expert_io *estage = NULL;
     ds_hash hash;
     char sum[DS_CHECKSUM_TEXT];
     hsize_t dims[1] = {n}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {table->chunk_rows};
@@ -301,7 +310,7 @@ static int write_table(hid_t file, const ds_table *table, const void *rows, size
     dset = H5Dcreate2(file, table->name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (dset < 0)
         goto done;
-    if (n > 0 && !results) {
+    if (n > 0 && !results && !experts) {
         if (H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)
             goto done;
         ds_hash_rows(&hash, table, rows, n);
@@ -328,12 +337,37 @@ static int write_table(hid_t file, const ds_table *table, const void *rows, size
             mspace = H5I_INVALID_HID;
         }
     }
+    /* /expert_results: the same staging, each row with its expert */
+    if (n > 0 && experts) {
+        estage = malloc(sizeof *estage * DS_IO_BLOCK);
+        if (!estage)
+            goto done;
+        for (size_t begin = 0; begin < n; begin += DS_IO_BLOCK) {
+            size_t count = n - begin < DS_IO_BLOCK ? n - begin : DS_IO_BLOCK;
+            for (size_t i = 0; i < count; i++) {
+                const fr_ds_expert_result *r = &experts[begin + i];
+                estage[i] = (ds_expert_io){
+                    .io = {.row = r->row, .device = (char *)(uintptr_t)r->row.device},
+                    .expert = r->expert};
+            }
+            hsize_t start[1] = {begin}, cnt[1] = {count};
+            mspace = H5Screate_simple(1, cnt, NULL);
+            if (mspace < 0 ||
+                H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
+                H5Dwrite(dset, mem_type, mspace, space, H5P_DEFAULT, estage) < 0)
+                goto done;
+            ds_hash_rows(&hash, table, estage, count);
+            H5Sclose(mspace);
+            mspace = H5I_INVALID_HID;
+        }
+    }
     ds_hash_text(&hash, sum);
     if (write_string_attr(dset, DS_CHECKSUM_ATTR, sum) < 0)
         goto done;
     rc = 0;
 done:
     free(stage);
+    free(estage);
     if (mspace >= 0)
         H5Sclose(mspace);
     if (dset >= 0)
@@ -387,11 +421,15 @@ static fr_status build_file(const char *tmp, const fr_dataset *ds, ds_image *ima
         write_string_attr(file, "host", ds->host) < 0 ||
         write_string_attr(file, "devices", ds->devices) < 0 ||
         write_string_attr(file, DS_CHECKSUM_ATTR, sum) < 0 ||
-        write_table(file, &ds_sources_table, ds->sources, ds->n_sources, NULL) < 0 ||
-        write_table(file, &ds_tensors_table, ds->tensors, ds->n_tensors, NULL) < 0 ||
-        write_table(file, &ds_configs_table, ds->configs, ds->n_configs, NULL) < 0 ||
-        write_table(file, &ds_results_table, NULL, ds->n_results, ds->results) < 0 ||
-        write_table(file, &ds_skipped_table, ds->skipped, ds->n_skipped, NULL) < 0) {
+        write_table(file, &ds_sources_table, ds->sources, ds->n_sources, NULL, NULL) < 0 ||
+        write_table(file, &ds_tensors_table, ds->tensors, ds->n_tensors, NULL, NULL) < 0 ||
+        write_table(file, &ds_configs_table, ds->configs, ds->n_configs, NULL, NULL) < 0 ||
+        write_table(file, &ds_results_table, NULL, ds->n_results, ds->results, NULL) < 0 ||
+        write_table(file, &ds_skipped_table, ds->skipped, ds->n_skipped, NULL, NULL) < 0 ||
+        /* only a --split-experts run has the table (older readers never see it) */
+        (ds->n_expert_results &&
+         write_table(file, &ds_expert_results_table, NULL, ds->n_expert_results, NULL,
+                     ds->expert_results) < 0)) {
         ds_h5_message(h5msg, sizeof h5msg);
         st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", tmp, h5msg);
         goto done;

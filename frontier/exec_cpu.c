@@ -29,6 +29,7 @@
 #include "core/synthetic.h"
 #include "frontier/executor.h"
 #include "frontier/metrics.h"
+#include "frontier/numeric_flags.h"
 
 /* Defaults; fr_executor_options.cpu_batch_bytes and cpu_parallel_bytes
  * override them (the command line's --cpu-batch-bytes and
@@ -56,6 +57,8 @@ typedef struct loaded {
     double out_ref;        /* tr(W H W^T) with calibration statistics, else NaN */
     fr_status status;      /* why it was skipped */
     char reason[256];
+    uint32_t *flags;       /* per configuration: FR_ROW_* (numeric_flags.h), or NULL */
+    fr_scale_detail *detail;
 } loaded;
 
 typedef struct job {
@@ -112,6 +115,11 @@ static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool 
     o->out_sq_err = NAN;
     o->out_sq_ref = NAN;
     snprintf(o->device, sizeof o->device, "cpu");
+    if (b->load[jb->item - b->first].flags) {
+        o->flags = b->load[jb->item - b->first].flags[jb->config];
+        o->scale_largest = b->load[jb->item - b->first].detail[jb->config].largest;
+        o->scale_smallest = b->load[jb->item - b->first].detail[jb->config].smallest;
+    }
     fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
     call.quantizer = q->name;
 
@@ -166,6 +174,34 @@ done:
     fr_call_release(&call);
 }
 
+static void examine_item(const fr_sweep_item *it, loaded *ld)
+{
+    size_t n = it->n_configs;
+    fr_scale_rule *rules = calloc(n + 1, sizeof *rules);
+    const fr_scale_rule **refs = calloc(n + 1, sizeof *refs);
+    ld->flags = calloc(n + 1, sizeof *ld->flags);
+    ld->detail = calloc(n + 1, sizeof *ld->detail);
+    if (rules && refs && ld->flags && ld->detail) {
+        fr_tensor_facts facts;
+        for (size_t c = 0; c < n; c++) {
+            fr_scale_rule_parse(it->configs[c]->cfg->params_json, &rules[c]);
+            refs[c] = &rules[c];
+        }
+        if (fr_numeric_examine(ld->w, it->rows, it->cols, refs, n, ld->flags, ld->detail,
+                               &facts) == 0) {
+            free(rules);
+            free(refs);
+            return;
+        }
+    }
+    free(rules);
+    free(refs);
+    free(ld->flags);
+    free(ld->detail);
+    ld->flags = NULL;
+    ld->detail = NULL;
+}
+
 /* Loads item k of the batch into float32 and checks it is finite. */
 static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_sums *norm)
 {
@@ -216,6 +252,11 @@ static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_su
         memcpy(ld->reason, err.msg, len);
         ld->reason[len] = '\0';
     }
+    /* the numeric edge cases of each configuration, once per tensor
+     * (frontier/numeric_flags.h); without memory for them the rows say
+     * "not examined" (flags 0) */
+    if (st == FR_OK)
+        examine_item(it, ld);
     /* the reference term of the output error, once per tensor */
     if (st == FR_OK && it->calib && it->calib->hessian && it->calib->cols == it->cols) {
         st = fr_output_error_term(ld->w, NULL, it->rows, it->cols, it->calib->hessian, pool,
@@ -389,6 +430,10 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
             const fr_sweep_item *it = &items[first + k];
             free(b.load[k].w);
             b.load[k].w = NULL;
+            free(b.load[k].flags);
+            free(b.load[k].detail);
+            b.load[k].flags = NULL;
+            b.load[k].detail = NULL;
             if (it->tensor->encoding != FR_ENC_SYNTHETIC)
                 fr_tensor_release(it->src, it->tensor);
         }

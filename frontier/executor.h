@@ -34,6 +34,11 @@ typedef struct fr_sweep_outcome {
     double out_sq_err, out_sq_ref;   /* calibrated output error terms, NaN without calib */
     double seconds;               /* time of this configuration on this tensor */
     char device[16];              /* "cpu", "cuda:0" */
+    /* numeric edge cases (frontier/numeric_flags.h): FR_ROW_* bits, 0 when
+     * the executor did not examine them; the largest and the smallest
+     * nonzero scale quotient, for the warning lines */
+    uint32_t flags;
+    double scale_largest, scale_smallest;
 } fr_sweep_outcome;
 
 typedef struct fr_sweep_sink {

@@ -27,10 +27,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/calib.h"
 #include "core/call.h"
 #include "core/log.h"
 #include "core/safetensors_write.h"
 #include "core/source.h"
+#include "frontier/calib_attach.h"
 #include "frontier/metrics.h"
 #include "frontier/quantize_gguf.h"
 #include "frontier/quantize_layout.h"
@@ -99,6 +101,9 @@ typedef struct qtensor {
     double recipe_rel_err;    /* NAN when the recipe does not say */
     fr_metrics written, measured;
     int same_as_measured;
+    int has_stats;            /* calib holds the tensor's statistics (--calib) */
+    frontier_calib calib;     /* pointers into plan.calib's mapping */
+    char stats_why[FR_CALIB_REASON_MAX]; /* why a lookup found none */
 } qtensor;
 
 typedef struct fused_group {
@@ -112,6 +117,7 @@ typedef struct plan {
     const fr_registry *reg;
     const fr_quantize_options *opt;
     fr_source *src;
+    fr_calib_file *calib;     /* --calib, or NULL */
     int folder;               /* the model is a folder (OUT is one too) */
     char model_dir[PATH_MAX];
     qtensor *qt;
@@ -139,6 +145,8 @@ static void plan_free(plan *p)
     free(p->shard_names);
     free(p->qt);
     free(p->groups);
+    if (p->calib)
+        fr_calib_close(p->calib);
     if (p->src)
         fr_source_close(p->src);
 }
@@ -165,12 +173,52 @@ static const char *list_text(name_list *l)
     return l->text;
 }
 
+static int needs_statistics(const plan *p, const fr_config_ref *ref)
+{
+    return (fr_config_quantizer(p->reg, ref)->flags &
+            (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)) != 0;
+}
+
+/* What a calibrated configuration lacks to be computed on q (NULL:
+ * nothing): the sweep's rule (frontier/sweep.c missing_statistics), so a
+ * tensor is written under a configuration exactly when the sweep measured
+ * it under that configuration with the same file. */
+static const char *missing_statistics(const plan *p, const qtensor *q, char *buf, size_t len)
+{
+    uint64_t flags = fr_config_quantizer(p->reg, q->ref)->flags;
+    if (!p->calib)
+        return "needs calibration statistics: give --calib FILE (the file the sweep measured "
+               "it with)";
+    if (!q->has_stats) {
+        snprintf(buf, len, "needs calibration statistics: '%.300s' has none for it (%.500s)",
+                 fr_calib_path(p->calib), q->stats_why);
+        return buf;
+    }
+    if ((flags & FRONTIER_Q_NEEDS_HESSIAN) && !q->calib.hessian)
+        return "needs a Hessian: this tensor's statistics have none (diagonal only)";
+    if ((flags & FRONTIER_Q_NEEDS_ACT_STATS) && !q->calib.act_mean_abs && !q->calib.act_mean_sq)
+        return "needs per-channel activation statistics: this tensor's statistics have none";
+    return NULL;
+}
+
 /* Why a configuration has no writer in the format (NULL: it has one). */
 static const char *no_writer(const plan *p, const qtensor *q, char *buf, size_t len)
 {
-    const frontier_quantizer *qz = fr_config_quantizer(p->reg, q->ref);
-    if (qz->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS))
-        return "needs calibration statistics, which quantize does not take yet";
+    if (needs_statistics(p, q->ref)) {
+        /* the compressed-tensors and GGUF encoders derive codes and scales
+         * from W by the base's rule: they cannot store the ones a
+         * calibrated method chose, and decode(encode) would not be Q(W) */
+        if (p->opt->format != FR_QFORMAT_DEQUANTIZED) {
+            snprintf(buf, len,
+                     "a calibrated configuration: the %s encoder cannot store the codes and "
+                     "scales it chose exactly (write it with --format dequantized)",
+                     fr_qformat_name(p->opt->format));
+            return buf;
+        }
+        const char *why = missing_statistics(p, q, buf, len);
+        if (why)
+            return why;
+    }
     if (p->opt->format == FR_QFORMAT_GGUF)
         return fr_gguf_no_writer(p->reg, q->ref, q->t, buf, len);
     if (p->opt->format == FR_QFORMAT_DEQUANTIZED) {
@@ -211,7 +259,8 @@ static const char *supported_configs(fr_qformat format)
         return "nvfp4; int<b>-g<g>-sym|asym and int<b>-gC-sym|asym (b 2..8, g 32, 64, 128, 256); "
                "fp8-e4m3-tensor|channel|block128";
     case FR_QFORMAT_DEQUANTIZED:
-        return "every data-free configuration of 'frontier quantizers'";
+        return "every configuration of 'frontier quantizers' (gptq-, awq-, imat-, rht+gptq- "
+               "with --calib FILE holding the statistics they need)";
     default:
         return fr_gguf_supported_configs();
     }
@@ -373,17 +422,59 @@ done:
     return st;
 }
 
+/* --calib: each tensor under a configuration that needs statistics gets
+ * them as the sweep attaches them (frontier/calib_attach.h). A malformed
+ * module is an error; a tensor without statistics is refused by
+ * check_writers, with every other such tensor. */
+static fr_status attach_statistics(plan *p, fr_error *err)
+{
+    size_t n_need = 0, n_found = 0;
+    for (size_t i = 0; i < p->n_qt; i++)
+        n_need += p->qt[i].ref && needs_statistics(p, p->qt[i].ref);
+    if (!p->opt->calib)
+        return FR_OK;
+    fr_status st = fr_calib_open(p->opt->calib, &p->calib, err);
+    if (st != FR_OK)
+        return st;
+    if (!n_need) {
+        fr_info("'%s' is not used: no selected configuration needs calibration statistics",
+                p->opt->calib);
+        return FR_OK;
+    }
+    int has_lm_head = fr_calib_has_lm_head(p->src->tensors, p->src->n_tensors);
+    for (size_t i = 0; i < p->n_qt; i++) {
+        qtensor *q = &p->qt[i];
+        if (!q->ref || !needs_statistics(p, q->ref))
+            continue;
+        fr_calib_stats cs;
+        if ((st = fr_calib_lookup_weight(p->calib, q->t, q->cols, has_lm_head, &cs, NULL, err)) !=
+            FR_OK)
+            return st;
+        if (cs.found) {
+            q->calib = cs.calib;
+            q->has_stats = 1;
+            n_found++;
+        } else {
+            snprintf(q->stats_why, sizeof q->stats_why, "%s", cs.skip_reason);
+        }
+    }
+    fr_info("calibration statistics '%s' (%lld tokens): %zu of the %zu tensors under a "
+            "calibrated configuration",
+            fr_calib_path(p->calib), (long long)fr_calib_token_count(p->calib), n_found, n_need);
+    return FR_OK;
+}
+
 /* Every selected configuration has a writer in the format, or nothing is written. */
 static fr_status check_writers(plan *p, fr_error *err)
 {
     name_list bad = {{0}, 0};
     const char *first_why = NULL;
-    char why_buf[256];
+    char why_buf[1024];
     for (size_t i = 0; i < p->n_qt; i++) {
         qtensor *q = &p->qt[i];
         if (!q->ref)
             continue;
-        char buf[256];
+        char buf[1024];
         const char *why = no_writer(p, q, buf, sizeof buf);
         if (why) {
             char item[600];
@@ -631,8 +722,9 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
         goto done;
     fr_tensor_release(p->src, q->t);
     /* what the sweep measured: the registry's checked call */
-    if ((st = fr_quantizer_quantize_cpu(p->reg, q->ref, w, w_hat, q->rows, q->cols, NULL,
-                                        q->t->name, &call, err)) != FR_OK) {
+    if ((st = fr_quantizer_quantize_cpu(p->reg, q->ref, w, w_hat, q->rows, q->cols,
+                                        q->has_stats ? &q->calib : NULL, q->t->name, &call,
+                                        err)) != FR_OK) {
         if (st == FR_E_PLUGIN)
             st = FR_E_FORMAT; /* a built-in refuses only bad weights (non-finite) */
         goto done;
@@ -1050,6 +1142,7 @@ static fr_status write_report(plan *p, const char *path, fr_quantize_summary *su
     cJSON_AddStringToObject(root, "checkpoint_format", fr_qformat_name(o->format));
     cJSON_AddItemToObject(root, "recipe", o->recipe ? cJSON_CreateString(o->recipe) : cJSON_CreateNull());
     cJSON_AddItemToObject(root, "config", o->config ? cJSON_CreateString(o->config) : cJSON_CreateNull());
+    cJSON_AddItemToObject(root, "calib", o->calib ? cJSON_CreateString(o->calib) : cJSON_CreateNull());
     cJSON_AddBoolToObject(root, "fused_global_scale", p->fused);
     cJSON_AddNumberToObject(root, "n_quantized", (double)sum->n_quantized);
     cJSON_AddNumberToObject(root, "n_copied", (double)sum->n_copied);
@@ -1274,7 +1367,7 @@ fr_status fr_quantize(const fr_registry *reg, const fr_quantize_options *opt,
     /* 1. every refusal before anything is written */
     if ((st = open_model(&p, err)) != FR_OK || (st = check_output(&p, err)) != FR_OK ||
         (st = opt->recipe ? select_recipe(&p, err) : select_config(&p, err)) != FR_OK ||
-        (st = check_writers(&p, err)) != FR_OK)
+        (st = attach_statistics(&p, err)) != FR_OK || (st = check_writers(&p, err)) != FR_OK)
         goto done;
     /* 2, 3 */
     if ((st = plan_fused(&p, err)) != FR_OK ||

@@ -5,10 +5,11 @@
  * (nvfp4-pack-quantized, pack-quantized, float-quantized, mixed-precision).
  *
  * Every refusal (existing output, unknown tensors or configurations, a
- * configuration without a layout in the format) happens before anything is
- * written; the output is built under a temporary name beside OUT and
- * renamed into place only when every tensor was written and checked, so a
- * failure half-way leaves no OUT.
+ * configuration without a layout in the format, a calibrated configuration
+ * without --calib or for a tensor without the statistics it needs) happens
+ * before anything is written; the output is built under a temporary name
+ * beside OUT and renamed into place only when every tensor was written and
+ * checked, so a failure half-way leaves no OUT.
  */
 #ifndef FR_QUANTIZE_H
 #define FR_QUANTIZE_H
@@ -39,6 +40,10 @@ typedef struct fr_quantize_options {
     const char *config;      /* one configuration for every selected tensor, or NULL */
     const char *include;     /* with config: tensors matched (POSIX ERE), NULL: the default */
     const char *exclude;
+    const char *calib;       /* calibration statistics (--calib), or NULL: what the
+                              * configurations that need them (gptq-, awq-, imat-,
+                              * rht+gptq-) are computed with, looked up as the sweep
+                              * does (frontier/calib_attach.h) */
     fr_qformat format;
     int force;               /* replace an existing OUT */
     uint64_t max_shard_bytes; /* 0: FR_QUANTIZE_DEFAULT_SHARD_BYTES */

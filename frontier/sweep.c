@@ -26,9 +26,11 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/synthetic.h"
+#include "frontier/calib_attach.h"
 #include "frontier/dataset_schema.h"
 #include "frontier/executor.h"
 #include "frontier/metrics.h"
+#include "frontier/numeric_flags.h"
 #include "frontier/sweep.h"
 
 #ifdef FRONTIER_HAVE_CUDA
@@ -43,6 +45,32 @@
 #define FR_COMMIT_COST_FACTOR 10.0
 /* Warnings per configuration before further failures go to /skipped only. */
 #define FR_WARNINGS_PER_CONFIG 3
+#define NO_GROUP ((size_t)-1)
+
+/* One expert's outcome of one configuration, kept until every expert of
+ * the stack has reported: the tensor's row sums them in expert order, so
+ * it does not depend on the order outcomes arrive in. */
+typedef struct expert_slot {
+    frontier_error_sums sums;
+    double out_sq_err, out_sq_ref, seconds;
+    uint32_t flags; /* FR_ROW_* of this expert */
+    char device[16];
+} expert_slot;
+
+/* An expert stack: the items of its experts and what they reported. */
+typedef struct expert_group {
+    size_t ds_tensor;        /* index into ds.tensors */
+    uint32_t n_experts;
+    int64_t rows, cols;      /* one expert's matrix */
+    size_t n_configs;        /* of each expert's item (set by the first outcome) */
+    expert_slot *slots;      /* [n_configs x n_experts], while configurations are open */
+    uint32_t *arrived;       /* per config: experts reported */
+    uint8_t *failed;         /* per config: some expert failed (recorded once) */
+    size_t n_closed;         /* configurations whose row is written or dropped */
+    double *norms;           /* per expert: sum w^2 */
+    uint32_t n_norms;
+    int skipped;             /* some expert was skipped: the tensor is (recorded once) */
+} expert_group;
 
 struct fr_sweep {
     const fr_registry *reg;
@@ -71,6 +99,15 @@ struct fr_sweep {
     size_t *warnings;                   /* per selected config */
     fr_calib_file *calib;               /* --calib, or NULL */
     frontier_calib *item_calib;         /* per item: its statistics (items[k].calib) */
+    /* expert stacks (docs/formats.md "Expert tensors"): a rank-3 tensor of
+     * class expert is E items, one per expert, each on its own view of the
+     * tensor's bytes; their outcomes are summed into the tensor's row */
+    fr_tensor *views;                   /* every expert's view, all stacks */
+    size_t n_views;
+    size_t *item_group;                 /* per item: index into groups, or NO_GROUP */
+    uint32_t *item_expert;              /* per item: its expert in the group */
+    struct expert_group *groups;
+    size_t n_groups;
 
     /* commits */
     double interval, last_commit;
@@ -80,6 +117,13 @@ struct fr_sweep {
     fr_error write_err;
     fr_progress *progress;
     uint64_t items_done, bytes_done;
+
+    /* numeric edge cases (frontier/numeric_flags.h): per (item, config)
+     * of the flat plan, the outcome's flags and scale quotients, gathered
+     * for the item's warning lines */
+    uint32_t *item_flags;
+    fr_scale_detail *item_scale;
+    size_t n_item_flags;
 };
 
 static double now_seconds(void)
@@ -228,6 +272,18 @@ void fr_sweep_destroy(fr_sweep *sw)
     free(sw->config_ids);
     free(sw->warnings);
     free(sw->item_calib);
+    free(sw->item_flags);
+    free(sw->item_scale);
+    for (size_t g = 0; g < sw->n_groups; g++) {
+        free(sw->groups[g].slots);
+        free(sw->groups[g].arrived);
+        free(sw->groups[g].failed);
+        free(sw->groups[g].norms);
+    }
+    free(sw->groups);
+    free(sw->views);
+    free(sw->item_group);
+    free(sw->item_expert);
     fr_calib_close(sw->calib);
     free(sw);
 }
@@ -468,8 +524,10 @@ static fr_status plan_alloc(fr_sweep *sw, size_t n_planned_max, fr_error *err)
     sw->item_first_config = calloc(n_planned_max + 1, sizeof *sw->item_first_config);
     sw->item_configs = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_configs);
     sw->item_config_ids = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_config_ids);
+    sw->item_group = calloc(n_planned_max + 1, sizeof *sw->item_group);
+    sw->item_expert = calloc(n_planned_max + 1, sizeof *sw->item_expert);
     if (!sw->items || !sw->item_tensor || !sw->item_source_id || !sw->item_first_config ||
-        !sw->item_configs || !sw->item_config_ids)
+        !sw->item_configs || !sw->item_config_ids || !sw->item_group || !sw->item_expert)
         return fr_fail(err, FR_E_NOMEM, "out of memory");
     return FR_OK;
 }
@@ -509,6 +567,56 @@ static fr_status plan_tensor_row(fr_sweep *sw, plan_state *ps, size_t s, const f
     return st;
 }
 
+/* An expert stack [E, out, in] (docs/formats.md "Expert tensors"): E items,
+ * expert e on a view of rows e*out .. (e+1)*out of the stack (a 2-D tensor
+ * [out, in] at its own offset in the file), each with its own copy of the
+ * configurations still to measure (those of ps->n_flat - first at first). */
+static fr_status plan_expert_stack(fr_sweep *sw, plan_state *ps, size_t s, const fr_tensor *t,
+                                   size_t at, size_t first, fr_error *err)
+{
+    uint32_t n_experts = (uint32_t)t->shape[0];
+    size_t n_cfg = ps->n_flat - first;
+    expert_group *g = &sw->groups[sw->n_groups];
+    *g = (expert_group){.ds_tensor = at, .n_experts = n_experts, .rows = t->shape[1],
+                        .cols = t->shape[2]};
+    g->norms = calloc(n_experts, sizeof *g->norms);
+    if (!g->norms)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    size_t group = sw->n_groups++;
+    uint64_t per_expert = t->nbytes / n_experts;
+    for (uint32_t e = 0; e < n_experts; e++) {
+        fr_tensor *v = &sw->views[sw->n_views++];
+        *v = *t;
+        v->ndim = 2;
+        v->shape[0] = t->shape[1];
+        v->shape[1] = t->shape[2];
+        for (int d = 2; d < FR_MAX_DIMS; d++)
+            v->shape[d] = 0;
+        v->numel = t->shape[1] * t->shape[2];
+        v->offset = t->offset + per_expert * e;
+        v->nbytes = per_expert;
+        size_t from = first;
+        if (e > 0) {
+            from = ps->n_flat;
+            for (size_t c = 0; c < n_cfg; c++) {
+                sw->item_configs[ps->n_flat] = sw->item_configs[first + c];
+                sw->item_config_ids[ps->n_flat] = sw->item_config_ids[first + c];
+                ps->n_flat++;
+            }
+        }
+        size_t k = sw->n_items++;
+        sw->item_tensor[k] = at;
+        sw->item_source_id[k] = (uint32_t)s;
+        sw->item_first_config[k] = from;
+        sw->item_group[k] = group;
+        sw->item_expert[k] = e;
+        sw->items[k] = (fr_sweep_item){.src = sw->sources[s], .tensor = v, .rows = v->shape[0],
+                                       .cols = v->shape[1], .n_configs = n_cfg, .calib = NULL};
+        sw->stats.bytes += v->nbytes;
+    }
+    return FR_OK;
+}
+
 /* One tensor of source s: excluded, skipped (recorded in /skipped), or
  * registered and queued with the configurations it has no row for yet. */
 static fr_status plan_one_tensor(fr_sweep *sw, plan_state *ps, size_t s, const fr_tensor *t,
@@ -545,12 +653,15 @@ static fr_status plan_one_tensor(fr_sweep *sw, plan_state *ps, size_t s, const f
     }
     if (ps->n_flat == first)
         return FR_OK; /* complete already */
+    if (fr_sweep_expert_stack(t))
+        return plan_expert_stack(sw, ps, s, t, (size_t)at, first, err);
     int64_t rows, cols;
     fr_sweep_matrix(t, &rows, &cols);
     size_t k = sw->n_items++;
     sw->item_tensor[k] = (size_t)at;
     sw->item_source_id[k] = (uint32_t)s;
     sw->item_first_config[k] = first;
+    sw->item_group[k] = NO_GROUP;
     sw->items[k] = (fr_sweep_item){.src = sw->sources[s], .tensor = t, .rows = rows,
                                    .cols = cols, .n_configs = ps->n_flat - first, .calib = NULL};
     sw->stats.bytes += t->nbytes;
@@ -566,11 +677,23 @@ static fr_status plan_tensors(fr_sweep *sw, int resuming, fr_error *err)
     uint8_t *considered = NULL;
     size_t n_planned_max = 0;
 
-    for (size_t s = 0; s < sw->n_sources; s++)
+    size_t n_stacks = 0, n_views = 0;
+    for (size_t s = 0; s < sw->n_sources; s++) {
         n_planned_max += sw->sources[s]->n_tensors;
+        for (size_t ti = 0; ti < sw->sources[s]->n_tensors; ti++) {
+            const fr_tensor *t = &sw->sources[s]->tensors[ti];
+            if (fr_sweep_expert_stack(t)) {
+                n_stacks++;
+                n_views += (size_t)t->shape[0];
+                n_planned_max += (size_t)t->shape[0] - 1;
+            }
+        }
+    }
+    sw->views = calloc(n_views + 1, sizeof *sw->views);
+    sw->groups = calloc(n_stacks + 1, sizeof *sw->groups);
     considered = calloc(sw->n_sources + 1, 1);
     ps.ix.order = calloc(ps.n_old + 1, sizeof *ps.ix.order);
-    if (!considered || !ps.ix.order) {
+    if (!considered || !ps.ix.order || !sw->views || !sw->groups) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto done;
     }
@@ -624,27 +747,23 @@ static fr_status attach_calibration(fr_sweep *sw, fr_error *err)
      * by a capture of the running model, are the ones for it */
     int has_lm_head = 0;
     for (size_t s = 0; s < sw->n_sources; s++)
-        for (size_t t = 0; t < sw->sources[s]->n_tensors; t++)
-            has_lm_head |= sw->sources[s]->tensors[t].cls == FR_CLASS_LM_HEAD;
+        has_lm_head |= fr_calib_has_lm_head(sw->sources[s]->tensors, sw->sources[s]->n_tensors);
     for (size_t k = 0; k < sw->n_items; k++) {
         fr_sweep_item *it = &sw->items[k];
         fr_calib_stats cs;
-        names[k] = it->tensor->name;
-        if ((st = fr_calib_lookup(sw->calib, it->tensor->name, it->cols, &cs, err)) != FR_OK)
-            goto done;
-        if (!cs.found && !has_lm_head && it->tensor->cls == FR_CLASS_EMBED) {
-            char reason[FR_CALIB_REASON_MAX];
-            snprintf(reason, sizeof reason, "%s", cs.skip_reason);
-            if ((st = fr_calib_lookup(sw->calib, "lm_head.weight", it->cols, &cs, err)) != FR_OK)
-                goto done;
-            if (cs.found) {
-                names[k] = "lm_head.weight";
-                fr_info("'%s' is tied to the output layer: it takes the statistics of 'lm_head'",
-                        it->tensor->name);
-            } else {
-                snprintf(cs.skip_reason, sizeof cs.skip_reason, "%s", reason);
-            }
+        /* per-expert statistics ([E, in, in]) are not read yet: an expert
+         * stack's rows keep NaN in out_rel_err */
+        if (sw->item_group[k] != NO_GROUP) {
+            names[k] = it->tensor->name;
+            if (sw->item_expert[k] == 0)
+                fr_debug("'%s' is an expert stack: per-expert calibration statistics are not "
+                         "supported yet, out_rel_err stays NaN",
+                         it->tensor->name);
+            continue;
         }
+        if ((st = fr_calib_lookup_weight(sw->calib, it->tensor, it->cols, has_lm_head, &cs,
+                                         &names[k], err)) != FR_OK)
+            goto done;
         if (!cs.found) {
             fr_debug("%s", cs.skip_reason);
             continue;
@@ -826,11 +945,77 @@ static size_t selected_index(const fr_sweep *sw, const fr_config_ref *ref)
     return 0;
 }
 
+static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o);
+
+/* ---- numeric edge cases: kept per (item, config), reported per item ---- */
+
+static void keep_numeric_flags(fr_sweep *sw, const fr_sweep_outcome *o)
+{
+    if (!o->flags)
+        return;
+    if (!sw->item_flags) {
+        size_t n = 0;
+        for (size_t k = 0; k < sw->n_items; k++)
+            if (sw->item_first_config[k] + sw->items[k].n_configs > n)
+                n = sw->item_first_config[k] + sw->items[k].n_configs;
+        sw->item_flags = calloc(n + 1, sizeof *sw->item_flags);
+        sw->item_scale = calloc(n + 1, sizeof *sw->item_scale);
+        sw->n_item_flags = sw->item_flags && sw->item_scale ? n : 0;
+    }
+    size_t at = sw->item_first_config[o->item] + o->config;
+    if (at < sw->n_item_flags) {
+        sw->item_flags[at] = o->flags;
+        sw->item_scale[at] = (fr_scale_detail){o->scale_largest, o->scale_smallest};
+    }
+}
+
+static void emit_numeric_warning(void *ctx, const char *line)
+{
+    fr_sweep *sw = ctx;
+    fr_progress_clear(sw->progress);
+    fr_warn("%s", line);
+}
+
+/* One warning line per (tensor, kind of problem): the item's configurations
+ * grouped by scale dtype (frontier/numeric_flags.c). */
+static void report_numeric_flags(fr_sweep *sw, size_t item)
+{
+    const fr_sweep_item *it = &sw->items[item];
+    size_t first = sw->item_first_config[item], n = it->n_configs;
+    if (!sw->n_item_flags || first + n > sw->n_item_flags)
+        return;
+    uint32_t tensor_flags = 0;
+    for (size_t c = 0; c < n; c++)
+        tensor_flags |= sw->item_flags[first + c];
+    if (!(tensor_flags & (FR_ROW_ALL_ZERO | FR_ROW_SUBNORMAL | FR_ROW_SCALE_OVERFLOW |
+                          FR_ROW_SCALE_UNDERFLOW)))
+        return;
+    fr_scale_rule *rules = calloc(n, sizeof *rules);
+    const fr_scale_rule **refs = calloc(n, sizeof *refs);
+    const char **names = calloc(n, sizeof *names);
+    if (rules && refs && names) {
+        for (size_t c = 0; c < n; c++) {
+            fr_scale_rule_parse(it->configs[c]->cfg->params_json, &rules[c]);
+            refs[c] = &rules[c];
+            names[c] = it->configs[c]->cfg->name;
+        }
+        fr_numeric_report(it->tensor->name, tensor_flags, n, names, refs, &sw->item_flags[first],
+                          &sw->item_scale[first], emit_numeric_warning, sw);
+    }
+    free(rules);
+    free(refs);
+    free(names);
+}
+
 static void on_outcome(void *ctx, const fr_sweep_outcome *o)
 {
     fr_sweep *sw = ctx;
     if (o->item >= sw->n_items || o->config >= sw->items[o->item].n_configs)
         return;
+    if (sw->item_group[o->item] != NO_GROUP) {
+        on_expert_outcome(sw, o);
+        return;
+    }
     const fr_sweep_item *it = &sw->items[o->item];
     const fr_config_ref *ref = it->configs[o->config];
     size_t j = selected_index(sw, ref);
@@ -868,8 +1053,10 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
         .out_sq_err = o->out_sq_err,
         .out_sq_ref = o->out_sq_ref,
         .seconds = o->seconds,
+        .flags = o->flags,
     };
     snprintf(row.device, sizeof row.device, "%s", o->device);
+    keep_numeric_flags(sw, o);
     fr_error err = {0};
     if (fr_dataset_add_result(&sw->ds, &row, &err) != FR_OK) {
         if (sw->write_status == FR_OK) {
@@ -882,12 +1069,167 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
     maybe_commit(sw);
 }
 
+/* A row of an expert stack (expert < 0: the tensor's own row in /results;
+ * else that expert's row in /expert_results, --split-experts). */
+static void add_expert_row(fr_sweep *sw, uint32_t tensor_id, uint32_t config_id,
+                           uint64_t total_bits, double numel, const expert_slot *x, int64_t expert)
+{
+    fr_metrics m;
+    fr_metrics_from_sums(&x->sums, &m);
+    fr_ds_result row = {
+        .tensor_id = tensor_id,
+        .config_id = config_id,
+        .bits_per_weight = (double)total_bits / numel,
+        .total_bits = total_bits,
+        .rel_err = m.rel_err,
+        .sqnr_db = m.sqnr_db,
+        .max_abs_err = m.max_abs_err,
+        .cosine = m.cosine,
+        .out_rel_err = isnan(x->out_sq_err) || isnan(x->out_sq_ref)
+                           ? NAN
+                           : rel_err_of(x->out_sq_err, x->out_sq_ref),
+        .sq_err = x->sums.sq_err,
+        .out_sq_err = x->out_sq_err,
+        .out_sq_ref = x->out_sq_ref,
+        .seconds = x->seconds,
+        .flags = x->flags,
+    };
+    snprintf(row.device, sizeof row.device, "%s", x->device);
+    fr_error err = {0};
+    fr_status st = expert < 0 ? fr_dataset_add_result(&sw->ds, &row, &err)
+                              : fr_dataset_add_expert_result(&sw->ds, &row, (uint32_t)expert, &err);
+    if (st != FR_OK && sw->write_status == FR_OK) {
+        sw->write_status = err.code;
+        sw->write_err = err;
+    }
+    if (st == FR_OK && expert < 0)
+        sw->stats.n_rows_new++;
+}
+
+/* One expert's outcome of an expert stack. Once every expert of the stack
+ * has reported a configuration, the tensor's row is their sum in expert
+ * order (error sums add, max_abs_err is the max, sizes add: E x size_bits
+ * of one expert), and with --split-experts each expert's own row follows.
+ * A failure of any expert is recorded once and the pair has no row. */
+static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
+{
+    const fr_sweep_item *it = &sw->items[o->item];
+    expert_group *g = &sw->groups[sw->item_group[o->item]];
+    const fr_config_ref *ref = it->configs[o->config];
+    size_t j = selected_index(sw, ref);
+    uint32_t e = sw->item_expert[o->item];
+    if (!g->slots) {
+        g->n_configs = it->n_configs;
+        g->slots = calloc(g->n_configs * g->n_experts, sizeof *g->slots);
+        g->arrived = calloc(g->n_configs, sizeof *g->arrived);
+        g->failed = calloc(g->n_configs, 1);
+        if (!g->slots || !g->arrived || !g->failed) {
+            if (sw->write_status == FR_OK)
+                sw->write_status = fr_fail(&sw->write_err, FR_E_NOMEM, "out of memory");
+            return;
+        }
+    }
+    size_t c = o->config;
+    if (c >= g->n_configs)
+        return;
+    if (o->status != FR_OK) {
+        if (!g->failed[c]) {
+            char why[FR_ERROR_MSG_MAX];
+            snprintf(why, sizeof why, "expert %u: %s", e, o->error);
+            record_failure(sw, o->item, ref->cfg->name, j, why);
+        }
+        g->failed[c] = 1;
+    } else {
+        expert_slot *x = &g->slots[c * g->n_experts + e];
+        x->sums = o->sums;
+        x->out_sq_err = o->out_sq_err;
+        x->out_sq_ref = o->out_sq_ref;
+        x->seconds = o->seconds;
+        x->flags = o->flags;
+        snprintf(x->device, sizeof x->device, "%s", o->device);
+    }
+    if (++g->arrived[c] < g->n_experts)
+        return;
+    if (!g->failed[c] && !g->skipped) {
+        uint64_t expert_bits = 0, total_bits = 0;
+        frontier_call call;
+        fr_error serr = {0};
+        fr_call_init(&call, NULL, sw->opt.seed, it->tensor->name, ref->cfg->name);
+        fr_status st = fr_quantizer_size_bits(sw->reg, ref, g->rows, g->cols, it->tensor->name,
+                                              &call, &expert_bits, &serr);
+        fr_call_release(&call);
+        if (st == FR_OK && __builtin_mul_overflow(expert_bits, (uint64_t)g->n_experts, &total_bits))
+            st = fr_fail(&serr, FR_E_FAIL,
+                         "config '%s' on tensor '%s': the size of %u experts overflows 64 bits",
+                         ref->cfg->name, it->tensor->name, g->n_experts);
+        if (st != FR_OK) {
+            record_failure(sw, o->item, ref->cfg->name, j, serr.msg);
+        } else {
+            const expert_slot *xs = &g->slots[c * g->n_experts];
+            expert_slot sum = xs[0];
+            sum.seconds = 0.0;
+            fr_error_sums_init(&sum.sums);
+            sum.out_sq_err = 0.0;
+            sum.out_sq_ref = 0.0;
+            /* flags: a fact of any expert is the stack's; "checked" and
+             * "all zero" only when they hold for every expert */
+            const uint32_t all_of = FR_ROW_CHECKED | FR_ROW_ALL_ZERO;
+            sum.flags = all_of;
+            for (uint32_t k = 0; k < g->n_experts; k++)
+                sum.flags = (sum.flags & (xs[k].flags | ~all_of)) | (xs[k].flags & ~all_of);
+            for (uint32_t k = 0; k < g->n_experts; k++) {
+                sum.sums.sq_err += xs[k].sums.sq_err;
+                sum.sums.sq_ref += xs[k].sums.sq_ref;
+                sum.sums.sq_hat += xs[k].sums.sq_hat;
+                sum.sums.dot += xs[k].sums.dot;
+                if (xs[k].sums.max_abs_err > sum.sums.max_abs_err || k == 0)
+                    sum.sums.max_abs_err = xs[k].sums.max_abs_err;
+                sum.out_sq_err += xs[k].out_sq_err;
+                sum.out_sq_ref += xs[k].out_sq_ref;
+                sum.seconds += xs[k].seconds;
+            }
+            uint32_t tensor_id = sw->ds.tensors[g->ds_tensor].tensor_id;
+            uint32_t config_id = sw->item_config_ids[sw->item_first_config[o->item] + c];
+            double numel = (double)(g->rows * g->cols);
+            add_expert_row(sw, tensor_id, config_id, total_bits, numel * g->n_experts, &sum, -1);
+            if (sw->opt.split_experts)
+                for (uint32_t k = 0; k < g->n_experts; k++)
+                    add_expert_row(sw, tensor_id, config_id, expert_bits, numel, &xs[k], k);
+        }
+    }
+    if (++g->n_closed == g->n_configs) {
+        free(g->slots);
+        free(g->arrived);
+        free(g->failed);
+        g->slots = NULL;
+        g->arrived = NULL;
+        g->failed = NULL;
+    }
+    maybe_commit(sw);
+}
+
 static void on_item_skipped(void *ctx, size_t item, fr_status status, const char *reason)
 {
     fr_sweep *sw = ctx;
     (void)status;
     if (item >= sw->n_items)
         return;
+    if (sw->item_group[item] != NO_GROUP) {
+        /* one expert unreadable (NaN weights): the stack is skipped as a
+         * whole, once; its other experts' outcomes never make a row */
+        expert_group *g = &sw->groups[sw->item_group[item]];
+        if (g->skipped)
+            return;
+        g->skipped = 1;
+        char why[320];
+        snprintf(why, sizeof why, "expert %u: %s", sw->item_expert[item], reason);
+        sw->ds.tensors[g->ds_tensor].sq_norm = NAN;
+        sw->stats.n_skipped++;
+        if (sw->stats.n_selected)
+            sw->stats.n_selected--;
+        record_failure(sw, item, "", 0, why);
+        return;
+    }
     sw->ds.tensors[sw->item_tensor[item]].sq_norm = NAN;
     sw->stats.n_skipped++;
     if (sw->stats.n_selected)
@@ -898,14 +1240,29 @@ static void on_item_skipped(void *ctx, size_t item, fr_status status, const char
 static void on_item_norm(void *ctx, size_t item, double sq_norm)
 {
     fr_sweep *sw = ctx;
-    if (item < sw->n_items)
-        sw->ds.tensors[sw->item_tensor[item]].sq_norm = sq_norm;
+    if (item >= sw->n_items)
+        return;
+    if (sw->item_group[item] != NO_GROUP) {
+        /* the stack's norm: the experts' norms summed in expert order once
+         * all are known (so it equals the sq_ref of its rows bit for bit) */
+        expert_group *g = &sw->groups[sw->item_group[item]];
+        g->norms[sw->item_expert[item]] = sq_norm;
+        if (++g->n_norms == g->n_experts && !g->skipped) {
+            double sum = 0.0;
+            for (uint32_t e = 0; e < g->n_experts; e++)
+                sum += g->norms[e];
+            sw->ds.tensors[g->ds_tensor].sq_norm = sum;
+        }
+        return;
+    }
+    sw->ds.tensors[sw->item_tensor[item]].sq_norm = sq_norm;
 }
 
 static void on_item_done(void *ctx, size_t item, uint64_t bytes)
 {
     fr_sweep *sw = ctx;
-    (void)item;
+    if (item < sw->n_items)
+        report_numeric_flags(sw, item);
     sw->items_done++;
     sw->bytes_done += bytes;
     fr_progress_update(sw->progress, sw->items_done, sw->bytes_done);
@@ -1059,6 +1416,10 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
         return st;
     if ((st = drop_unmeasurable(sw, err)) != FR_OK)
         return st;
+    /* tensors with work left: an expert stack's experts count once */
+    for (size_t k = 0; k < sw->n_items; k++)
+        if (sw->item_group[k] != NO_GROUP && sw->item_expert[k] != 0 && sw->stats.n_items)
+            sw->stats.n_items--;
 
     int threads = sw->opt.threads > 0 ? sw->opt.threads : fr_cpu_count();
     if (sw->device < 0)

@@ -63,6 +63,8 @@ typedef struct fr_sweep_options {
     const char *calib;           /* calibration statistics file (docs/calibration.md), or
                                   * NULL: out_rel_err of the tensors it covers */
     const fr_sweep_executor *executor; /* NULL: the CPU or the CUDA device of --device */
+    int split_experts;           /* --split-experts: also one /expert_results row per
+                                  * expert of each expert stack (docs/dataset.md) */
 } fr_sweep_options;
 
 typedef struct fr_sweep_stats {
@@ -125,6 +127,10 @@ const char *fr_sweep_skip_reason(const fr_tensor *t, int64_t min_numel, char *bu
 
 /* FORMATS.md's matrix view: rows = shape[0], cols = the rest; 1-D: one row. */
 void fr_sweep_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);
+
+/* Nonzero for an expert stack (docs/formats.md "Expert tensors"): a rank-3
+ * tensor [E, out, in] of class expert, quantized as E matrices [out, in]. */
+int fr_sweep_expert_stack(const fr_tensor *t);
 
 /* ---- source identity (frontier/source_identity.c) ---- */
 

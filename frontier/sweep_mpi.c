@@ -512,6 +512,18 @@ static fr_status send_share(fr_mpi *m, const fr_registry *reg, const size_t *sha
         size_t s = 0;
         while (s < m->n_sources && m->sources[s] != it->src)
             s++;
+        /* an expert of an expert stack is a view outside the source's
+         * tensors (frontier/sweep.c): tasks cannot name it yet */
+        uintptr_t tp = (uintptr_t)it->tensor, t0 = (uintptr_t)it->src->tensors;
+        if (tp < t0 || tp >= t0 + it->src->n_tensors * sizeof *it->src->tensors) {
+            free(tasks);
+            free(refs);
+            return fr_fail(err, FR_E_USAGE,
+                           "'%s' is an expert stack (docs/formats.md, \"Expert tensors\"): "
+                           "not supported under MPI yet; exclude it with --exclude or run "
+                           "without mpirun",
+                           it->tensor->name);
+        }
         tasks[k] = (plan_task){.item = i, .tensor = (uint64_t)(it->tensor - it->src->tensors),
                                .source = (uint32_t)s, .n_configs = (uint32_t)it->n_configs,
                                .has_calib = it->calib != NULL};

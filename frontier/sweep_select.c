@@ -208,3 +208,12 @@ void fr_sweep_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols)
     *rows = t->shape[0];
     *cols = t->shape[0] ? t->numel / t->shape[0] : 0;
 }
+
+int fr_sweep_expert_stack(const fr_tensor *t)
+{
+    /* the experts' bytes are consecutive slices of the stack: raw elements
+     * only (not generated, not varint-encoded) */
+    return t->cls == FR_CLASS_EXPERT && t->ndim == 3 && t->encoding == FR_ENC_RAW &&
+           t->shape[0] >= 1 && t->shape[1] >= 1 && t->shape[2] >= 1 &&
+           t->shape[0] <= UINT32_MAX && t->nbytes % (uint64_t)t->shape[0] == 0;
+}

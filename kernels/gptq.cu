@@ -8,9 +8,10 @@
  *
  *   host:   diag H (dead columns H_jj = 0 -> 1), mean(diag), act-order
  *           permutation (decreasing H_jj, ties by index: the CPU's order);
- *   device: A = H[perm][perm] + damp I (double); potrf(L), potri(L),
- *           symmetrise, potrf(U): U upper with A^-1 = U^T U, retried with
- *           damp x10 up to three times; U -> float32 row-major;
+ *   device: A~ = J A J, A = H[perm][perm] + damp I, J the reversal
+ *           (double); potrf(L), trtri(L): U = J L~^-1 J, upper with
+ *           A^-1 = U^T U (fr_kg_factor says why), retried with damp x10
+ *           up to three times; U -> float32 row-major;
  *           W = w[:, perm] (dead columns 0) in float32;
  *           static scales (-act, gC) from the dead-zeroed weights;
  *           for each block [i1, i2): fr_kgptq_block (the column loop in
@@ -110,41 +111,6 @@ __device__ static inline float fr_kg_dequant(int bits, int sym, float s, float z
     return fr_int_asym_dequant(x, s, z, fr_int_asym_levels(bits));
 }
 
-/* A = H[perm][perm] with the diagonal diag[perm] + damp, in double,
- * column-major: element (i, j) at a[i + j n], so the lower triangle that
- * potrf(L) reads holds the values the CPU's row-major LAPACKE 'L' reads
- * (H[perm i][perm j], i >= j) even when H is not exactly symmetric. */
-static __global__ void fr_kg_build_a(double *a, const float *h, const int64_t *perm,
-                                     const double *diag, double damp, int64_t n)
-{
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n * n;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        int64_t i = e % n, j = e / n;
-        a[e] = i == j ? diag[perm[i]] + damp : (double)h[perm[i] * n + perm[j]];
-    }
-}
-
-/* Column-major lower triangle -> upper (the inverse from potri). */
-static __global__ void fr_kg_symmetrise(double *a, int64_t n)
-{
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n * n;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        int64_t i = e % n, j = e / n; /* a[i + j n] = (i, j) */
-        if (i < j)
-            a[i + j * n] = a[j + i * n];
-    }
-}
-
-/* Row-major float32 U from the column-major upper factor, zeros below. */
-static __global__ void fr_kg_u_float(const double *a, float *u, int64_t n)
-{
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n * n;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        int64_t i = e / n, j = e % n;
-        u[e] = j >= i ? (float)a[i + j * n] : 0.0f;
-    }
-}
-
 /* W[r][i] = w[r][perm[i]], dead columns 0. */
 static __global__ void fr_kg_prep_w(const void *w, int dtype, const int64_t *perm,
                                     const uint8_t *dead, int64_t rows, int64_t n, float *W)
@@ -196,8 +162,8 @@ __device__ static inline void fr_kg_range(const float *x, int len, float *lo, fl
 }
 
 /*
- * The column loop of block [i1, i1 + nb) for FR_KG_ROWS rows: blockDim.x =
- * B threads, thread t owns column i1 + t of every row of the tile.
+ * The column loop of block [i1, i1 + nb) for ROWS rows: blockDim.x = B
+ * threads, thread t owns column i1 + t of every row of the tile.
  */
 typedef struct fr_kg_args {
     float *W;             /* rows x n, permuted order */
@@ -210,22 +176,25 @@ typedef struct fr_kg_args {
     int bits, sym, variant;
 } fr_kg_args;
 
+template <int ROWS>
 static __global__ void __launch_bounds__(FR_KG_MAX_BLOCK) fr_kgptq_block(fr_kg_args a)
 {
-    __shared__ float ws[FR_KG_ROWS][FR_KG_MAX_BLOCK];
-    __shared__ float errv[FR_KG_ROWS];
-    __shared__ float s_cur[FR_KG_ROWS], z_cur[FR_KG_ROWS];
-    __shared__ float s_blk[FR_KG_ROWS][FR_KG_MAX_BLOCK / 32], z_blk[FR_KG_ROWS][FR_KG_MAX_BLOCK / 32];
+    __shared__ float ws[ROWS][FR_KG_MAX_BLOCK];
+    __shared__ float errv[ROWS];
+    __shared__ float s_cur[ROWS], z_cur[ROWS];
+    __shared__ float s_blk[ROWS][FR_KG_MAX_BLOCK / 32], z_blk[ROWS][FR_KG_MAX_BLOCK / 32];
+    __shared__ int64_t pcol[FR_KG_MAX_BLOCK]; /* perm[i1 + c] */
     const int t = threadIdx.x, nwarps = blockDim.x / 32, warp = t / 32;
-    const int64_t r0 = (int64_t)blockIdx.x * FR_KG_ROWS;
+    const int64_t r0 = (int64_t)blockIdx.x * ROWS;
     const int nb = (int)a.nb;
     const int stat = a.S != NULL;
-    for (int r = 0; r < FR_KG_ROWS; r++)
+    for (int r = 0; r < ROWS; r++)
         ws[r][t] = t < nb && r0 + r < a.rows ? a.W[(r0 + r) * a.n + a.i1 + t] : 0.0f;
+    pcol[t] = t < nb ? a.perm[a.i1 + t] : 0;
     __syncthreads();
     if (!stat && a.variant == FR_GPTQ_REFSCALE) {
         /* every group of the block from the block as it stood at its start */
-        for (int r = warp; r < FR_KG_ROWS; r += nwarps)
+        for (int r = warp; r < ROWS; r += nwarps)
             for (int c = 0; c < nb; c += (int)a.g) {
                 int len = nb - c < a.g ? nb - c : (int)a.g;
                 float lo, hi;
@@ -237,20 +206,20 @@ static __global__ void __launch_bounds__(FR_KG_MAX_BLOCK) fr_kgptq_block(fr_kg_a
     }
     /* column c's U_ii (rows' threads) and U_ij (column threads), loaded one
      * column ahead so the global latency overlaps the previous column */
-    float d_nxt = t < FR_KG_ROWS ? a.u[a.i1 * a.n + a.i1] : 0.0f;
+    float d_nxt = t < ROWS ? a.u[a.i1 * a.n + a.i1] : 0.0f;
     float u_nxt = t < nb ? a.u[a.i1 * a.n + a.i1 + t] : 0.0f;
     for (int c = 0; c < nb; c++) {
         const int64_t i = a.i1 + c;
         const float d = d_nxt, uij = u_nxt;
         if (c + 1 < nb) {
-            if (t < FR_KG_ROWS)
+            if (t < ROWS)
                 d_nxt = a.u[(i + 1) * a.n + i + 1];
             if (t < nb)
                 u_nxt = a.u[(i + 1) * a.n + a.i1 + t];
         }
         if (!stat && a.variant != FR_GPTQ_REFSCALE && i % a.g == 0) {
             int len = (int)(a.n - i < a.g ? a.n - i : a.g);
-            for (int r = warp; r < FR_KG_ROWS; r += nwarps) {
+            for (int r = warp; r < ROWS; r += nwarps) {
                 float lo, hi;
                 fr_kg_range(&ws[r][c], len, &lo, &hi);
                 if ((t & 31) == 0)
@@ -258,11 +227,11 @@ static __global__ void __launch_bounds__(FR_KG_MAX_BLOCK) fr_kgptq_block(fr_kg_a
             }
             __syncthreads();
         }
-        if (t < FR_KG_ROWS) {
+        if (t < ROWS) {
             const int r = t;
             float s, z;
             if (stat) {
-                int64_t k = a.perm[i] / a.g;
+                int64_t k = pcol[c] / a.g;
                 s = r0 + r < a.rows ? a.S[(r0 + r) * a.G + k] : 0.0f;
                 z = r0 + r < a.rows ? a.Z[(r0 + r) * a.G + k] : 0.0f;
             } else if (a.variant == FR_GPTQ_REFSCALE) {
@@ -277,106 +246,158 @@ static __global__ void __launch_bounds__(FR_KG_MAX_BLOCK) fr_kgptq_block(fr_kg_a
             float e = (x - q) / d;
             errv[r] = e;
             if (r0 + r < a.rows) {
-                a.w_hat[(r0 + r) * a.n + a.perm[i]] = q;
+                a.w_hat[(r0 + r) * a.n + pcol[c]] = q;
                 a.E[(r0 + r) * a.B + c] = e;
             }
         }
         __syncthreads();
         if (t > c && t < nb) {
-            for (int r = 0; r < FR_KG_ROWS; r++)
+            for (int r = 0; r < ROWS; r++)
                 ws[r][t] -= errv[r] * uij;
         }
         __syncthreads();
     }
 }
 
-#ifndef FRONTIER_EMULATED_CUDA
-/* U = upper Cholesky factor of (A + damp I)^-1 in a (column-major);
- * *ok = 0 when a factorisation fails. */
-static fr_status fr_kg_inverse_factor(cudaStream_t s, double *a, const float *h,
-                                      const int64_t *perm_d, const double *diag_d, double damp,
-                                      int64_t n, double **work, int *lwork, int *info_d, int *ok,
-                                      fr_error *err)
+/* A~ = J A J (J the reversal, A = H[perm][perm] + damp I) in double,
+ * column-major, lower triangle only: element (i, j), i >= j, is A's lower
+ * element (n-1-j, n-1-i) = H[perm[n-1-j]][perm[n-1-i]], the value LAPACKE's
+ * row-major 'L' reads on the CPU (so an H that is not exactly symmetric
+ * contributes the same triangle). */
+static __global__ void fr_kg_build_rev(double *a, const float *h, const int64_t *perm,
+                                       const double *diag, double damp, int64_t n)
 {
-    fr_status st = FR_OK;
-    int info = 0, need = 0, need2 = 0;
-    const int grid = (int)std::min<int64_t>((n * n + 255) / 256, 8192);
-    *ok = 0;
-    FR_LAUNCH(fr_kg_build_a<<<grid, 256, 0, s>>>(a, h, perm_d, diag_d, damp, n));
-    FR_KG_SOLVER(cusolverDnDpotrf_bufferSize(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
-                                            (int)n, &need));
-    FR_KG_SOLVER(cusolverDnDpotri_bufferSize(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
-                                            (int)n, &need2));
-    need = std::max(need, need2);
-    FR_KG_SOLVER(cusolverDnDpotrf_bufferSize(fr_kg_solver, CUBLAS_FILL_MODE_UPPER, (int)n, a,
-                                            (int)n, &need2));
-    need = std::max(need, need2);
-    if (need > *lwork) {
-        if (*work)
-            FR_CU(cudaFreeAsync(*work, s));
-        *work = NULL;
-        *lwork = 0;
-        FR_CU(cudaMallocAsync((void **)work, (size_t)need * sizeof(double), s));
-        *lwork = need;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n * n;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t i = e % n, j = e / n;
+        if (i < j)
+            continue;
+        a[e] = i == j ? diag[perm[n - 1 - i]] + damp
+                      : (double)h[perm[n - 1 - j] * n + perm[n - 1 - i]];
     }
-    FR_KG_SOLVER(cusolverDnDpotrf(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n, *work,
-                                  *lwork, info_d));
-    FR_CU(cudaMemcpyAsync(&info, info_d, sizeof info, cudaMemcpyDeviceToHost, s));
-    FR_CU(cudaStreamSynchronize(s));
-    if (info != 0)
-        return FR_OK;
-    FR_KG_SOLVER(cusolverDnDpotri(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n, *work,
-                                  *lwork, info_d));
-    FR_CU(cudaMemcpyAsync(&info, info_d, sizeof info, cudaMemcpyDeviceToHost, s));
-    FR_CU(cudaStreamSynchronize(s));
-    if (info != 0)
-        return FR_OK;
-    FR_LAUNCH(fr_kg_symmetrise<<<grid, 256, 0, s>>>(a, n));
-    FR_KG_SOLVER(cusolverDnDpotrf(fr_kg_solver, CUBLAS_FILL_MODE_UPPER, (int)n, a, (int)n, *work,
-                                  *lwork, info_d));
-    FR_CU(cudaMemcpyAsync(&info, info_d, sizeof info, cudaMemcpyDeviceToHost, s));
-    FR_CU(cudaStreamSynchronize(s));
-    *ok = info == 0;
-cleanup:
-    return st;
+}
+
+/* Row-major float32 U from M = L~^-1 (column-major lower): U = J M J,
+ * u[i][j] = M(n-1-i, n-1-j) for j >= i, zeros below; a 32 x 32 tile
+ * through shared memory, so reads and writes are both coalesced. Grid
+ * (ceil(n/32), ceil(n/32)), block (32, 8). */
+static __global__ void fr_kg_u_rev(const double *m, float *u, int64_t n)
+{
+    __shared__ float tile[32][33];
+    const int64_t r0 = (int64_t)blockIdx.x * 32, c0 = (int64_t)blockIdx.y * 32;
+    for (int k = threadIdx.y; k < 32; k += 8) {
+        int64_t r = r0 + threadIdx.x, c = c0 + k;
+        if (r < n && c < n)
+            tile[k][threadIdx.x] = r >= c ? (float)m[r + c * n] : 0.0f;
+    }
+    __syncthreads();
+    for (int k = threadIdx.y; k < 32; k += 8) {
+        int64_t r = r0 + k, c = c0 + threadIdx.x;
+        if (r < n && c < n)
+            u[(n - 1 - r) * n + (n - 1 - c)] = tile[threadIdx.x][k];
+    }
 }
 
 /* Workspace of the factorisation. */
 typedef struct fr_kg_ws {
-    double *work;
-    int lwork;
-    int *info_d;
+    void *work;      /* device workspace, bytes */
+    size_t bytes;
+    void *host;      /* host workspace of trtri */
+    size_t host_bytes;
+    int *info_d;     /* [2]: potrf, trtri */
+    cudaEvent_t mark; /* when timed: recorded between potrf and trtri */
 } fr_kg_ws;
 
-/* u (float32 row-major, n x n) = the upper Cholesky factor of
- * (H[perm][perm] + damp I)^-1; *ok = 0 when a factorisation fails. */
+static fr_status fr_kg_ws_reserve(cudaStream_t s, fr_kg_ws *ws, size_t bytes, size_t host_bytes,
+                                  fr_error *err)
+{
+    fr_status st = FR_OK;
+    if (bytes > ws->bytes) {
+        if (ws->work)
+            FR_CU(cudaFreeAsync(ws->work, s));
+        ws->work = NULL;
+        ws->bytes = 0;
+        FR_CU(cudaMallocAsync(&ws->work, bytes, s));
+        ws->bytes = bytes;
+    }
+    if (host_bytes > ws->host_bytes) {
+        free(ws->host);
+        ws->host = malloc(host_bytes);
+        if (!ws->host)
+            return fr_fail(err, FR_E_NOMEM, "gptq: %zu bytes of host workspace", host_bytes);
+        ws->host_bytes = host_bytes;
+    }
+cleanup:
+    return st;
+}
+
+#ifndef FRONTIER_EMULATED_CUDA
+/*
+ * u (float32 row-major, n x n) = the upper Cholesky factor U of
+ * (H[perm][perm] + damp I)^-1, *ok = 0 when the factorisation fails.
+ *
+ * With J the reversal (J = J^T = J^-1) and A~ = J A J = L~ L~^T (potrf,
+ * lower): A = (J L~ J)(J L~ J)^T, and R = J L~ J is upper triangular with a
+ * positive diagonal, so A^-1 = R^-T R^-1 = U^T U with U = R^-1 = J L~^-1 J
+ * upper triangular with a positive diagonal: by uniqueness, the Cholesky
+ * factor of A^-1 that the CPU computes as potrf(U) of potri(potrf(L) of A).
+ * One potrf and one trtri (n^3/3 flops each) instead of potrf, potri and a
+ * second potrf (n^3/3 + 2n^3/3 + n^3/3), and one host synchronisation
+ * instead of three. The double values differ from LAPACK's in the last
+ * bits (another float order), and so, rarely, do their float32 roundings.
+ */
 static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *perm_d,
                               const double *diag_d, const int64_t *perm, const double *diag,
                               double damp, int64_t n, double *a, float *u, fr_kg_ws *ws, int *ok,
                               fr_error *err)
 {
     fr_status st = FR_OK;
+    int info[2] = {0, 0}, need = 0;
+    size_t tr_dev = 0, tr_host = 0;
+    const int grid = (int)std::min<int64_t>((n * n + 255) / 256, 8192);
     (void)perm;
     (void)diag;
-    FR_TRY(fr_kg_inverse_factor(s, a, h, perm_d, diag_d, damp, n, &ws->work, &ws->lwork,
-                                ws->info_d, ok, err));
-    if (*ok)
-        FR_LAUNCH(fr_kg_u_float<<<(int)std::min<int64_t>((n * n + 255) / 256, 8192), 256, 0, s>>>(
-            a, u, n));
+    *ok = 0;
+    FR_LAUNCH(fr_kg_build_rev<<<grid, 256, 0, s>>>(a, h, perm_d, diag_d, damp, n));
+    FR_KG_SOLVER(cusolverDnDpotrf_bufferSize(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
+                                            (int)n, &need));
+    FR_KG_SOLVER(cusolverDnXtrtri_bufferSize(fr_kg_solver, CUBLAS_FILL_MODE_LOWER,
+                                            CUBLAS_DIAG_NON_UNIT, n, CUDA_R_64F, a, n, &tr_dev,
+                                            &tr_host));
+    FR_TRY(fr_kg_ws_reserve(s, ws, std::max((size_t)need * sizeof(double), tr_dev), tr_host,
+                            err));
+    FR_KG_SOLVER(cusolverDnDpotrf(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n,
+                                  (double *)ws->work, (int)(ws->bytes / sizeof(double)),
+                                  ws->info_d));
+    if (ws->mark)
+        FR_CU(cudaEventRecord(ws->mark, s));
+    /* a failed potrf leaves a partial factor: trtri of it is discarded below */
+    FR_KG_SOLVER(cusolverDnXtrtri(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, n,
+                                  CUDA_R_64F, a, n, ws->work, ws->bytes, ws->host,
+                                  ws->host_bytes, ws->info_d + 1));
+    FR_CU(cudaMemcpyAsync(info, ws->info_d, sizeof info, cudaMemcpyDeviceToHost, s));
+    FR_CU(cudaStreamSynchronize(s));
+    if (info[0] != 0 || info[1] != 0)
+        return FR_OK;
+    FR_LAUNCH(fr_kg_u_rev<<<dim3((unsigned)((n + 31) / 32), (unsigned)((n + 31) / 32)), dim3(32, 8),
+                           0, s>>>(a, u, n));
+    *ok = 1;
 cleanup:
     return st;
 }
 
-/* W[:, i2:] -= E U[i1:i2, i2:] (row-major), FP32. */
-static fr_status fr_kg_update(float *W, const float *E, const float *u, int64_t rows, int64_t n,
-                              int64_t B, int64_t i1, int64_t i2, fr_error *err)
+/* W[:, j1:j2] -= E U[i1:i2, j1:j2] (row-major), FP32, on stream s. */
+static fr_status fr_kg_update(cudaStream_t s, float *W, const float *E, const float *u,
+                              int64_t rows, int64_t n, int64_t B, int64_t i1, int64_t i2,
+                              int64_t j1, int64_t j2, fr_error *err)
 {
     fr_status st = FR_OK;
     /* column-major: W^T = W^T - U^T E^T */
     const float minus_one = -1.0f, one = 1.0f;
-    FR_KG_BLAS(cublasSgemm(fr_kg_blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)(n - i2), (int)rows,
-                           (int)(i2 - i1), &minus_one, u + i1 * n + i2, (int)n, E, (int)B, &one,
-                           W + i2, (int)n));
+    FR_KG_BLAS(cublasSetStream(fr_kg_blas, s));
+    FR_KG_BLAS(cublasSgemm(fr_kg_blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)(j2 - j1), (int)rows,
+                           (int)(i2 - i1), &minus_one, u + i1 * n + j1, (int)n, E, (int)B, &one,
+                           W + j1, (int)n));
 cleanup:
     return st;
 }
@@ -398,13 +419,7 @@ cleanup:
     return st;
 }
 
-#else /* the emulation: the CPU reference's LAPACKE calls and OpenBLAS */
-
-typedef struct fr_kg_ws {
-    double *work;
-    int lwork;
-    int *info_d;
-} fr_kg_ws;
+#else /* the emulation: LAPACKE and OpenBLAS, the same factorisation */
 
 static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *perm_d,
                               const double *diag_d, const int64_t *perm, const double *diag,
@@ -416,32 +431,31 @@ static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *per
     (void)diag_d;
     (void)ws;
     FR_CU(cudaStreamSynchronize(s)); /* device memory is host memory here */
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < n; j++)
-            a[i * n + j] = i == j ? diag[perm[i]] + damp : (double)h[perm[i] * n + perm[j]];
+    /* the device's A~ = J A J, column-major lower triangle (fr_kg_build_rev) */
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = j; i < n; i++)
+            a[i + j * n] = i == j ? diag[perm[n - 1 - i]] + damp
+                                  : (double)h[perm[n - 1 - j] * n + perm[n - 1 - i]];
     *ok = 0;
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n) != 0 ||
-        LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n) != 0)
-        return FR_OK;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = i + 1; j < n; j++)
-            a[i * n + j] = a[j * n + i];
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, a, (lapack_int)n) != 0)
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n) != 0 ||
+        LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'L', 'N', (lapack_int)n, a, (lapack_int)n) != 0)
         return FR_OK;
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++)
-            u[i * n + j] = j >= i ? (float)a[i * n + j] : 0.0f;
+            u[i * n + j] = j >= i ? (float)a[(n - 1 - i) + (n - 1 - j) * n] : 0.0f;
     *ok = 1;
 cleanup:
     return st;
 }
 
-static fr_status fr_kg_update(float *W, const float *E, const float *u, int64_t rows, int64_t n,
-                              int64_t B, int64_t i1, int64_t i2, fr_error *err)
+static fr_status fr_kg_update(cudaStream_t s, float *W, const float *E, const float *u,
+                              int64_t rows, int64_t n, int64_t B, int64_t i1, int64_t i2,
+                              int64_t j1, int64_t j2, fr_error *err)
 {
     (void)err;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(n - i2),
-                (int)(i2 - i1), -1.0f, E, (int)B, u + i1 * n + i2, (int)n, 1.0f, W + i2, (int)n);
+    (void)s;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(j2 - j1),
+                (int)(i2 - i1), -1.0f, E, (int)B, u + i1 * n + j1, (int)n, 1.0f, W + j1, (int)n);
     return FR_OK;
 }
 
@@ -462,12 +476,35 @@ static __global__ void fr_kg_diag(const float *h, int64_t n, float *diag)
         diag[j] = h[j * n + j];
 }
 
+/* Phase timing: events recorded between the phases when asked for. */
+typedef struct fr_kg_timer {
+    fr_gptq_phases *ph;
+    std::vector<cudaEvent_t> ev;
+} fr_kg_timer;
 
+static void fr_kg_mark(fr_kg_timer *t, cudaStream_t s)
+{
+    if (!t->ph)
+        return;
+    cudaEvent_t e = NULL;
+    if (cudaEventCreate(&e) != cudaSuccess)
+        return;
+    cudaEventRecord(e, s);
+    t->ev.push_back(e);
+}
 
-extern "C" fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_t rows,
-                                  int64_t cols, const float *h, int h_on_device,
-                                  const fr_gptq_params *p, void *stream, int *damp_retries,
-                                  double *damp_used, fr_error *err)
+static double fr_kg_span(const fr_kg_timer *t, size_t a, size_t b)
+{
+    float ms = 0.0f;
+    if (b >= t->ev.size() || cudaEventElapsedTime(&ms, t->ev[a], t->ev[b]) != cudaSuccess)
+        return 0.0;
+    return ms;
+}
+
+extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, int64_t rows,
+                                        int64_t cols, const float *h, int h_on_device,
+                                        const fr_gptq_params *p, void *stream, int *damp_retries,
+                                        double *damp_used, fr_gptq_phases *phases, fr_error *err)
 {
     fr_status st = FR_OK;
     cudaStream_t s = (cudaStream_t)stream;
@@ -485,17 +522,24 @@ extern "C" fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_
     double *a = NULL, *diag_d = NULL;
     int64_t *perm_d = NULL;
     uint8_t *dead_d = NULL;
-    fr_kg_ws ws = {NULL, 0, NULL};
+    fr_kg_ws ws = {NULL, 0, NULL, 0, NULL, NULL};
     int ok = 0, tries = 0, locked = 0;
     double mean_diag = 0.0, damp;
     const int grid = (int)std::min<int64_t>((rows * n + 255) / 256, 8192);
+    fr_kg_timer tm;
+    std::vector<size_t> blk_marks, upd_marks;
+    size_t m_fac0 = 0, m_fac1 = 0, m_loop0 = 0, m_end = 0;
+    tm.ph = phases;
     *damp_retries = 0;
     *damp_used = FR_KG_DAMP;
+    if (phases)
+        memset(phases, 0, sizeof *phases);
     if (rows <= 0 || n <= 0)
         return FR_OK;
     if (g <= 0 || B > FR_KG_MAX_BLOCK || (g < B && B % g) || n > 65536)
         return fr_fail(err, FR_E_USAGE, "gptq on the gpu: unsupported group %lld for %lld columns",
                        (long long)g, (long long)n);
+    fr_kg_mark(&tm, s);
     /* the diagonal, dead columns, the order: on the host, as the CPU does */
     if (h_on_device) {
         FR_CU(cudaMallocAsync((void **)&hdiag_d, (size_t)n * sizeof(float), s));
@@ -529,7 +573,7 @@ extern "C" fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_
     FR_CU(cudaMallocAsync((void **)&diag_d, (size_t)n * sizeof(double), s));
     FR_CU(cudaMallocAsync((void **)&perm_d, (size_t)n * sizeof(int64_t), s));
     FR_CU(cudaMallocAsync((void **)&dead_d, (size_t)n, s));
-    FR_CU(cudaMallocAsync((void **)&ws.info_d, sizeof(int), s));
+    FR_CU(cudaMallocAsync((void **)&ws.info_d, 2 * sizeof(int), s));
     if (stat) {
         FR_CU(cudaMallocAsync((void **)&S, (size_t)(rows * G) * sizeof(float), s));
         FR_CU(cudaMallocAsync((void **)&Z, (size_t)(rows * G) * sizeof(float), s));
@@ -546,7 +590,11 @@ extern "C" fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_
     pthread_mutex_lock(&fr_kg_lock);
     locked = 1;
     FR_TRY(fr_kg_handles(s, err));
+    if (phases)
+        FR_CU(cudaEventCreate(&ws.mark));
 
+    m_fac0 = tm.ev.size();
+    fr_kg_mark(&tm, s);
     damp = FR_KG_DAMP * mean_diag;
     for (;;) {
         FR_TRY(fr_kg_factor(s, h, perm_d, diag_d, perm.data(), diag.data(), damp, n, a, u, &ws,
@@ -563,19 +611,49 @@ extern "C" fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_
     }
     *damp_retries = tries;
     *damp_used = damp / mean_diag;
+    m_fac1 = tm.ev.size();
+    fr_kg_mark(&tm, s);
     FR_LAUNCH(fr_kg_prep_w<<<grid, 256, 0, s>>>(w, dtype, perm_d, dead_d, rows, n, W));
     if (stat)
         FR_LAUNCH(fr_kg_static<<<(int)std::min<int64_t>((rows * G + 255) / 256, 8192), 256, 0, s>>>(
             w, dtype, dead_d, rows, n, g, G, p->bits, p->symmetric, S, Z));
+    m_loop0 = tm.ev.size();
+    fr_kg_mark(&tm, s);
     for (int64_t i1 = 0; i1 < n; i1 += B) {
         const int64_t i2 = i1 + B < n ? i1 + B : n, nb = i2 - i1;
         fr_kg_args ka = {W, u, perm_d, w_hat, E, S, Z, rows, n, g, G, B, i1, nb,
                          p->bits, p->symmetric, p->variant};
-        FR_LAUNCH(fr_kgptq_block<<<(int)((rows + FR_KG_ROWS - 1) / FR_KG_ROWS), (int)B, 0, s>>>(ka));
-        if (i2 < n)
-            FR_TRY(fr_kg_update(W, E, u, rows, n, B, i1, i2, err));
+        blk_marks.push_back(tm.ev.size());
+        fr_kg_mark(&tm, s);
+        FR_LAUNCH(fr_kgptq_block<FR_KG_ROWS><<<(int)((rows + FR_KG_ROWS - 1) / FR_KG_ROWS),
+                                               (int)B, 0, s>>>(ka));
+        fr_kg_mark(&tm, s);
+        if (i2 >= n)
+            break;
+        upd_marks.push_back(tm.ev.size());
+        fr_kg_mark(&tm, s);
+        FR_TRY(fr_kg_update(s, W, E, u, rows, n, B, i1, i2, i2, n, err));
+        fr_kg_mark(&tm, s);
     }
+    m_end = tm.ev.size();
+    fr_kg_mark(&tm, s);
     FR_CU(cudaStreamSynchronize(s));
+    if (phases && m_end < tm.ev.size()) {
+        phases->setup_ms = fr_kg_span(&tm, 0, m_fac0);
+        phases->factor_ms = fr_kg_span(&tm, m_fac0, m_fac1);
+        phases->prep_ms = fr_kg_span(&tm, m_fac1, m_loop0);
+        phases->loop_ms = fr_kg_span(&tm, m_loop0, m_end);
+        for (size_t k : blk_marks)
+            phases->block_ms += fr_kg_span(&tm, k, k + 1);
+        for (size_t k : upd_marks)
+            phases->update_ms += fr_kg_span(&tm, k, k + 1);
+        phases->factor_tries = tries + 1;
+        /* the last factorisation's potrf: from the factor's start when it
+         * ran once */
+        float pm = 0.0f;
+        if (tries == 0 && ws.mark && cudaEventElapsedTime(&pm, tm.ev[m_fac0], ws.mark) == cudaSuccess)
+            phases->potrf_ms = pm;
+    }
 cleanup:
     if (locked)
         pthread_mutex_unlock(&fr_kg_lock);
@@ -586,9 +664,23 @@ cleanup:
                 cudaFreeAsync(bufs[k], s);
         if (ws.work)
             cudaFreeAsync(ws.work, s);
+        free(ws.host);
         cudaStreamSynchronize(s);
     }
+    for (cudaEvent_t e : tm.ev)
+        cudaEventDestroy(e);
+    if (ws.mark)
+        cudaEventDestroy(ws.mark);
     return st;
+}
+
+extern "C" fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_t rows,
+                                  int64_t cols, const float *h, int h_on_device,
+                                  const fr_gptq_params *p, void *stream, int *damp_retries,
+                                  double *damp_used, fr_error *err)
+{
+    return fr_cuda_gptq_timed(w, dtype, w_hat, rows, cols, h, h_on_device, p, stream,
+                              damp_retries, damp_used, NULL, err);
 }
 
 

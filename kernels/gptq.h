@@ -44,6 +44,26 @@ fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_t rows, int
                        const float *h, int h_on_device, const fr_gptq_params *p, void *stream,
                        int *damp_retries, double *damp_used, fr_error *err);
 
+/* Where the time of one call goes (CUDA events between the phases, in
+ * milliseconds; bench/bench_gptq.cu --phases). */
+typedef struct fr_gptq_phases {
+    double setup_ms;   /* diag H to the host, order, allocations, uploads */
+    double factor_ms;  /* A, potrf, trtri, U to float32 (dampening retries included) */
+    double potrf_ms;   /* of which A and its potrf (when no retry was needed) */
+    double prep_ms;    /* W = w[:, perm], static scales */
+    double loop_ms;    /* the block loop, wall (column loops and lazy updates) */
+    double block_ms;   /* sum of the column-loop kernels */
+    double update_ms;  /* sum of the lazy-update GEMMs */
+    int factor_tries;  /* factorisations run (1 + dampening retries) */
+} fr_gptq_phases;
+
+/* fr_cuda_gptq, filling *phases when it is not NULL (events cost a few
+ * microseconds per block). */
+fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, int64_t rows, int64_t cols,
+                             const float *h, int h_on_device, const fr_gptq_params *p,
+                             void *stream, int *damp_retries, double *damp_used,
+                             fr_gptq_phases *phases, fr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,13 +12,17 @@ the table on stdout:
   docs/figures/study-stories260K-kl.svg measured KL against bits
   out/study/run.h5                      the sweep, annotated with all of the above
 Everything is over the 35 linear layers (--include 'layers\\.'): the tied
-embedding stays in float, as `frontier quantize --config` leaves it.
+embedding stays in float, as `frontier quantize --config` leaves it. Recipes
+with calibrated configurations (GPTQ, AWQ, imatrix) are written with
+`frontier quantize --calib data/stories260K/calib.safetensors`, the
+statistics the sweep measured them with.
 """
 import argparse
 import hashlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -172,8 +176,13 @@ def main():
                         pk = float(line.rsplit(":", 1)[1])
                 cfgs = set(rec["recipe"].values())
                 entry = {"bits": rec["bits_per_weight"], "configs": len(cfgs), "predicted": pk}
+                qargs = ["--recipe", recipe]
+                if any(re.match(CALIBRATED, c) for c in cfgs):
+                    qargs += ["--calib", CALIB]  # the statistics the sweep measured them with
+                entry["calibrated_tensors"] = sum(bool(re.match(CALIBRATED, c))
+                                                  for c in rec["recipe"].values())
                 try:
-                    res = evaluate(name, ["--recipe", recipe], {"recipe": os.path.join("recipes", name + ".json")})
+                    res = evaluate(name, qargs, {"recipe": os.path.join("recipes", name + ".json")})
                     entry["kl"] = res["kl_mean"]
                 except SystemExit as e:
                     entry["kl"] = None
@@ -224,15 +233,20 @@ def write_svg(uniform, pred, rows):
     out.append(f'<text x="{(W+L)/2}" y="{H-10}" text-anchor="middle">bits per weight (35 linear layers)</text>')
     out.append(f'<text x="15" y="{(H)/2}" transform="rotate(-90 15 {H/2})" text-anchor="middle">measured mean next-token KL (nats)</text>')
     for x, y, k in pts:
-        col = colors.get(k, "#9467bd")
+        calibrated = k.endswith("-calib")
+        col = colors.get(k[:-len("-calib")] if calibrated else k, "#9467bd")
         r = 2.5 if k == "u" else 4
-        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(math.log10(max(y,1e-4))):.1f}" r="{r}" fill="{col}" fill-opacity="0.8"/>')
+        paint = (f'fill="none" stroke="{col}" stroke-width="1.5"' if calibrated
+                 else f'fill="{col}" fill-opacity="0.8"')
+        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(math.log10(max(y,1e-4))):.1f}" r="{r}" {paint}/>')
     ly = T + 10
     for k, lab in (("u", "uniform configurations"), ("alloc-rel_err", "allocation: rel_err"),
                    ("alloc-out_rel_err", "allocation: out_rel_err"),
                    ("alloc-sens_out", "allocation: sensitivity x out_rel_err^2")):
         out.append(f'<circle cx="{W-210}" cy="{ly}" r="4" fill="{colors[k]}"/><text x="{W-200}" y="{ly+4}">{lab}</text>')
         ly += 16
+    out.append(f'<circle cx="{W-210}" cy="{ly}" r="4" fill="none" stroke="black" stroke-width="1.5"/>'
+               f'<text x="{W-200}" y="{ly+4}">open: calibrated methods allowed</text>')
     out.append("</svg>")
     with open(FIG, "w") as f:
         f.write("\n".join(out) + "\n")

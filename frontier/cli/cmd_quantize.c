@@ -20,6 +20,7 @@ static void print_help(FILE *out)
             "usage: frontier quantize MODEL --recipe RECIPE.json -o OUT [--format FORMAT]\n"
             "       frontier quantize MODEL --config CONFIG [--include REGEX] [--exclude REGEX]\n"
             "         -o OUT [--format FORMAT] [--force] [--max-shard-size BYTES]\n"
+            "         [--calib FILE]\n"
             "         [--fused-global-scale | --no-fused-global-scale] [--summary]\n"
             "\n"
             "Writes MODEL (a .safetensors file, a Hugging Face folder or a .gguf) with its weights\n"
@@ -38,7 +39,9 @@ static void print_help(FILE *out)
             "                      the folder's other files (tokenizer, ...) are copied.\n"
             "  dequantized         (default for a file) same names, shapes and dtypes as\n"
             "                      MODEL holding Q(W): any framework evaluates the model as\n"
-            "                      quantized; every configuration can be written this way.\n"
+            "                      quantized; every configuration can be written this way\n"
+            "                      (the calibrated gptq-, awq-, imat-, rht+gptq- ones with\n"
+            "                      --calib), and only this way for those.\n"
             "  gguf                (default for a .gguf MODEL) a GGUF v3 file as llama-quantize\n"
             "                      writes it: ggml-q8_0|q4_0|q4_1|q5_0|q5_1|mxfp4 -> Q8_0,\n"
             "                      Q4_0, Q4_1, Q5_0, Q5_1, MXFP4 blocks; metadata and other\n"
@@ -49,6 +52,10 @@ static void print_help(FILE *out)
             "  --include/--exclude REGEX  with --config: the tensors it applies to (POSIX\n"
             "                        extended regexes on tensor names); without --include\n"
             "                        every quantizable tensor but embeddings, lm_head, norms\n"
+            "  --calib FILE          calibration statistics ('frontier sweep --calib'): the\n"
+            "                        configurations that need them are computed with each\n"
+            "                        tensor's statistics, looked up as the sweep does, so the\n"
+            "                        file holds the Q(W) the sweep measured\n"
             "  -o, --output OUT      the folder (or .safetensors file) to write\n"
             "  --force               replace an existing OUT (a folder only if it holds just files)\n"
             "  --max-shard-size N    split the weights into model-0000K-of-0000N.safetensors\n"
@@ -62,9 +69,10 @@ static void print_help(FILE *out)
             "  --summary             totals only, no per-tensor table\n"
             "\n"
             "Nothing is written when a tensor of the recipe is missing from MODEL, a\n"
-            "configuration is unknown or has no layout in FORMAT, or OUT exists without\n"
-            "--force. OUT is built as OUT.tmp-PID and renamed when complete, so a failure\n"
-            "half-way leaves no OUT. A report (OUT/quantize_report.json, or OUT.report.json\n"
+            "configuration is unknown or has no layout in FORMAT, a calibrated one has no\n"
+            "--calib or no statistics for its tensor, or OUT exists without --force. OUT is\n"
+            "built as OUT.tmp-PID and renamed when complete, so a failure half-way leaves\n"
+            "no OUT. A report (OUT/quantize_report.json, or OUT.report.json\n"
             "beside a file) gives per tensor the rel_err of what was written.\n"
             "\n"
             "  frontier allocate run.h5 --budget 3.5 -o recipe.json\n"
@@ -103,6 +111,7 @@ int cmd_quantize(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"include", required_argument, NULL, 'i'},
         {"exclude", required_argument, NULL, 'x'},
+        {"calib", required_argument, NULL, 'C'},
         {"output", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, 'f'},
         {"force", no_argument, NULL, 'F'},
@@ -124,6 +133,7 @@ int cmd_quantize(int argc, char **argv)
         case 'c': o.config = optarg; break;
         case 'i': o.include = optarg; break;
         case 'x': o.exclude = optarg; break;
+        case 'C': o.calib = optarg; break;
         case 'o': o.out = optarg; break;
         case 'f': format = optarg; break;
         case 'F': o.force = 1; break;

@@ -65,6 +65,9 @@ static void print_usage(FILE *out)
             "                          needs is listed in /skipped for it, not failed)\n"
             "      --tf32              GPU: TF32 tensor cores for out_rel_err (faster, about\n"
             "                          1e-3 relative; default FP32, recorded in `devices`)\n"
+            "      --split-experts     also one row per expert of each expert stack ([E, out,\n"
+            "                          in] tensors of class expert) in /expert_results; the\n"
+            "                          stack's own row in /results is their sum\n"
             "  -q, --quiet             no progress or informational messages\n"
             "      --json              print the summary as JSON\n"
             "  -h, --help              this help\n"
@@ -190,6 +193,7 @@ enum {
     OPT_DEVICE_STATS,
     OPT_CALIB,
     OPT_TF32,
+    OPT_SPLIT_EXPERTS,
     OPT_ISOLATE,
     OPT_PLUGIN_TIMEOUT,
 };
@@ -271,6 +275,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"device-stats", required_argument, NULL, OPT_DEVICE_STATS},
         {"calib", required_argument, NULL, OPT_CALIB},
         {"tf32", no_argument, NULL, OPT_TF32},
+        {"split-experts", no_argument, NULL, OPT_SPLIT_EXPERTS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -322,6 +327,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         case OPT_SYNTHETIC: a->synthetic = optarg; break;
         case OPT_CALIB: a->opt.calib = optarg; break;
         case OPT_TF32: a->opt.cuda_tf32 = 1; break;
+        case OPT_SPLIT_EXPERTS: a->opt.split_experts = 1; break;
         case 'q': a->opt.quiet = 1; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_COMMIT_INTERVAL: tune[TUNE_COMMIT].text = optarg; break;
