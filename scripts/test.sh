@@ -18,7 +18,7 @@ echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFRONTIER_SANITIZE=ON -DFRONTIER_CUDA=OFF \
   -DFRONTIER_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "no-sanitize|optional"
 echo "== a subset of the CPU tests under valgrind memcheck (build/) =="
 # The compiled C test programs of these CTest tests (scripts and Python-driven
