@@ -4,6 +4,7 @@
  * renamed over it once complete.
  */
 #include "frontier/annotate.h"
+#include "frontier/dataset_schema.h"
 #include "frontier/pareto.h"
 
 #include <errno.h>
@@ -311,7 +312,10 @@ fr_status fr_measured_store(const char *path, const fr_measured *rows, size_t n,
     fr_measured *old = NULL;
     size_t n_old = 0, n_all = 0;
     row_t *all = NULL;
-    hid_t t = row_type(), f = H5Fopen(tmp, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t fapl = ds_fapl(), t = row_type();
+    hid_t f = fapl >= 0 ? H5Fopen(tmp, H5F_ACC_RDWR, fapl) : H5I_INVALID_HID;
+    if (fapl >= 0)
+        H5Pclose(fapl);
     if (f < 0) {
         st = fr_fail(err, FR_E_FORMAT, "'%s' is not an HDF5 file", path);
         goto done;

@@ -1,6 +1,7 @@
 /* The frontier dataset in memory: reading, building, ordering (docs/dataset.md). */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -224,6 +225,35 @@ typedef struct reader {
     hid_t dxpl; /* vlen strings allocated with malloc, so free() releases them */
 } reader;
 
+/* The object header of name (relative to loc) is version 2, whose chunks
+ * carry checksums that HDF5 verifies when it loads them (docs/security.md,
+ * "Datasets written by other programs"): 1 yes, 0 no (version 1), -1
+ * unreadable. Asked by name, before the object is opened: opening decodes
+ * its messages (type, space, layout), this reads only the header. */
+static int header_checksummed(hid_t loc, const char *name)
+{
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_native_info_t info;
+    if (H5Oget_native_info_by_name(loc, name, &info, H5O_NATIVE_INFO_HDR, H5P_DEFAULT) < 0)
+        return -1;
+#else
+    H5O_info_t info;
+    if (H5Oget_info_by_name2(loc, name, &info, H5O_INFO_HDR, H5P_DEFAULT) < 0)
+        return -1;
+#endif
+    return info.hdr.version >= 2;
+}
+
+static fr_status unchecksummed(const char *path, const char *what, fr_error *err)
+{
+    return fr_fail(err, FR_E_FORMAT,
+                   "'%s': %s has no metadata checksums (an HDF5 file written with the "
+                   "earliest file format, as h5py and h5repack do by default); frontier reads "
+                   "datasets in the checksummed format it writes: convert it with "
+                   "`h5repack --latest IN OUT` (or write it with h5py's libver=('v108', 'v110'))",
+                   path, what);
+}
+
 /* The "checksum" attribute of obj into buf: 1 when read, 0 when absent,
  * -1 when present but not a short string. */
 static int read_checksum(hid_t obj, char buf[DS_CHECKSUM_TEXT])
@@ -373,6 +403,14 @@ static fr_status read_table(const reader *rd, const ds_table *table, void **rows
     if (H5Lexists(rd->file, table->name, H5P_DEFAULT) <= 0)
         return fr_fail(err, FR_E_FORMAT, "'%s' is not a frontier dataset: no /%s table", rd->path,
                        table->name);
+    int checked = header_checksummed(rd->file, table->name);
+    if (checked != 1) {
+        char what[160];
+        snprintf(what, sizeof what, "the object header of /%s", table->name);
+        st = checked < 0 ? fr_fail(err, FR_E_FORMAT, "'%s': %s is damaged", rd->path, what)
+                         : unchecksummed(rd->path, what, err);
+        goto done;
+    }
     dset = H5Dopen2(rd->file, table->name, H5P_DEFAULT);
     ftype = dset >= 0 ? H5Dget_type(dset) : H5I_INVALID_HID;
     space = dset >= 0 ? H5Dget_space(dset) : H5I_INVALID_HID;
@@ -528,6 +566,18 @@ static int global_heaps_sound(const unsigned char *p, size_t n)
     return 1;
 }
 
+/* The version of the file's superblock (HDF5 File Format Specification,
+ * II.A: the signature at offset 0, 512, 1024, 2048, ..., the version byte
+ * after it), or -1 when there is none. */
+static int superblock_version(const unsigned char *p, size_t n)
+{
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    for (size_t at = 0; at + 9 <= n; at = at ? at * 2 : 512)
+        if (memcmp(p + at, sig, sizeof sig) == 0)
+            return p[at + 8];
+    return -1;
+}
+
 static fr_status check_global_heaps(const char *path, fr_error *err)
 {
     char ebuf[128];
@@ -546,8 +596,11 @@ static fr_status check_global_heaps(const char *path, fr_error *err)
         return fr_fail(err, FR_E_IO, "cannot read '%s': %s", path,
                        fr_errno_text(errno, ebuf, sizeof ebuf));
     int sound = n ? global_heaps_sound(map, n) : 1;
+    int superblock = n ? superblock_version(map, n) : -1;
     if (n)
         munmap(map, n);
+    if (superblock >= 0 && superblock < 2)
+        return unchecksummed(path, "its superblock (version 0 or 1)", err);
     if (!sound)
         return fr_fail(err, FR_E_FORMAT,
                        "'%s': a global heap collection (the tables' strings) is damaged", path);
@@ -583,6 +636,11 @@ static fr_status open_reader(const char *path, reader *rd, fr_error *err)
     H5Pclose(fapl);
     if (rd->file < 0)
         return fr_fail(err, FR_E_IO, "cannot open '%s' as HDF5", path);
+    int checked = header_checksummed(rd->file, ".");
+    if (checked < 0)
+        return fr_fail(err, FR_E_FORMAT, "'%s': the root group's object header is damaged", path);
+    if (checked == 0)
+        return unchecksummed(path, "the root group's object header (version 1)", err);
     rd->dxpl = H5Pcreate(H5P_DATASET_XFER);
     if (rd->dxpl < 0 || H5Pset_vlen_mem_manager(rd->dxpl, vlen_alloc, NULL, vlen_free, NULL) < 0)
         return fr_fail(err, FR_E_FAIL, "cannot create an hdf5 property list");

@@ -39,7 +39,9 @@ hid_t ds_fapl(void)
         return H5I_INVALID_HID;
     /* file locking where the filesystem supports it, silently none where it
      * does not (NFS), instead of refusing to open */
-    if (H5Pset_file_locking(fapl, 1, 1) < 0) {
+    if (H5Pset_file_locking(fapl, 1, 1) < 0 ||
+        /* what is written through it gets checksummed headers (see below) */
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0) {
         H5Pclose(fapl);
         return H5I_INVALID_HID;
     }

@@ -155,7 +155,7 @@ if python3 -c "import h5py" 2>/dev/null; then
   python3 - "$tmp/run.h5" "$tmp/empty.h5" <<'PY'
 import shutil, sys, h5py
 shutil.copy(sys.argv[1], sys.argv[2])
-with h5py.File(sys.argv[2], "r+") as f:
+with h5py.File(sys.argv[2], "r+", libver=("v108", "v108")) as f:
     dt = f["results"].dtype
     del f["results"]
     f.create_dataset("results", shape=(0,), maxshape=(None,), dtype=dt, chunks=(1024,))

@@ -24,7 +24,7 @@ fi
 # do not depend on it (sweep.reference checks them against a stored run)
 python3 - <<'PY' || fail "a /results without flags"
 import h5py, numpy as np
-with h5py.File("run.h5", "r") as f, h5py.File("old.h5", "w") as g:
+with h5py.File("run.h5", "r") as f, h5py.File("old.h5", "w", libver=("v108", "v108")) as g:
     for k, v in f.attrs.items():
         g.attrs[k] = v
     for name in ("sources", "tensors", "configs", "skipped"):
@@ -53,7 +53,7 @@ PY
 
 python3 - <<'PY' || fail "editing a copy"
 import h5py
-with h5py.File("run.h5", "r") as f, h5py.File("bad.h5", "w") as g:
+with h5py.File("run.h5", "r") as f, h5py.File("bad.h5", "w", libver=("v108", "v108")) as g:
     for k, v in f.attrs.items():
         g.attrs[k] = v
     for name in ("sources", "tensors", "configs", "results", "skipped"):
@@ -68,7 +68,7 @@ expect_stderr "flags is" "the refusal names the flags field"
 
 python3 - <<'PY' || fail "flipping a flag without touching the checksum"
 import h5py
-with h5py.File("run.h5", "r") as f, h5py.File("flip.h5", "w") as g:
+with h5py.File("run.h5", "r") as f, h5py.File("flip.h5", "w", libver=("v108", "v108")) as g:
     for k, v in f.attrs.items():
         g.attrs[k] = v
     for name in ("sources", "tensors", "configs", "results", "skipped"):

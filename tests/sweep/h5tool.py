@@ -102,12 +102,12 @@ def main():
     if cmd == "same-by-name":
         return 0 if same_by_name(sys.argv[2], sys.argv[3]) else 1
     if cmd == "set-attr":
-        with h5py.File(sys.argv[2], "r+") as f:
+        with h5py.File(sys.argv[2], "r+", libver=("v108", "v108")) as f:
             f.attrs[sys.argv[3]] = np.int64(int(sys.argv[4]))
         return 0
     if cmd == "bump":
         col, row, factor = sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
-        with h5py.File(sys.argv[2], "r+") as f:
+        with h5py.File(sys.argv[2], "r+", libver=("v108", "v108")) as f:
             r = f["results"][...]
             r[col][row] *= factor
             f["results"][...] = r

@@ -192,12 +192,24 @@ static void test_bad_paths(void)
     CHECK_EQ_U64(fr_dataset_read(path_in("text.h5"), &b, &err), FR_E_FORMAT);
     CHECK(strstr(err.msg, "is not an HDF5 file") != NULL);
 
+    /* an HDF5 file in the earliest format (no metadata checksums, as h5py
+     * and h5repack write by default) is refused before HDF5 parses it */
+    hid_t file = H5Fcreate(path_in("earliest.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    H5Fclose(file);
+    CHECK_EQ_U64(fr_dataset_read(path_in("earliest.h5"), &b, &err), FR_E_FORMAT);
+    CHECK(strstr(err.msg, "no metadata checksums") != NULL);
+    CHECK(strstr(err.msg, "h5repack --latest") != NULL);
+    int64_t v = 0;
+    CHECK_EQ_U64(fr_dataset_probe(path_in("earliest.h5"), &v, &err), FR_E_FORMAT);
+
     /* an HDF5 file that is not a frontier dataset */
-    hid_t file = H5Fcreate(path_in("other.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+    file = H5Fcreate(path_in("other.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
     H5Fclose(file);
     CHECK_EQ_U64(fr_dataset_read(path_in("other.h5"), &b, &err), FR_E_FORMAT);
     CHECK(strstr(err.msg, "is not a frontier dataset") != NULL);
-    int64_t v = 0;
     CHECK_EQ_U64(fr_dataset_probe(path_in("other.h5"), &v, &err), FR_E_FORMAT);
 
     /* another schema version: probe reports it, read refuses */
