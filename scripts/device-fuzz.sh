@@ -11,7 +11,7 @@
 # $OUT/corpus.tar.gz). Logs, final stats and any crash inputs go to $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGETS="safetensors gguf onnx calib imatrix recipe dataset"
+TARGETS=${FUZZ_TARGETS:-"safetensors gguf onnx calib imatrix recipe dataset"}
 case "${1:-}" in
 pack)
   rm -rf .carry/fuzz && mkdir -p .carry/fuzz/bin .carry/fuzz/lib
@@ -44,7 +44,7 @@ run)
   pids=""
   for t in $TARGETS; do
     dict=""
-    [ -f tests/fuzz/$t.dict ] && dict="-dict=tests/fuzz/$t.dict"
+    [ -f tests/fuzz/$t.dict ] && dict="-dict=$PWD/tests/fuzz/$t.dict"
     asan="abort_on_error=0"
     [ "$t" = dataset ] && asan="allocator_may_return_null=1:max_allocation_size_mb=1024"
     mkdir -p "$out/artifacts/$t"
