@@ -5,9 +5,11 @@ sensitivity-weighted output error.
 
     python3 scripts/study_stories260K.py [--frontier build-eval/frontier] [--out out/study]
 
-Needs torch and transformers (CPU); a few minutes on one core. Writes, beside
+Needs torch and transformers (CPU); about 20 minutes on one core. Writes, beside
 the table on stdout:
   examples/eval/stories260K/*.json      one kld.py result per evaluated checkpoint
+                                        (every uniform configuration, data-free and
+                                        calibrated, and every allocated recipe)
   examples/eval/stories260K/recipes/    the allocated recipes
   docs/figures/study-stories260K-kl.svg measured KL against bits
   out/study/run.h5                      the sweep, annotated with all of the above
@@ -134,27 +136,34 @@ def main():
             f.write("\n")
         return res
 
-    # (a) every data-free uniform configuration, on the linear layers
+    # (a) every uniform configuration, on the linear layers: the data-free
+    # ones, and the calibrated ones (GPTQ, AWQ, imatrix) written with the
+    # statistics the sweep measured them with
     uniform = {}
     for c in sorted(pred):
-        if c.startswith(("gptq", "awq", "imat", "rht+gptq", "rht+awq", "rht+imat")):
-            continue
-        r = subprocess.run([F, "quantize", MODEL, "--config", c, "-o", os.path.join(args.out, "probe"),
-                            "--format", "dequantized", "--force", "--summary", "--include", INCLUDE],
+        qargs = ["--config", c, "--include", INCLUDE]
+        if re.match(CALIBRATED, c):
+            qargs += ["--calib", CALIB]
+        r = subprocess.run([F, "quantize", MODEL, "-o", os.path.join(args.out, "probe"),
+                            "--format", "dequantized", "--force", "--summary"] + qargs,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if r.returncode != 0:
             continue  # no dequantized writer
-        uniform[c] = evaluate(c, ["--config", c, "--include", INCLUDE], {"config": c})
+        uniform[c] = evaluate(c, qargs, {"config": c})
         print(f"  {c:34s} {pred[c]['bits']:.3f} bpw  KL {uniform[c]['kl_mean']:.4f}", flush=True)
+    datafree = [c for c in uniform if not re.match(CALIBRATED, c)]
 
     rows = []
     for B in BUDGETS:
         row = {"budget": B}
-        fits = [c for c in uniform if pred[c]["bits"] <= B + 1e-9]
-        best = min(fits, key=lambda c: pred[c]["rel_err"]) if fits else None
-        row["uniform_rel"] = (best, uniform[best]["kl_mean"] if best else None)
-        bestm = min(fits, key=lambda c: uniform[c]["kl_mean"]) if fits else None
-        row["uniform_oracle"] = (bestm, uniform[bestm]["kl_mean"] if bestm else None)
+        for suffix, pool in (("", datafree), ("_all", list(uniform))):
+            fits = [c for c in pool if pred[c]["bits"] <= B + 1e-9]
+            best = min(fits, key=lambda c: pred[c]["rel_err"]) if fits else None
+            row["uniform_rel" + suffix] = (best, uniform[best]["kl_mean"] if best else None)
+            besto = min(fits, key=lambda c: pred[c]["out_rel_err"]) if fits else None
+            row["uniform_out" + suffix] = (besto, uniform[besto]["kl_mean"] if besto else None)
+            bestm = min(fits, key=lambda c: uniform[c]["kl_mean"]) if fits else None
+            row["uniform_oracle" + suffix] = (bestm, uniform[bestm]["kl_mean"] if bestm else None)
         for label, extra in (("rel_err", ["--metric", "rel_err"]),
                              ("out_rel_err", ["--metric", "out_rel_err"]),
                              ("sens_out", ["--metric", "out_rel_err", "--objective", "sensitivity",
@@ -191,12 +200,17 @@ def main():
         rows.append(row)
 
     # rank correlation, predicted vs measured, over the uniform configurations
-    cs = [c for c in uniform if pred[c].get("pred_out_rel_err") is not None]
-    meas = [uniform[c]["kl_mean"] for c in cs]
-    rho = {m: spearman([pred[c][m] for c in cs], meas)
-           for m in ("pred_rel_err", "pred_out_rel_err", "rel_err", "out_rel_err")}
-    summary = {"n_uniform": len(cs), "spearman": rho, "rows": rows,
-               "seconds": round(time.time() - t0, 1)}
+    # over the data-free ones (as before) and over all, calibrated included
+    summary = {}
+    for suffix, pool in (("", datafree), ("_all", list(uniform))):
+        cs = [c for c in pool if pred[c].get("pred_out_rel_err") is not None]
+        meas = [uniform[c]["kl_mean"] for c in cs]
+        summary["n_uniform" + suffix] = len(cs)
+        summary["spearman" + suffix] = {
+            m: spearman([pred[c][m] for c in cs], meas)
+            for m in ("pred_rel_err", "pred_out_rel_err", "rel_err", "out_rel_err")}
+    summary["calibrated_uniform"] = sorted(set(uniform) - set(datafree))
+    summary.update({"rows": rows, "seconds": round(time.time() - t0, 1)})
     with open(os.path.join(EVAL_DIR, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
         f.write("\n")
@@ -208,7 +222,8 @@ def main():
 
 def write_svg(uniform, pred, rows):
     W, H, L, B_, T, R = 640, 420, 60, 50, 20, 20
-    pts = [(pred[c]["bits"], uniform[c]["kl_mean"], "u") for c in uniform]
+    pts = [(pred[c]["bits"], uniform[c]["kl_mean"],
+            "u-calib" if re.match(CALIBRATED, c) else "u") for c in uniform]
     for r in rows:
         for k, v in r.items():
             if isinstance(v, dict) and v.get("kl") is not None:
@@ -235,12 +250,12 @@ def write_svg(uniform, pred, rows):
     for x, y, k in pts:
         calibrated = k.endswith("-calib")
         col = colors.get(k[:-len("-calib")] if calibrated else k, "#9467bd")
-        r = 2.5 if k == "u" else 4
+        r = 2.5 if k.startswith("u") else 4
         paint = (f'fill="none" stroke="{col}" stroke-width="1.5"' if calibrated
                  else f'fill="{col}" fill-opacity="0.8"')
         out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(math.log10(max(y,1e-4))):.1f}" r="{r}" {paint}/>')
     ly = T + 10
-    for k, lab in (("u", "uniform configurations"), ("alloc-rel_err", "allocation: rel_err"),
+    for k, lab in (("u", "uniform configurations (open: calibrated)"), ("alloc-rel_err", "allocation: rel_err"),
                    ("alloc-out_rel_err", "allocation: out_rel_err"),
                    ("alloc-sens_out", "allocation: sensitivity x out_rel_err^2")):
         out.append(f'<circle cx="{W-210}" cy="{ly}" r="4" fill="{colors[k]}"/><text x="{W-200}" y="{ly+4}">{lab}</text>')
