@@ -9,7 +9,7 @@
  *   host:   diag H (dead columns H_jj = 0 -> 1), mean(diag), act-order
  *           permutation (decreasing H_jj, ties by index: the CPU's order);
  *   device: A~ = J A J, A = H[perm][perm] + damp I, J the reversal
- *           (double); potrf(L), trtri(L): U = J L~^-1 J, upper with
+ *           (double); potrf(L), L~^-1 by trsm: U = J L~^-1 J, upper with
  *           A^-1 = U^T U (fr_kg_factor says why), retried with damp x10
  *           up to three times; U -> float32 row-major;
  *           W = w[:, perm] (dead columns 0) in float32;
@@ -277,6 +277,14 @@ static __global__ void fr_kg_build_rev(double *a, const float *h, const int64_t 
     }
 }
 
+/* x = the identity (n x n). */
+static __global__ void fr_kg_eye(double *x, int64_t n)
+{
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n * n;
+         e += (int64_t)gridDim.x * blockDim.x)
+        x[e] = e % (n + 1) == 0 ? 1.0 : 0.0;
+}
+
 /* Row-major float32 U from M = L~^-1 (column-major lower): U = J M J,
  * u[i][j] = M(n-1-i, n-1-j) for j >= i, zeros below; a 32 x 32 tile
  * through shared memory, so reads and writes are both coalesced. Grid
@@ -302,10 +310,10 @@ static __global__ void fr_kg_u_rev(const double *m, float *u, int64_t n)
 typedef struct fr_kg_ws {
     void *work;      /* device workspace, bytes */
     size_t bytes;
-    void *host;      /* host workspace of trtri */
+    void *host;      /* host workspace (the emulation's) */
     size_t host_bytes;
-    int *info_d;     /* [2]: potrf, trtri */
-    cudaEvent_t mark; /* when timed: recorded between potrf and trtri */
+    int *info_d;     /* [2]: potrf, (unused) */
+    cudaEvent_t mark; /* when timed: recorded between potrf and the inverse */
 } fr_kg_ws;
 
 static fr_status fr_kg_ws_reserve(cudaStream_t s, fr_kg_ws *ws, size_t bytes, size_t host_bytes,
@@ -341,10 +349,13 @@ cleanup:
  * positive diagonal, so A^-1 = R^-T R^-1 = U^T U with U = R^-1 = J L~^-1 J
  * upper triangular with a positive diagonal: by uniqueness, the Cholesky
  * factor of A^-1 that the CPU computes as potrf(U) of potri(potrf(L) of A).
- * One potrf and one trtri (n^3/3 flops each) instead of potrf, potri and a
- * second potrf (n^3/3 + 2n^3/3 + n^3/3), and one host synchronisation
- * instead of three. The double values differ from LAPACK's in the last
- * bits (another float order), and so, rarely, do their float32 roundings.
+ * One potrf and L~^-1 by cublasDtrsm against the identity (n^3 flops,
+ * through cuBLAS's DGEMM-based blocked solve: on the H200 several times
+ * faster than cuSOLVER's Xtrtri at n^3/3, docs/gpu.md), instead of potrf,
+ * potri and a second potrf, with one host synchronisation instead of
+ * three. The solution overwrites the potrf workspace, which is no longer
+ * needed. The double values differ from LAPACK's in the last bits (another
+ * float order), and so, rarely, do their float32 roundings.
  */
 static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *perm_d,
                               const double *diag_d, const int64_t *perm, const double *diag,
@@ -353,7 +364,7 @@ static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *per
 {
     fr_status st = FR_OK;
     int info[2] = {0, 0}, need = 0;
-    size_t tr_dev = 0, tr_host = 0;
+    const double one = 1.0;
     const int grid = (int)std::min<int64_t>((n * n + 255) / 256, 8192);
     (void)perm;
     (void)diag;
@@ -361,26 +372,26 @@ static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *per
     FR_LAUNCH(fr_kg_build_rev<<<grid, 256, 0, s>>>(a, h, perm_d, diag_d, damp, n));
     FR_KG_SOLVER(cusolverDnDpotrf_bufferSize(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
                                             (int)n, &need));
-    FR_KG_SOLVER(cusolverDnXtrtri_bufferSize(fr_kg_solver, CUBLAS_FILL_MODE_LOWER,
-                                            CUBLAS_DIAG_NON_UNIT, n, CUDA_R_64F, a, n, &tr_dev,
-                                            &tr_host));
-    FR_TRY(fr_kg_ws_reserve(s, ws, std::max((size_t)need * sizeof(double), tr_dev), tr_host,
+    FR_TRY(fr_kg_ws_reserve(s, ws,
+                            std::max((size_t)need, (size_t)n * (size_t)n) * sizeof(double), 0,
                             err));
     FR_KG_SOLVER(cusolverDnDpotrf(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n,
                                   (double *)ws->work, (int)(ws->bytes / sizeof(double)),
                                   ws->info_d));
     if (ws->mark)
         FR_CU(cudaEventRecord(ws->mark, s));
-    /* a failed potrf leaves a partial factor: trtri of it is discarded below */
-    FR_KG_SOLVER(cusolverDnXtrtri(fr_kg_solver, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, n,
-                                  CUDA_R_64F, a, n, ws->work, ws->bytes, ws->host,
-                                  ws->host_bytes, ws->info_d + 1));
-    FR_CU(cudaMemcpyAsync(info, ws->info_d, sizeof info, cudaMemcpyDeviceToHost, s));
+    /* a failed potrf leaves a partial factor: its inverse is discarded below */
+    FR_LAUNCH(fr_kg_eye<<<grid, 256, 0, s>>>((double *)ws->work, n));
+    FR_KG_BLAS(cublasSetStream(fr_kg_blas, s));
+    FR_KG_BLAS(cublasDtrsm(fr_kg_blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                           CUBLAS_DIAG_NON_UNIT, (int)n, (int)n, &one, a, (int)n,
+                           (double *)ws->work, (int)n));
+    FR_CU(cudaMemcpyAsync(info, ws->info_d, sizeof info[0], cudaMemcpyDeviceToHost, s));
     FR_CU(cudaStreamSynchronize(s));
-    if (info[0] != 0 || info[1] != 0)
+    if (info[0] != 0)
         return FR_OK;
     FR_LAUNCH(fr_kg_u_rev<<<dim3((unsigned)((n + 31) / 32), (unsigned)((n + 31) / 32)), dim3(32, 8),
-                           0, s>>>(a, u, n));
+                           0, s>>>((const double *)ws->work, u, n));
     *ok = 1;
 cleanup:
     return st;
@@ -427,6 +438,7 @@ static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *per
                               fr_error *err)
 {
     fr_status st = FR_OK;
+    std::vector<double> x;
     (void)perm_d;
     (void)diag_d;
     (void)ws;
@@ -437,12 +449,17 @@ static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *per
             a[i + j * n] = i == j ? diag[perm[n - 1 - i]] + damp
                                   : (double)h[perm[n - 1 - j] * n + perm[n - 1 - i]];
     *ok = 0;
-    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n) != 0 ||
-        LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'L', 'N', (lapack_int)n, a, (lapack_int)n) != 0)
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n) != 0)
         return FR_OK;
+    /* L~^-1 by a triangular solve against the identity, as on the device */
+    x.assign((size_t)n * (size_t)n, 0.0);
+    for (int64_t i = 0; i < n; i++)
+        x[(size_t)(i * (n + 1))] = 1.0;
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)n, (int)n,
+                1.0, a, (int)n, x.data(), (int)n);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++)
-            u[i * n + j] = j >= i ? (float)a[(n - 1 - i) + (n - 1 - j) * n] : 0.0f;
+            u[i * n + j] = j >= i ? (float)x[(size_t)((n - 1 - i) + (n - 1 - j) * n)] : 0.0f;
     *ok = 1;
 cleanup:
     return st;
