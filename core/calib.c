@@ -869,7 +869,8 @@ static fr_status lookup(fr_calib_file *cf, const char *weight_name, int64_t cols
     /* an expert axis on one side only, or two expert counts */
     if (expert < 0 && m->n_experts > 0) {
         snprintf(out->skip_reason, sizeof out->skip_reason,
-                 "%s of '%s' is %s: per-expert statistics, and '%.*s' is not measured per expert",
+                 "%s of '%s' is %s: per-expert statistics, for a tensor handled expert by expert; "
+                 "'%.*s' is handled here as one matrix",
                  part_names[pfirst], m->name, shape, (int)n, weight_name);
         return FR_OK;
     }

@@ -229,8 +229,8 @@ static void test_experts(const char *path)
     /* the stack's statistics looked up as one plain matrix: a skip */
     expect_skip(cf, stack, 8,
                 "hessian of 'model.layers.0.mlp.experts.gate_up_proj' is [3, 8, 8]: per-expert "
-                "statistics, and 'model.layers.0.mlp.experts.gate_up_proj' is not measured per "
-                "expert");
+                "statistics, for a tensor handled expert by expert; "
+                "'model.layers.0.mlp.experts.gate_up_proj' is handled here as one matrix");
     /* another input dimension: the ordinary skip */
     CHECK_OK(fr_calib_lookup_expert(cf, stack, 16, 0, 3, &s, &err), err);
     CHECK(!s.found);
