@@ -2,7 +2,7 @@
 """Optional (needs torch and transformers): examples/calibration/capture.py
 on data/tiny-moe, checked against an independent computation.
 
-usage: check_capture_moe.py REPO WORKDIR
+usage: check_capture_moe.py REPO WORKDIR [FRONTIER_BINARY]
 
 1. capture.py with token ids from a file (--tokens, 6 sequences of 48 ids,
    --no-sensitivity);
@@ -18,7 +18,13 @@ usage: check_capture_moe.py REPO WORKDIR
    counts exact (summing to top_k x tokens), values within 2e-5 relative to
    the largest entry (the forward runs in float32);
 4. the shipped data/tiny-moe/calib.safetensors is what the documented
-   command writes (bytes identical on this machine; else within 1e-5).
+   command writes (bytes identical on this machine; else within 1e-5);
+5. with FRONTIER_BINARY: tiny random Mixtral, Qwen2-MoE (with its shared
+   expert) and Qwen3-MoE models made by transformers (from_config,
+   save_pretrained: per-expert 2-D checkpoints, Mixtral's as
+   block_sparse_moe.experts.N.w1/w2/w3) captured and swept with --calib:
+   every tensor but the embedding finds statistics with a Hessian and no
+   module of the file is left unmatched.
 """
 import json
 import os
@@ -179,4 +185,38 @@ else:
                         for k in sa)
             (print if worst <= 1e-5 else fail)(
                 f"shipped file vs a new capture: not byte-identical, largest relative difference {worst:.3g}")
+
+if len(sys.argv) > 3:
+    from transformers import MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig
+    frontier = sys.argv[3]
+    common = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    families = {
+        "mixtral": MixtralConfig(num_local_experts=4, num_experts_per_tok=2, **common),
+        "qwen2_moe": Qwen2MoeConfig(moe_intermediate_size=24, shared_expert_intermediate_size=40,
+                                    num_experts=4, num_experts_per_tok=2, **common),
+        "qwen3_moe": Qwen3MoeConfig(moe_intermediate_size=24, head_dim=8, num_experts=4,
+                                    num_experts_per_tok=2, **common),
+    }
+    for fam, cfg in families.items():
+        torch.manual_seed(0)
+        folder = os.path.join(work, fam)
+        AutoModelForCausalLM.from_config(cfg).save_pretrained(folder)
+        cal = folder + ".calib.safetensors"
+        r = subprocess.run([sys.executable, capture, folder, "-o", cal, "--n-sequences", "4",
+                            "--seq-len", "32", "--no-sensitivity"], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"{fam}: capture.py: {r.stderr[-2000:]}")
+            continue
+        r = subprocess.run([frontier, "sweep", folder, "--calib", cal, "--quantizers",
+                            "gptq-int4-g32-sym", "--exclude", "embed_tokens", "--device", "cpu",
+                            "-o", folder + ".h5"], capture_output=True, text=True)
+        line = [x for x in r.stderr.splitlines() if "calibration statistics" in x]
+        import re
+        m = re.search(r"(\d+) of (\d+) tensors, (\d+) with a Hessian", line[0] if line else "")
+        if r.returncode != 0 or not m or not (m.group(1) == m.group(2) == m.group(3)) \
+                or "match no tensor" in r.stderr:
+            fail(f"{fam}: sweep --calib: rc {r.returncode}: {r.stderr[-2000:]}")
+        else:
+            print(f"ok: {fam}: capture.py's statistics match all {m.group(2)} swept tensors")
 sys.exit(1 if failures else 0)
