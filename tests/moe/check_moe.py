@@ -13,6 +13,8 @@
       way, tests/moe/split_calib.py): out_sq_err, out_sq_ref and out_rel_err
       compared too, a stack's out sums the sums over its experts in expert
       order, and no stack row without out_rel_err
+  check_moe.py samecalib A.h5 B.h5 [REL]   same, out_sq_err, out_sq_ref and
+      out_rel_err compared too
 """
 import math
 import sys
@@ -169,10 +171,10 @@ def check_same(a_path, b_path, rel):
 
 
 mode = sys.argv[1]
-CALIB = mode == "splitcalib"
+CALIB = mode in ("splitcalib", "samecalib")
 if CALIB:
     FIELDS += ("out_sq_err", "out_sq_ref", "out_rel_err")
-    mode = "split"
+    mode = mode[:-len("calib")]
 if mode == "split":
     check_split(sys.argv[2], sys.argv[3])
 elif mode == "same":
