@@ -33,6 +33,10 @@ struct calib_module {
     int values_checked;      /* check_module_values passed */
     float *copy[PART_COUNT]; /* aligned copies of tensors the file misaligns, else NULL */
     float *owned_sq;         /* an importance matrix's act_sq_mean (imatrix.h), owned */
+    int64_t n_experts;       /* a leading expert axis of E (hessian [E, in, in]); 0: none */
+    int64_t *expert_tokens;  /* [n_experts]: __metadata__.<module>.expert_token_counts */
+    float *fallback[PART_COUNT]; /* the token-weighted mean over the experts that had
+                                    tokens, for those that had none (computed on use) */
 };
 
 struct fr_calib_file {
@@ -176,12 +180,16 @@ static fr_status build_modules(fr_calib_file *cf, fr_error *err)
     return FR_OK;
 }
 
-/* The header-level checks of one module: dtypes, ranks, shapes agreeing. */
+/* The header-level checks of one module: dtypes, ranks, shapes agreeing.
+ * hessian [in, in] and vectors [in], or, per expert (a leading expert axis
+ * of E, CALIBRATION.md "Mixture-of-experts"), [E, in, in] and [E, in]; all
+ * parts of a module one way or the other, with one E. */
 static fr_status check_module_layout(const fr_calib_file *cf, struct calib_module *m, fr_error *err)
 {
     const fr_source *src = cf->src;
     const char *path = src->path;
     char shape[256], other[256];
+    int first = -1; /* the first of hessian, act_abs_mean, act_sq_mean: sets in and E */
     for (int p = 0; p < PART_COUNT; p++) {
         if (m->tensor[p] < 0)
             continue;
@@ -190,42 +198,124 @@ static fr_status check_module_layout(const fr_calib_file *cf, struct calib_modul
             return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s is %s, not F32", path, m->name,
                            part_names[p], t->dtype_name);
         fr_shape_text(t->shape, t->ndim, shape, sizeof shape);
-        int want_rank = p == PART_HESSIAN ? 2 : 1;
-        if (p != PART_SENSITIVITY && t->ndim == want_rank + 1)
+        if (p == PART_SENSITIVITY) {
+            if (t->ndim != 1 || t->shape[0] < 1 || t->shape[0] > 2)
+                return fr_fail(err, FR_E_FORMAT,
+                               PREFIX "module '%s': sensitivity is %s, not [1] or [2]", path,
+                               m->name, shape);
+            continue;
+        }
+        int base = p == PART_HESSIAN ? 2 : 1;
+        if (p == PART_HESSIAN &&
+            ((t->ndim != 2 && t->ndim != 3) || t->shape[t->ndim - 1] != t->shape[t->ndim - 2]))
             return fr_fail(err, FR_E_FORMAT,
-                           PREFIX "module '%s': %s is %s: per-expert statistics (a leading expert "
-                                  "axis) are not supported yet",
-                           path, m->name, part_names[p], shape);
-        if (p == PART_HESSIAN && (t->ndim != 2 || t->shape[0] != t->shape[1]))
-            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': hessian is %s, not square [in, in]",
+                           PREFIX "module '%s': hessian is %s, not square [in, in] (or [E, in, in] "
+                                  "per expert)",
                            path, m->name, shape);
-        if ((p == PART_ABS_MEAN || p == PART_SQ_MEAN) && t->ndim != 1)
-            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s is %s, not [in]", path, m->name,
-                           part_names[p], shape);
-        if (p == PART_SENSITIVITY && (t->ndim != 1 || t->shape[0] < 1 || t->shape[0] > 2))
-            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': sensitivity is %s, not [1] or [2]",
-                           path, m->name, shape);
-        if (p != PART_SENSITIVITY && t->shape[0] == 0)
+        if (p != PART_HESSIAN && t->ndim != 1 && t->ndim != 2)
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "module '%s': %s is %s, not [in] (or [E, in] per expert)", path,
+                           m->name, part_names[p], shape);
+        int64_t experts = t->ndim == base + 1 ? t->shape[0] : 0;
+        int64_t in = t->shape[t->ndim - 1];
+        if (in == 0 || (t->ndim == base + 1 && experts == 0))
             return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s is %s, empty", path, m->name,
                            part_names[p], shape);
-    }
-    /* the first of hessian, act_abs_mean, act_sq_mean sets in; the others agree */
-    int first = -1;
-    for (int p = PART_HESSIAN; p <= PART_SQ_MEAN; p++) {
-        if (m->tensor[p] < 0)
-            continue;
-        const fr_tensor *t = &src->tensors[m->tensor[p]];
         if (first < 0) {
             first = p;
-            m->in = t->shape[0];
+            m->in = in;
+            m->n_experts = experts;
             continue;
         }
-        if (t->shape[0] != m->in) {
-            const fr_tensor *f = &src->tensors[m->tensor[first]];
+        const fr_tensor *f = &src->tensors[m->tensor[first]];
+        fr_shape_text(f->shape, f->ndim, other, sizeof other);
+        if ((experts > 0) != (m->n_experts > 0))
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "module '%s': %s is %s, the %s is %s: one has a leading expert "
+                                  "axis, the other not",
+                           path, m->name, part_names[p], shape, part_names[first], other);
+        if (in != m->in || experts != m->n_experts)
             return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s is %s, the %s is %s", path,
-                           m->name, part_names[p], fr_shape_text(t->shape, t->ndim, shape, sizeof shape),
-                           part_names[first], fr_shape_text(f->shape, f->ndim, other, sizeof other));
+                           m->name, part_names[p], shape, part_names[first], other);
+    }
+    return FR_OK;
+}
+
+/* __metadata__.<module>.expert_token_counts of every per-expert module: a
+ * JSON list of E non-negative integers (a string, as safetensors requires
+ * metadata values to be; a JSON array from a lenient writer too), none
+ * above token_count; and no such key for a module without an expert axis. */
+static fr_status read_expert_tokens(fr_calib_file *cf, fr_error *err)
+{
+    static const char suffix[] = ".expert_token_counts";
+    const size_t k = sizeof suffix - 1;
+    const char *path = cf->src->path;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(cf->src->metadata, "__metadata__");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, meta)
+    {
+        size_t n = item->string ? strlen(item->string) : 0;
+        if (n <= k || strcmp(item->string + n - k, suffix))
+            continue;
+        struct calib_module *m = find_module(cf, item->string, n - k);
+        if (!m || m->n_experts == 0)
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "__metadata__ '%s': '%.*s' %s", path, item->string,
+                           (int)(n - k), item->string,
+                           m ? "has no per-expert statistics (no leading expert axis)"
+                             : "is no module of the file");
+    }
+    for (size_t i = 0; i < cf->n_modules; i++) {
+        struct calib_module *m = &cf->modules[i];
+        if (m->n_experts == 0)
+            continue;
+        char key[FR_CALIB_REASON_MAX];
+        snprintf(key, sizeof key, "%s%s", m->name, suffix);
+        item = meta ? cJSON_GetObjectItemCaseSensitive(meta, key) : NULL;
+        if (!item)
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "module '%s' has per-expert statistics (%lld experts) but "
+                                  "__metadata__ has no '%s' (the token count of each expert)",
+                           path, m->name, (long long)m->n_experts, key);
+        cJSON *parsed = NULL;
+        const cJSON *list = item;
+        if (cJSON_IsString(item))
+            list = parsed = cJSON_Parse(item->valuestring);
+        int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+        if (n != m->n_experts) {
+            cJSON_Delete(parsed);
+            if (n < 0)
+                return fr_fail(err, FR_E_FORMAT,
+                               PREFIX "__metadata__ '%s' is not a JSON list of token counts", path,
+                               key);
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "__metadata__ '%s' has %d token counts, the module's "
+                                  "statistics have %lld experts",
+                           path, key, n, (long long)m->n_experts);
         }
+        m->expert_tokens = calloc((size_t)n, sizeof *m->expert_tokens);
+        if (!m->expert_tokens) {
+            cJSON_Delete(parsed);
+            return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
+        }
+        for (int e = 0; e < n; e++) {
+            const cJSON *c = cJSON_GetArrayItem(list, e);
+            double d = cJSON_IsNumber(c) ? c->valuedouble : -1;
+            if (!(d >= 0 && d <= (double)cf->token_count && d == (double)(int64_t)d)) {
+                char text[64];
+                if (cJSON_IsNumber(c))
+                    snprintf(text, sizeof text, "%g", d);
+                else
+                    snprintf(text, sizeof text, "not a number");
+                cJSON_Delete(parsed);
+                return fr_fail(err, FR_E_FORMAT,
+                               PREFIX "__metadata__ '%s': expert %d's token count %s is not an "
+                                      "integer in 0..token_count (%lld)",
+                               path, key, e, text, (long long)cf->token_count);
+            }
+            m->expert_tokens[e] = (int64_t)d;
+        }
+        cJSON_Delete(parsed);
     }
     return FR_OK;
 }
@@ -289,7 +379,7 @@ static fr_status open_mapped(fr_calib_file *cf, fr_error *err)
     for (size_t i = 0; i < cf->n_modules; i++)
         if ((st = check_module_layout(cf, &cf->modules[i], err)) != FR_OK)
             return st;
-    return FR_OK;
+    return read_expert_tokens(cf, err);
 }
 
 static fr_calib_file *new_calib(const char *path, fr_error *err)
@@ -366,6 +456,8 @@ static void free_copies(struct calib_module *m)
     for (int p = 0; p < PART_COUNT; p++) {
         free(m->copy[p]);
         m->copy[p] = NULL;
+        free(m->fallback[p]);
+        m->fallback[p] = NULL;
     }
 }
 
@@ -380,6 +472,7 @@ void fr_calib_close(fr_calib_file *cf)
         if (i < cf->n_modules)
             free_copies(&cf->modules[i]);
         free(cf->modules[i].owned_sq);
+        free(cf->modules[i].expert_tokens);
     }
     free(cf->modules);
     fr_source_close(cf->src);
@@ -455,37 +548,51 @@ static const char *index_text(int64_t k, int64_t in, int matrix, char *buf, size
     return buf;
 }
 
-/* Every element finite; vectors and the diagonal not negative. */
+/* The module named in a message: "module 'M'" or, for expert e of a
+ * per-expert module, "module 'M': expert e". */
+static const char *who(const struct calib_module *m, int64_t expert, char *buf, size_t len)
+{
+    if (expert < 0)
+        snprintf(buf, len, "module '%s'", m->name);
+    else
+        snprintf(buf, len, "module '%s': expert %lld", m->name, (long long)expert);
+    return buf;
+}
+
+/* Every element finite; vectors and the diagonal not negative (one
+ * expert's slices, or the whole module: expert -1). */
 static fr_status check_finite_signs(const fr_calib_file *cf, const struct calib_module *m,
-                                    const float *const data[PART_COUNT], fr_error *err)
+                                    int64_t expert, const float *const data[PART_COUNT],
+                                    fr_error *err)
 {
     const char *path = cf->src->path;
-    char at[64];
+    char at[64], name[FR_CALIB_REASON_MAX];
+    who(m, expert, name, sizeof name);
     for (int p = 0; p < PART_COUNT; p++) {
         if (!data[p])
             continue;
-        int64_t n = cf->src->tensors[m->tensor[p]].numel;
+        int64_t n = p == PART_HESSIAN ? m->in * m->in : p == PART_SENSITIVITY
+                                                           ? cf->src->tensors[m->tensor[p]].numel
+                                                           : m->in;
         for (int64_t k = 0; k < n; k++)
             if (!isfinite(data[p][k]))
-                return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s%s is %g", path, m->name,
-                               part_names[p],
+                return fr_fail(err, FR_E_FORMAT, PREFIX "%s: %s%s is %g", path, name, part_names[p],
                                index_text(k, m->in, p == PART_HESSIAN, at, sizeof at),
                                (double)data[p][k]);
     }
     if (data[PART_HESSIAN])
         for (int64_t j = 0; j < m->in; j++)
             if (data[PART_HESSIAN][j * m->in + j] < 0)
-                return fr_fail(err, FR_E_FORMAT,
-                               PREFIX "module '%s': hessian[%lld, %lld] = %g is negative", path,
-                               m->name, (long long)j, (long long)j,
+                return fr_fail(err, FR_E_FORMAT, PREFIX "%s: hessian[%lld, %lld] = %g is negative",
+                               path, name, (long long)j, (long long)j,
                                (double)data[PART_HESSIAN][j * m->in + j]);
     for (int p = PART_ABS_MEAN; p <= PART_SQ_MEAN; p++) {
         if (!data[p])
             continue;
         for (int64_t j = 0; j < m->in; j++)
             if (data[p][j] < 0)
-                return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': %s[%lld] = %g is negative",
-                               path, m->name, part_names[p], (long long)j, (double)data[p][j]);
+                return fr_fail(err, FR_E_FORMAT, PREFIX "%s: %s[%lld] = %g is negative", path, name,
+                               part_names[p], (long long)j, (double)data[p][j]);
     }
     return FR_OK;
 }
@@ -493,13 +600,14 @@ static fr_status check_finite_signs(const fr_calib_file *cf, const struct calib_
 /* |H_ij - H_ji| <= FR_CALIB_SYMMETRY_TOL * max|H|, in tiles so both
  * triangles stay in cache. */
 static fr_status check_symmetric(const fr_calib_file *cf, const struct calib_module *m,
-                                 const float *h, fr_error *err)
+                                 int64_t expert, const float *h, fr_error *err)
 {
     const int64_t in = m->in, tile = 64;
     double max_abs = 0;
     for (int64_t k = 0; k < in * in; k++)
         max_abs = fmax(max_abs, fabs((double)h[k]));
     double tol = FR_CALIB_SYMMETRY_TOL * max_abs;
+    char name[FR_CALIB_REASON_MAX];
     for (int64_t bi = 0; bi < in; bi += tile)
         for (int64_t bj = bi; bj < in; bj += tile)
             for (int64_t i = bi; i < bi + tile && i < in; i++)
@@ -507,20 +615,22 @@ static fr_status check_symmetric(const fr_calib_file *cf, const struct calib_mod
                     double a = h[i * in + j], b = h[j * in + i];
                     if (fabs(a - b) > tol)
                         return fr_fail(err, FR_E_FORMAT,
-                                       PREFIX "module '%s': hessian is not symmetric: [%lld, %lld] "
+                                       PREFIX "%s: hessian is not symmetric: [%lld, %lld] "
                                               "= %g, [%lld, %lld] = %g (tolerance %g x max|H| = %g)",
-                                       cf->src->path, m->name, (long long)i, (long long)j, a,
-                                       (long long)j, (long long)i, b, FR_CALIB_SYMMETRY_TOL, tol);
+                                       cf->src->path, who(m, expert, name, sizeof name),
+                                       (long long)i, (long long)j, a, (long long)j, (long long)i, b,
+                                       FR_CALIB_SYMMETRY_TOL, tol);
                 }
     return FR_OK;
 }
 
 /* act_sq_mean is diag(H) measured on the same tokens. */
 static fr_status check_diagonal(const fr_calib_file *cf, const struct calib_module *m,
-                                const float *h, const float *sq, fr_error *err)
+                                int64_t expert, const float *h, const float *sq, fr_error *err)
 {
     const int64_t in = m->in;
     double max_diag = 0;
+    char name[FR_CALIB_REASON_MAX];
     for (int64_t j = 0; j < in; j++)
         max_diag = fmax(max_diag, (double)h[j * in + j]);
     for (int64_t j = 0; j < in; j++) {
@@ -528,11 +638,24 @@ static fr_status check_diagonal(const fr_calib_file *cf, const struct calib_modu
         double tol = FR_CALIB_DIAG_REL_TOL * fmax(d, s) + FR_CALIB_DIAG_ABS_TOL * max_diag;
         if (fabs(d - s) > tol)
             return fr_fail(err, FR_E_FORMAT,
-                           PREFIX "module '%s': act_sq_mean[%lld] = %g differs from hessian[%lld, "
+                           PREFIX "%s: act_sq_mean[%lld] = %g differs from hessian[%lld, "
                                   "%lld] = %g (act_sq_mean is diag(H))",
-                           cf->src->path, m->name, (long long)j, s, (long long)j, (long long)j, d);
+                           cf->src->path, who(m, expert, name, sizeof name), (long long)j, s,
+                           (long long)j, (long long)j, d);
     }
     return FR_OK;
+}
+
+/* The parts of expert e (e < 0: a module without an expert axis) of data. */
+static void expert_slices(const struct calib_module *m, const float *const data[PART_COUNT],
+                          int64_t e, const float *out[PART_COUNT])
+{
+    for (int p = 0; p < PART_COUNT; p++) {
+        out[p] = data[p];
+        if (!data[p] || e < 0 || p == PART_SENSITIVITY)
+            continue;
+        out[p] = data[p] + (size_t)e * (size_t)(p == PART_HESSIAN ? m->in * m->in : m->in);
+    }
 }
 
 static fr_status check_module_values(fr_calib_file *cf, struct calib_module *m, fr_error *err)
@@ -543,12 +666,19 @@ static fr_status check_module_values(fr_calib_file *cf, struct calib_module *m, 
     fr_status st = FR_OK;
     for (int p = 0; p < PART_COUNT && st == FR_OK; p++)
         st = part_data(cf, m, p, &data[p], err);
-    if (st == FR_OK)
-        st = check_finite_signs(cf, m, data, err);
-    if (st == FR_OK && data[PART_HESSIAN])
-        st = check_symmetric(cf, m, data[PART_HESSIAN], err);
-    if (st == FR_OK && data[PART_HESSIAN] && data[PART_SQ_MEAN])
-        st = check_diagonal(cf, m, data[PART_HESSIAN], data[PART_SQ_MEAN], err);
+    /* each expert of a per-expert module is checked as a module of its own */
+    int64_t first = m->n_experts ? 0 : -1, last = m->n_experts ? m->n_experts - 1 : -1;
+    for (int64_t e = first; e <= last && st == FR_OK; e++) {
+        const float *x[PART_COUNT];
+        expert_slices(m, data, e, x);
+        if (e > 0)
+            x[PART_SENSITIVITY] = NULL; /* the module's, checked with expert 0 */
+        st = check_finite_signs(cf, m, e, x, err);
+        if (st == FR_OK && x[PART_HESSIAN])
+            st = check_symmetric(cf, m, e, x[PART_HESSIAN], err);
+        if (st == FR_OK && x[PART_HESSIAN] && x[PART_SQ_MEAN])
+            st = check_diagonal(cf, m, e, x[PART_HESSIAN], x[PART_SQ_MEAN], err);
+    }
     m->values_checked = st == FR_OK;
     return st;
 }
@@ -661,16 +791,47 @@ static struct calib_module *resolve(const fr_calib_file *cf, const char *weight_
     return m;
 }
 
-fr_status fr_calib_lookup(fr_calib_file *cf, const char *weight_name, int64_t cols,
-                          fr_calib_stats *out, fr_error *err)
+/* The token-weighted mean over the experts of m that had tokens, of each
+ * part (CALIBRATION.md's rule for an expert that received none,
+ * docs/calibration.md): sum_e n_e X_e / sum_e n_e in double, stored float. */
+static fr_status make_fallback(fr_calib_file *cf, struct calib_module *m,
+                               const float *const data[PART_COUNT], fr_error *err)
+{
+    double total = 0;
+    for (int64_t e = 0; e < m->n_experts; e++)
+        total += (double)m->expert_tokens[e];
+    for (int p = PART_HESSIAN; p <= PART_SQ_MEAN; p++) {
+        if (!data[p] || m->fallback[p])
+            continue;
+        size_t n = (size_t)(p == PART_HESSIAN ? m->in * m->in : m->in);
+        float *fb = malloc(n * sizeof *fb);
+        if (!fb)
+            return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", cf->src->path);
+        for (size_t k = 0; k < n; k++) {
+            double sum = 0;
+            for (int64_t e = 0; e < m->n_experts; e++)
+                if (m->expert_tokens[e] > 0)
+                    sum += (double)m->expert_tokens[e] * (double)data[p][(size_t)e * n + k];
+            fb[k] = (float)(sum / total);
+        }
+        m->fallback[p] = fb;
+    }
+    return FR_OK;
+}
+
+/* fr_calib_lookup (expert < 0) and fr_calib_lookup_expert. */
+static fr_status lookup(fr_calib_file *cf, const char *weight_name, int64_t cols, int64_t expert,
+                        int64_t n_experts, fr_calib_stats *out, fr_error *err)
 {
     memset(out, 0, sizeof *out);
     out->calib.cols = cols;
+    out->expert = expert;
+    out->expert_tokens = -1;
     struct calib_module *m = resolve(cf, weight_name);
+    size_t n = strlen(weight_name), suffix = sizeof ".weight" - 1;
+    if (n > suffix && !strcmp(weight_name + n - suffix, ".weight"))
+        n -= suffix;
     if (!m) {
-        size_t n = strlen(weight_name), suffix = sizeof ".weight" - 1;
-        if (n > suffix && !strcmp(weight_name + n - suffix, ".weight"))
-            n -= suffix;
         snprintf(out->skip_reason, sizeof out->skip_reason, "no statistics for '%.*s'", (int)n,
                  weight_name);
         return FR_OK;
@@ -695,27 +856,91 @@ fr_status fr_calib_lookup(fr_calib_file *cf, const char *weight_name, int64_t co
                  "'%s' has only a sensitivity, no input statistics", m->name);
         return FR_OK;
     }
-    if (m->in != cols) {
-        int p = m->tensor[PART_HESSIAN] >= 0 ? PART_HESSIAN
-                : m->tensor[PART_ABS_MEAN] >= 0 ? PART_ABS_MEAN
-                                                : PART_SQ_MEAN;
-        char shape[256];
-        if (m->owned_sq) {
-            fr_shape_text(&m->in, 1, shape, sizeof shape);
-        } else {
-            const fr_tensor *t = &cf->src->tensors[m->tensor[p]];
-            fr_shape_text(t->shape, t->ndim, shape, sizeof shape);
-        }
+    int pfirst = m->tensor[PART_HESSIAN] >= 0 ? PART_HESSIAN
+                 : m->tensor[PART_ABS_MEAN] >= 0 ? PART_ABS_MEAN
+                                                 : PART_SQ_MEAN;
+    char shape[256];
+    if (m->owned_sq) {
+        fr_shape_text(&m->in, 1, shape, sizeof shape);
+    } else {
+        const fr_tensor *t = &cf->src->tensors[m->tensor[pfirst]];
+        fr_shape_text(t->shape, t->ndim, shape, sizeof shape);
+    }
+    /* an expert axis on one side only, or two expert counts */
+    if (expert < 0 && m->n_experts > 0) {
         snprintf(out->skip_reason, sizeof out->skip_reason,
-                 "%s of '%s' is %s, the weight has %lld input columns", part_names[p], m->name,
+                 "%s of '%s' is %s: per-expert statistics, for a tensor handled expert by expert; "
+                 "'%.*s' is handled here as one matrix",
+                 part_names[pfirst], m->name, shape, (int)n, weight_name);
+        return FR_OK;
+    }
+    if (expert >= 0 && m->n_experts == 0)
+        return fr_fail(err, FR_E_FORMAT,
+                       PREFIX "module '%s': %s is %s, without an expert axis: the expert stack "
+                              "'%.*s' of %lld experts needs per-expert statistics (%s [E, in%s])",
+                       cf->src->path, m->name, part_names[pfirst], shape, (int)n, weight_name,
+                       (long long)n_experts, part_names[pfirst],
+                       pfirst == PART_HESSIAN ? ", in" : "");
+    if (expert >= 0 && m->n_experts != n_experts)
+        return fr_fail(err, FR_E_FORMAT,
+                       PREFIX "module '%s': %s is %s, statistics of %lld experts; the tensor "
+                              "'%.*s' has %lld experts",
+                       cf->src->path, m->name, part_names[pfirst], shape, (long long)m->n_experts,
+                       (int)n, weight_name, (long long)n_experts);
+    if (m->in != cols) {
+        snprintf(out->skip_reason, sizeof out->skip_reason,
+                 "%s of '%s' is %s, the weight has %lld input columns", part_names[pfirst], m->name,
                  shape, (long long)cols);
         return FR_OK;
     }
+    const float *x[PART_COUNT];
+    expert_slices(m, data, expert, x);
+    if (expert >= 0) {
+        out->expert_tokens = m->expert_tokens[expert];
+        if (out->expert_tokens == 0) {
+            int64_t with_tokens = 0;
+            for (int64_t e = 0; e < m->n_experts; e++)
+                with_tokens += m->expert_tokens[e] > 0;
+            if (with_tokens == 0) {
+                snprintf(out->skip_reason, sizeof out->skip_reason,
+                         "no expert of '%s' received a token (expert_token_counts all 0)",
+                         m->name);
+                return FR_OK;
+            }
+            if ((st = make_fallback(cf, m, data, err)) != FR_OK)
+                return st;
+            for (int p = PART_HESSIAN; p <= PART_SQ_MEAN; p++)
+                x[p] = data[p] ? m->fallback[p] : NULL;
+            out->fallback = 1;
+        }
+    }
     out->found = 1;
-    out->calib.hessian = data[PART_HESSIAN];
-    out->calib.act_mean_abs = data[PART_ABS_MEAN];
-    out->calib.act_mean_sq = data[PART_SQ_MEAN];
+    out->calib.hessian = x[PART_HESSIAN];
+    out->calib.act_mean_abs = x[PART_ABS_MEAN];
+    out->calib.act_mean_sq = x[PART_SQ_MEAN];
     return FR_OK;
+}
+
+fr_status fr_calib_lookup(fr_calib_file *cf, const char *weight_name, int64_t cols,
+                          fr_calib_stats *out, fr_error *err)
+{
+    return lookup(cf, weight_name, cols, -1, 0, out, err);
+}
+
+fr_status fr_calib_lookup_expert(fr_calib_file *cf, const char *weight_name, int64_t cols,
+                                 int64_t expert, int64_t n_experts, fr_calib_stats *out,
+                                 fr_error *err)
+{
+    if (expert < 0 || expert >= n_experts)
+        return fr_fail(err, FR_E_USAGE, "expert %lld of '%s' is not in 0..%lld", (long long)expert,
+                       weight_name, (long long)n_experts - 1);
+    return lookup(cf, weight_name, cols, expert, n_experts, out, err);
+}
+
+int64_t fr_calib_module_experts(const fr_calib_file *cf, const char *module)
+{
+    const struct calib_module *m = find_module(cf, module, strlen(module));
+    return m ? m->n_experts : -1;
 }
 
 void fr_calib_release(fr_calib_file *cf, const fr_calib_stats *stats)

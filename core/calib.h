@@ -3,7 +3,9 @@
  * one safetensors file per model and calibration set holding, per linear
  * layer input, <module>.hessian [in, in], <module>.act_abs_mean [in],
  * <module>.act_sq_mean [in] and optionally <module>.sensitivity [1] or [2],
- * all float32, with __metadata__.token_count.
+ * all float32, with __metadata__.token_count. A fused expert stack's module
+ * holds them per expert, with a leading expert axis ([E, in, in], [E, in])
+ * and __metadata__.<module>.expert_token_counts (fr_calib_lookup_expert).
  *
  * llama.cpp importance matrices (GGUF imatrix, legacy .dat; core/imatrix.h)
  * open through the same fr_calib_open, recognised by content: each weight's
@@ -43,6 +45,10 @@ typedef struct fr_calib_stats {
     const char *module;       /* the module the statistics are stored under (the
                                  q_proj of a block for its k_proj); owned by the file */
     int n_sensitivity;        /* 0 (absent), 1 (alpha) or 2 (alpha, fit's relative residual) */
+    int64_t expert;           /* fr_calib_lookup_expert: the expert; else -1 */
+    int64_t expert_tokens;    /* that expert's token count; -1 without an expert axis */
+    int fallback;             /* 1: the expert had no tokens, calib holds the token-weighted
+                                 mean of the other experts' statistics */
     float sensitivity[2];
     char skip_reason[FR_CALIB_REASON_MAX]; /* "" when found */
 } fr_calib_stats;
@@ -81,6 +87,25 @@ const char *fr_calib_module_of(const char *weight_name, char *buf, size_t len);
  * (FR_E_FORMAT) when the module's values are malformed. */
 fr_status fr_calib_lookup(fr_calib_file *cf, const char *weight_name, int64_t cols,
                           fr_calib_stats *out, fr_error *err);
+
+/* Expert e of an expert stack of n_experts experts, each [out, cols]
+ * (docs/formats.md "Expert tensors"): the statistics of the stack's module
+ * with a leading expert axis (hessian [E, in, in], vectors [E, in],
+ * __metadata__.<module>.expert_token_counts), expert e's slices as an
+ * ordinary 2-D view. An expert with no tokens gets the token-weighted mean
+ * of the experts that had some (out->fallback 1); when none had any, a skip
+ * reason. The lookup rules, value checks and skip reasons are
+ * fr_calib_lookup's; errors (FR_E_FORMAT, naming file, module and tensor):
+ * statistics of another expert count, or statistics without an expert
+ * axis. fr_calib_lookup of a module with an expert axis gives a skip
+ * reason (the tensor is not measured per expert). */
+fr_status fr_calib_lookup_expert(fr_calib_file *cf, const char *weight_name, int64_t cols,
+                                 int64_t expert, int64_t n_experts, fr_calib_stats *out,
+                                 fr_error *err);
+
+/* The expert count of module's statistics: 0 without an expert axis, -1
+ * when the file has no such module. */
+int64_t fr_calib_module_experts(const fr_calib_file *cf, const char *module);
 
 /* Returns the mapped pages (and any aligned copy) of the module behind stats;
  * the pointers in stats are invalid afterwards until the next lookup. */

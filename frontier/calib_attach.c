@@ -38,3 +38,15 @@ fr_status fr_calib_lookup_weight(fr_calib_file *cf, const fr_tensor *t, int64_t 
     }
     return FR_OK;
 }
+
+fr_status fr_calib_lookup_expert_weight(fr_calib_file *cf, const fr_tensor *t, int64_t expert,
+                                        int64_t n_experts, int64_t cols, fr_calib_stats *out,
+                                        fr_error *err)
+{
+    fr_status st = fr_calib_lookup_expert(cf, t->name, cols, expert, n_experts, out, err);
+    if (st == FR_OK && out->found && out->fallback)
+        fr_warn("'%s': module '%s', expert %lld received no calibration tokens: it takes the "
+                "token-weighted mean of the other experts' statistics",
+                fr_calib_path(cf), out->module, (long long)expert);
+    return st;
+}

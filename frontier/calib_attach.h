@@ -32,4 +32,15 @@ fr_status fr_calib_lookup_weight(fr_calib_file *cf, const fr_tensor *t, int64_t 
                                  int has_lm_head, fr_calib_stats *out, const char **matched,
                                  fr_error *err);
 
+/* Expert e of the expert stack t (n_experts experts of [rows, cols],
+ * docs/formats.md "Expert tensors"): fr_calib_lookup_expert under the
+ * stack's own name. An expert that received no calibration tokens takes
+ * the token-weighted mean of the other experts' statistics, with one
+ * warning line naming the module and the expert. Errors are
+ * fr_calib_lookup_expert's (another expert count; statistics without an
+ * expert axis). */
+fr_status fr_calib_lookup_expert_weight(fr_calib_file *cf, const fr_tensor *t, int64_t expert,
+                                        int64_t n_experts, int64_t cols, fr_calib_stats *out,
+                                        fr_error *err);
+
 #endif

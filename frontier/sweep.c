@@ -751,19 +751,18 @@ static fr_status attach_calibration(fr_sweep *sw, fr_error *err)
     for (size_t k = 0; k < sw->n_items; k++) {
         fr_sweep_item *it = &sw->items[k];
         fr_calib_stats cs;
-        /* per-expert statistics ([E, in, in]) are not read yet: an expert
-         * stack's rows keep NaN in out_rel_err */
+        /* an expert stack's items: expert e's slice of the stack's
+         * per-expert statistics ([E, in, in], core/calib.h) */
         if (sw->item_group[k] != NO_GROUP) {
             names[k] = it->tensor->name;
-            if (sw->item_expert[k] == 0)
-                fr_debug("'%s' is an expert stack: per-expert calibration statistics are not "
-                         "supported yet, out_rel_err stays NaN",
-                         it->tensor->name);
-            continue;
-        }
-        if ((st = fr_calib_lookup_weight(sw->calib, it->tensor, it->cols, has_lm_head, &cs,
-                                         &names[k], err)) != FR_OK)
+            const expert_group *g = &sw->groups[sw->item_group[k]];
+            if ((st = fr_calib_lookup_expert_weight(sw->calib, it->tensor, sw->item_expert[k],
+                                                    g->n_experts, it->cols, &cs, err)) != FR_OK)
+                goto done;
+        } else if ((st = fr_calib_lookup_weight(sw->calib, it->tensor, it->cols, has_lm_head,
+                                                &cs, &names[k], err)) != FR_OK) {
             goto done;
+        }
         if (!cs.found) {
             fr_debug("%s", cs.skip_reason);
             continue;
@@ -852,6 +851,8 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
             sw->item_tensor[to] = sw->item_tensor[k];
             sw->item_source_id[to] = sw->item_source_id[k];
             sw->item_first_config[to] = sw->item_first_config[k];
+            sw->item_group[to] = sw->item_group[k];
+            sw->item_expert[to] = sw->item_expert[k];
             if (sw->item_calib) {
                 sw->item_calib[to] = sw->item_calib[k];
                 if (sw->items[to].calib)

@@ -70,6 +70,38 @@ default 1, eager attention, seeded sampling; the safetensors header is
 written with its keys in a fixed order). Another CPU or another torch
 version may change float32 rounding and with it the last bits.
 
+Mixture-of-experts models (Mixtral, Qwen2-MoE, Qwen3-MoE and the other
+transformers-5 families whose experts are one module with 3-D parameters
+gate_up_proj [E, 2*intermediate, hidden] and down_proj [E, hidden,
+intermediate]): a forward pre-hook on the experts module reads the hidden
+states and the router's top-k choice, and every expert e accumulates only
+the tokens routed to it: gate_up_proj's input is those tokens' hidden
+states, down_proj's is act(gate) * up of that expert on them (recomputed
+with the module's own weights and _apply_gate, the eager formula). Each
+expert has its own token count n_e (summed over experts they are top_k x
+token_count). The names follow the checkpoint's own layout (read from the
+safetensors headers of the model folder):
+
+    fused 3-D stacks (transformers 5: .../experts.gate_up_proj):
+        <stack>.hessian [E, in, in], .act_abs_mean / .act_sq_mean [E, in],
+        __metadata__["<stack>.expert_token_counts"] = "[n_0, ..., n_E-1]"
+    per-expert 2-D (.../experts.N.gate_proj.weight, Qwen; Mixtral's
+    .../block_sparse_moe.experts.N.w1 / w3 / w2):
+        experts.N.gate_proj and .up_proj (the same input), .down_proj as
+        ordinary modules, means over that expert's tokens only, with
+        __metadata__["<module>.token_count"] (informative)
+
+An expert that received no token is reported on stderr: in the fused layout
+its slices are zeros with n_e = 0 (frontier then gives it the token-weighted
+mean of the other experts, docs/calibration.md); in the per-expert layout
+its modules are left out (frontier skips those weights: no statistics). The
+router (mlp.gate, a TopKRouter with a 2-D weight, not an nn.Linear in
+transformers 5) sees every token and gets ordinary statistics. Sensitivity
+of the experts: one alpha per stored tensor, so per stack in the fused
+layout (the noise spread over the whole [E, out, in] stack, what allocate
+chooses one configuration for) and per expert matrix in the per-expert
+layout (noise on that expert's rows of the stack only).
+
 Memory: float64 accumulators of in*in per module. For large models use
 --share-qkv (q_proj, k_proj and v_proj of one block see the same input:
 store it once under q_proj, which frontier's lookup finds for all three)
@@ -230,6 +262,81 @@ class Accumulator:
         return out
 
 
+class ExpertAccumulator:
+    """Per-expert float64 sums of one fused stack's input: [E, in, in], [E, in]."""
+
+    def __init__(self, n_experts, n_in, diag_only):
+        self.acc = [Accumulator(n_in, diag_only) for _ in range(n_experts)]
+
+    def tensors(self, name):
+        """Fused layout: <name>.hessian [E, in, in] etc.; an expert without
+        tokens is zeros (its count 0 says so)."""
+        parts = {}
+        for a in self.acc:
+            if a.n == 0:
+                n_in = a.abs_sum.numel()
+                t = {name + ".act_abs_mean": torch.zeros(n_in), name + ".act_sq_mean": torch.zeros(n_in)}
+                if a.h_sum is not None:
+                    t[name + ".hessian"] = torch.zeros(n_in, n_in)
+            else:
+                t = a.tensors(name)
+            for k, v in t.items():
+                parts.setdefault(k, []).append(v.to(torch.float32))
+        return {k: torch.stack(v).contiguous() for k, v in parts.items()}
+
+    def counts(self):
+        return [a.n for a in self.acc]
+
+
+def checkpoint_names(model_dir):
+    """Every tensor name of the folder's safetensors weight files (headers only)."""
+    names = set()
+    for f in model_weight_files(model_dir):
+        if not f.endswith(".safetensors"):
+            continue
+        with open(os.path.join(model_dir, f), "rb") as fh:
+            n = int.from_bytes(fh.read(8), "little")
+            names.update(k for k in json.loads(fh.read(n)) if k != "__metadata__")
+    return names
+
+
+def checkpoint_module(name, ckpt, leaf):
+    """The checkpoint's name of module name + leaf (Mixtral checkpoints store
+    the MoE block as block_sparse_moe, transformers 5 calls it mlp); name
+    itself when the checkpoint has neither (or is not safetensors)."""
+    for cand in (name, name.replace(".mlp.", ".block_sparse_moe.")):
+        if cand + leaf in ckpt:
+            return cand
+    return name
+
+
+def fused_experts(model):
+    """(name, module) of every transformers-5 experts module: 3-D parameters
+    gate_up_proj [E, 2I, H] and down_proj [E, H, I] in the default layout
+    (concatenated gate/up halves, not transposed, no bias)."""
+    out = []
+    for name, m in model.named_modules():
+        gu, dn = getattr(m, "gate_up_proj", None), getattr(m, "down_proj", None)
+        if not (isinstance(gu, torch.nn.Parameter) and isinstance(dn, torch.nn.Parameter)
+                and gu.dim() == 3 and dn.dim() == 3):
+            continue
+        if getattr(m, "is_transposed", False) or not getattr(m, "is_concatenated", True) \
+                or getattr(m, "has_bias", False) or not getattr(m, "has_gate", True):
+            sys.exit(f"capture.py: {name}: an experts module with a layout this script does not "
+                     "read (transposed, interleaved gate/up, biases or no gate)")
+        out.append((name, m))
+    return out
+
+
+def routers(model):
+    """(name, module) of MoE routers that are not nn.Linear (transformers 5
+    TopKRouter: a 2-D weight [E, hidden] applied to every token)."""
+    return [(name, m) for name, m in model.named_modules()
+            if not isinstance(m, torch.nn.Linear) and name.endswith(".gate")
+            and isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.dim() == 2
+            and hasattr(m, "top_k")]
+
+
 def fit_slope_through_origin(x, y):
     """Least-squares slope a of y = a x (no intercept) and the relative
     residual ||y - a x|| / ||y|| (0 when y is 0). Pure numpy: the unit test
@@ -272,13 +379,13 @@ def mean_kl(ref_lp, lp):
 
 
 @torch.no_grad()
-def sensitivities(model, linears, seqs, levels, seed, batch_size, device, log=None):
-    """{module: (alpha, residual, [(r^2, KL)...])} for every linear weight
-    (fit_slope_through_origin of KL against r^2 over the levels)."""
+def sensitivities(model, weights, seqs, levels, seed, batch_size, device, log=None):
+    """{module: (alpha, residual, [(r^2, KL)...])} for every (module, weight)
+    of weights (a parameter, or a view of one: an expert's rows of a stack;
+    fit_slope_through_origin of KL against r^2 over the levels)."""
     ref = log_probs(model, seqs, batch_size, device)
     out = {}
-    for k, (name, m) in enumerate(linears):
-        w = m.weight
+    for k, (name, w) in enumerate(weights):
         saved = w.detach().clone()
         gen = torch.Generator(device="cpu").manual_seed(seed + k)
         z = torch.randn(saved.shape, generator=gen, dtype=torch.float64)
@@ -405,6 +512,61 @@ def main():
             _acc.add(a[0] if a else kw["input"])
         hooks.append(m.register_forward_pre_hook(hook, with_kwargs=True))
 
+    # Mixture-of-experts: routers (every token) and fused experts modules
+    # (each expert only the tokens routed to it), named as the checkpoint
+    # stores them.
+    ckpt = checkpoint_names(args.model)
+    sens_weights = [(name, m.weight) for name, m in linears]
+    for name, m in routers(model):
+        out_name = checkpoint_module(name, ckpt, ".weight")
+        acc[out_name] = Accumulator(m.weight.shape[1], args.diag_only)
+
+        def rhook(module, a, kw, _acc=acc[out_name]):
+            _acc.add(a[0] if a else kw["hidden_states"])
+        hooks.append(m.register_forward_pre_hook(rhook, with_kwargs=True))
+        sens_weights.append((out_name, m.weight))
+    experts = []  # (layout, names, gate_up accumulator, down accumulator)
+    for name, m in fused_experts(model):
+        n_exp, two_inter, hidden = m.gate_up_proj.shape
+        inter = m.down_proj.shape[2]
+        gu_acc = ExpertAccumulator(n_exp, hidden, args.diag_only)
+        dn_acc = ExpertAccumulator(n_exp, inter, args.diag_only)
+        fused = checkpoint_module(name, ckpt, ".gate_up_proj")
+        qwen = checkpoint_module(name, ckpt, ".0.gate_proj.weight")
+        mixtral = checkpoint_module(name, ckpt, ".0.w1.weight")
+        gu_w, dn_w = m.gate_up_proj.data, m.down_proj.data
+        if fused + ".gate_up_proj" in ckpt or not (qwen + ".0.gate_proj.weight" in ckpt
+                                                   or mixtral + ".0.w1.weight" in ckpt):
+            names = (fused + ".gate_up_proj", fused + ".down_proj")
+            experts.append(("fused", names, gu_acc, dn_acc))
+            sens_weights += [(names[0], gu_w), (names[1], dn_w)]
+        else:
+            prefix, leaves = (qwen, ("gate_proj", "up_proj", "down_proj")) \
+                if qwen + ".0.gate_proj.weight" in ckpt else (mixtral, ("w1", "w3", "w2"))
+            names = [tuple(f"{prefix}.{e}.{leaf}" for leaf in leaves) for e in range(n_exp)]
+            experts.append(("per-expert", names, gu_acc, dn_acc))
+            for e, (g, u, d) in enumerate(names):
+                sens_weights += [(g, gu_w[e, :inter]), (u, gu_w[e, inter:]), (d, dn_w[e])]
+
+        def ehook(module, a, kw, _gu=gu_acc, _dn=dn_acc, _n=n_exp, _inter=inter):
+            hs = a[0] if len(a) > 0 else kw["hidden_states"]
+            idx = a[1] if len(a) > 1 else kw["top_k_index"]
+            hs = hs.reshape(-1, hs.shape[-1])
+            idx = idx.reshape(hs.shape[0], -1)
+            for e in range(_n):
+                tok = (idx == e).any(dim=-1).nonzero().squeeze(-1)
+                if tok.numel() == 0:
+                    continue
+                x = hs[tok]
+                _gu.acc[e].add(x)
+                gu_out = torch.nn.functional.linear(x, module.gate_up_proj[e])
+                if hasattr(module, "_apply_gate"):
+                    h = module._apply_gate(gu_out)
+                else:
+                    h = module.act_fn(gu_out[..., :_inter]) * gu_out[..., _inter:]
+                _dn.acc[e].add(h)
+        hooks.append(m.register_forward_pre_hook(ehook, with_kwargs=True))
+
     # One forward pass per batch of equal-length sequences.
     device = next(model.parameters()).device
     with torch.no_grad():
@@ -425,7 +587,7 @@ def main():
                      "positive numbers separated by commas")
         ts = time.time()
         n_s = len(seqs) if args.sensitivity_sequences <= 0 else args.sensitivity_sequences
-        sens = sensitivities(model, linears, seqs[:n_s], levels, args.sensitivity_seed,
+        sens = sensitivities(model, sens_weights, seqs[:n_s], levels, args.sensitivity_seed,
                              args.batch_size, device)
         sens_secs = time.time() - ts
 
@@ -434,6 +596,26 @@ def main():
     for name, a in acc.items():
         assert a.n == token_count, (name, a.n, token_count)
         tensors.update(a.tensors(name))
+    expert_meta = {}
+    for layout, names, gu_acc, dn_acc in experts:
+        if layout == "fused":
+            for name, ea in zip(names, (gu_acc, dn_acc)):
+                tensors.update(ea.tensors(name))
+                expert_meta[name + ".expert_token_counts"] = json.dumps(ea.counts())
+                for e, n in enumerate(ea.counts()):
+                    if n == 0:
+                        print(f"capture.py: warning: {name}: expert {e} received no tokens "
+                              "(stored as zeros with count 0)", file=sys.stderr)
+            continue
+        for e, (g, u, d) in enumerate(names):
+            a_in, a_mid = gu_acc.acc[e], dn_acc.acc[e]
+            if a_in.n == 0:
+                print(f"capture.py: warning: {g.rsplit('.', 1)[0]}: expert {e} received no tokens "
+                      "(its modules are left out)", file=sys.stderr)
+                continue
+            for module, a in ((g, a_in), (u, a_in), (d, a_mid)):
+                tensors.update(a.tensors(module))
+                expert_meta[module + ".token_count"] = str(a.n)
     for name, (alpha, res, _) in sens.items():
         tensors[name + ".sensitivity"] = torch.tensor([alpha, res], dtype=torch.float32)
 
@@ -458,6 +640,7 @@ def main():
             f"mean next-token KL(ref || noisy) over the first {n_s} calibration sequences per unit squared relative "
             f"error; Gaussian noise at relative errors {args.sensitivity_levels}, seed "
             f"{args.sensitivity_seed} + module index; slope through the origin, relative residual")
+    metadata.update(expert_meta)
     if args.share_qkv:
         metadata["shared"] = "q_proj holds the input of its block's k_proj and v_proj"
     blob = canonical_safetensors(tensors, metadata)
@@ -469,10 +652,15 @@ def main():
     os.replace(tmp, args.output)
 
     secs = time.time() - t0
-    print(f"{args.output}: {len(acc)} modules, {len(seqs)} sequences, {token_count} tokens, "
+    n_exp_modules = sum(2 if layout == "fused" else 3 * len(names) for layout, names, _, _ in experts)
+    print(f"{args.output}: {len(acc) + n_exp_modules} modules, {len(seqs)} sequences, {token_count} tokens, "
           f"{len(tensors)} tensors, {len(blob)} bytes, {secs:.1f} s")
     for name, a in acc.items():
         print(f"  {name}  in {a.abs_sum.numel()}")
+    for layout, names, gu_acc, dn_acc in experts:
+        label = names[0] if layout == "fused" else names[0][0].rsplit(".", 2)[0]
+        print(f"  {label}  {layout} experts, tokens per expert {gu_acc.counts()} "
+              f"(top-k sum {sum(gu_acc.counts())} of {token_count} tokens)")
     if sens:
         print(f"sensitivity: {len(sens)} modules, {len(levels)} levels, {sens_secs:.1f} s")
         for name, (alpha, res, pts) in sens.items():

@@ -143,16 +143,18 @@ case("token_count_negative", "open", 4, "-", PREFIX + "token_count '-5' is not a
 h16 = base["hessian"].astype("<f2")
 case("f16", "open", 4, "-", PREFIX + f"module '{M}': hessian is F16, not F32",
      safetensors([(M + ".hessian", "F16", h16.shape, h16.tobytes())], META))
-case("not_square", "open", 4, "-", PREFIX + f"module '{M}': hessian is [8, 4], not square [in, in]",
+SQ = "not square [in, in] (or [E, in, in] per expert)"
+case("not_square", "open", 4, "-", PREFIX + f"module '{M}': hessian is [8, 4], {SQ}",
      one({"hessian": base["hessian"][:, :4]}))
-case("hessian_rank1", "open", 4, "-", PREFIX + f"module '{M}': hessian is [8], not square [in, in]",
+case("hessian_rank1", "open", 4, "-", PREFIX + f"module '{M}': hessian is [8], {SQ}",
      one({"hessian": base["act_sq_mean"]}))
-case("experts_3d", "open", 4, "-",
-     PREFIX + f"module '{M}': hessian is [2, 8, 8]: per-expert statistics (a leading expert axis) "
-     "are not supported yet", one({"hessian": np.stack([base["hessian"]] * 2)}))
-case("vector_rank0", "open", 4, "-", PREFIX + f"module '{M}': act_abs_mean is [], not [in]",
+case("experts_not_square", "open", 4, "-", PREFIX + f"module '{M}': hessian is [2, 8, 4], {SQ}",
+     one({"hessian": np.stack([base["hessian"][:, :4]] * 2)}))
+case("vector_rank0", "open", 4, "-",
+     PREFIX + f"module '{M}': act_abs_mean is [], not [in] (or [E, in] per expert)",
      one({"act_abs_mean": np.float32(1.0)}))
-case("vector_rank3", "open", 4, "-", PREFIX + f"module '{M}': act_sq_mean is [1, 2, 4], not [in]",
+case("vector_rank3", "open", 4, "-",
+     PREFIX + f"module '{M}': act_sq_mean is [1, 2, 4], not [in] (or [E, in] per expert)",
      one({"act_sq_mean": np.ones((1, 2, 4))}))
 case("empty_hessian", "open", 4, "-", PREFIX + f"module '{M}': hessian is [0, 0], empty",
      one({"hessian": np.zeros((0, 0))}))
@@ -161,6 +163,49 @@ case("sq_disagrees", "open", 4, "-", PREFIX + f"module '{M}': act_sq_mean is [4]
 case("vectors_disagree", "open", 4, "-",
      PREFIX + f"module '{M}': act_sq_mean is [4], the act_abs_mean is [8]",
      one({"act_abs_mean": base["act_abs_mean"], "act_sq_mean": base["act_sq_mean"][:4]}))
+# per-expert statistics (a leading expert axis): layout and token counts
+H2 = np.stack([base["hessian"]] * 2)
+SQ2 = np.stack([base["act_sq_mean"]] * 2)
+KEY = M + ".expert_token_counts"
+
+
+def counts(text):
+    return dict(META, **{KEY: text})
+
+
+case("experts_no_counts", "open", 4, "-",
+     PREFIX + f"module '{M}' has per-expert statistics (2 experts) but __metadata__ has no "
+     f"'{KEY}' (the token count of each expert)", one({"hessian": H2}))
+case("experts_counts_length", "open", 4, "-",
+     PREFIX + f"__metadata__ '{KEY}' has 1 token counts, the module's statistics have 2 experts",
+     one({"hessian": H2}, counts("[16]")))
+case("experts_counts_not_list", "open", 4, "-",
+     PREFIX + f"__metadata__ '{KEY}' is not a JSON list of token counts",
+     one({"hessian": H2}, counts("16")))
+case("experts_count_above_total", "open", 4, "-",
+     PREFIX + f"__metadata__ '{KEY}': expert 1's token count 17 is not an integer in "
+     "0..token_count (16)", one({"hessian": H2}, counts("[16, 17]")))
+case("experts_count_negative", "open", 4, "-",
+     PREFIX + f"__metadata__ '{KEY}': expert 0's token count -1 is not an integer in "
+     "0..token_count (16)", one({"hessian": H2}, counts("[-1, 4]")))
+case("experts_count_text", "open", 4, "-",
+     PREFIX + f"__metadata__ '{KEY}': expert 1's token count not a number is not an integer in "
+     "0..token_count (16)", one({"hessian": H2}, counts('[3, "4"]')))
+case("experts_counts_without_axis", "open", 4, "-",
+     PREFIX + f"__metadata__ '{KEY}': '{M}' has no per-expert statistics (no leading expert axis)",
+     one(base, counts("[16, 16]")))
+case("experts_counts_no_module", "open", 4, "-",
+     PREFIX + f"__metadata__ 'model.x.expert_token_counts': 'model.x' is no module of the file",
+     one(base, dict(META, **{"model.x.expert_token_counts": "[1]"})))
+case("experts_axis_one_side", "open", 4, "-",
+     PREFIX + f"module '{M}': act_sq_mean is [8], the hessian is [2, 8, 8]: one has a leading "
+     "expert axis, the other not", one({"hessian": H2, "act_sq_mean": base["act_sq_mean"]},
+                                       counts("[16, 16]")))
+case("experts_counts_disagree", "open", 4, "-",
+     PREFIX + f"module '{M}': act_sq_mean is [3, 8], the hessian is [2, 8, 8]",
+     one({"hessian": H2, "act_sq_mean": np.stack([base["act_sq_mean"]] * 3)}, counts("[16, 16]")))
+case("experts_none", "open", 4, "-", PREFIX + f"module '{M}': hessian is [0, 8, 8], empty",
+     one({"hessian": np.zeros((0, 8, 8))}, counts("[]")))
 case("sensitivity_3", "open", 4, "-", PREFIX + f"module '{M}': sensitivity is [3], not [1] or [2]",
      one({"sensitivity": np.ones(3)}))
 case("unknown_name", "open", 4, "-",
@@ -226,6 +271,49 @@ sq = base["act_sq_mean"].copy()
 sq[4] *= np.float32(1.0005)
 case("diag_nearly", "ok", 0, W, "", one({"hessian": base["hessian"], "act_sq_mean": sq}))
 case("dead_input", "ok", 0, W, "", one(stats(8, 0, dead=(2, 5))))
+
+# per-expert values: each expert checked as a module of its own, named
+def expert_change(part, index, value):
+    parts = {"hessian": H2.copy(), "act_abs_mean": np.stack([base["act_abs_mean"]] * 2),
+             "act_sq_mean": SQ2.copy()}
+    parts[part][index] = value
+    return one(parts, counts("[16, 16]"))
+
+
+case("experts_nan", "values", 4, W, PREFIX + f"module '{M}': expert 1: hessian[2, 3] is nan",
+     expert_change("hessian", (1, 2, 3), np.nan))
+case("experts_negative_sq", "values", 4, W,
+     PREFIX + f"module '{M}': expert 1: act_sq_mean[2] = -1 is negative",
+     expert_change("act_sq_mean", (1, 2), -1))
+h = H2.copy()
+h[1, 1, 6] += np.float32(3 * tol)
+case("experts_asymmetric", "values", 4, W,
+     PREFIX + f"module '{M}': expert 1: hessian is not symmetric: [1, 6] = {g(h[1, 1, 6])}, "
+     f"[6, 1] = {g(h[1, 6, 1])} (tolerance 0.0001 x max|H| = {'%g' % tol})",
+     one({"hessian": h}, counts("[16, 16]")))
+sq = SQ2.copy()
+sq[0, 4] *= np.float32(1.01)
+case("experts_diag_differs", "values", 4, W,
+     PREFIX + f"module '{M}': expert 0: act_sq_mean[4] = {g(sq[0, 4])} differs from hessian[4, 4] "
+     f"= {g(base['hessian'][4, 4])} (act_sq_mean is diag(H))",
+     one({"hessian": H2, "act_sq_mean": sq}, counts("[16, 16]")))
+
+# experts.safetensors: a fused stack's statistics, 3 experts of 8 inputs
+# (expert e from inputs(8, 10 + e); expert 1 received no token: zeros),
+# counts 16, 0, 8 (test_calib_experts recomputes the fallback); a
+# second stack whose experts all had none; a plain module for the
+# one-sided lookups
+STACK = "model.layers.0.mlp.experts.gate_up_proj"
+ex = [stats(8, 10 + e) for e in range(3)]
+ex[1] = {k: np.zeros_like(v) for k, v in ex[1].items()}
+exp_parts = {k: np.stack([ex[e][k] for e in range(3)]) for k in ex[0]}
+DEAD = "model.layers.1.mlp.experts.down_proj"
+dead_parts = {k: np.zeros((2,) + v.shape, np.float32) for k, v in stats(8, 0).items()}
+exp_meta = dict(META, **{STACK + ".expert_token_counts": "[16, 0, 8]",
+                         DEAD + ".expert_token_counts": "[0, 0]"})
+write("experts.safetensors",
+      safetensors(module(STACK, exp_parts) + [f32(STACK + ".sensitivity", np.array([2.0, 0.125]))]
+                  + module(DEAD, dead_parts) + module(M, base), exp_meta))
 
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:
     for row in cases:

@@ -175,6 +175,93 @@ static void test_good(const char *path)
     fr_calib_close(cf);
 }
 
+/* experts.safetensors (make_calib.py): per-expert statistics of a fused
+ * stack, expert e's slice as an ordinary view; the zero-token fallback;
+ * every one-sided or mismatched lookup. */
+static void test_experts(const char *path)
+{
+    const char *stack = "model.layers.0.mlp.experts.gate_up_proj";
+    const char *dead = "model.layers.1.mlp.experts.down_proj";
+    const char *plain = "model.layers.0.self_attn.q_proj";
+    fr_calib_file *cf = NULL;
+    fr_error err = {0};
+    CHECK_OK(fr_calib_open(path, &cf, &err), err);
+    if (!cf)
+        return;
+    CHECK_OK(fr_calib_check_values(cf, &err), err);
+    CHECK_EQ_U64(fr_calib_module_experts(cf, stack), 3);
+    CHECK_EQ_U64(fr_calib_module_experts(cf, plain), 0);
+    CHECK(fr_calib_module_experts(cf, "nothing") == -1);
+    CHECK_EQ_U64(fr_calib_module_in(cf, stack), 8);
+
+    fr_calib_stats s, s0, s2;
+    const int64_t tokens[3] = {16, 0, 8};
+    for (int e = 0; e < 3; e += 2) {
+        CHECK_OK(fr_calib_lookup_expert(cf, stack, 8, e, 3, &s, &err), err);
+        CHECK_MSG(s.found && !s.fallback, "expert %d: %s", e, s.skip_reason);
+        CHECK_STR(s.module, stack);
+        CHECK(s.expert == e && s.expert_tokens == tokens[e]);
+        CHECK(s.n_sensitivity == 2 && s.sensitivity[0] == 2.0f && s.sensitivity[1] == 0.125f);
+        if (s.found)
+            check_values(&s, 8, 10 + e, -1, e == 0 ? "expert 0" : "expert 2");
+    }
+    /* expert 1 had no tokens: the token-weighted mean of experts 0 and 2 */
+    CHECK_OK(fr_calib_lookup_expert(cf, stack, 8, 0, 3, &s0, &err), err);
+    CHECK_OK(fr_calib_lookup_expert(cf, stack, 8, 2, 3, &s2, &err), err);
+    CHECK_OK(fr_calib_lookup_expert(cf, stack, 8, 1, 3, &s, &err), err);
+    CHECK_MSG(s.found && s.fallback && s.expert_tokens == 0, "expert 1: %s", s.skip_reason);
+    if (s.found && s0.found && s2.found) {
+        for (int k = 0; k < 64; k++)
+            CHECK_MSG(s.calib.hessian[k] == (float)((16.0 * s0.calib.hessian[k] +
+                                                     8.0 * s2.calib.hessian[k]) / 24.0),
+                      "fallback hessian[%d]", k);
+        for (int j = 0; j < 8; j++) {
+            CHECK(s.calib.act_mean_abs[j] ==
+                  (float)((16.0 * s0.calib.act_mean_abs[j] + 8.0 * s2.calib.act_mean_abs[j]) / 24.0));
+            CHECK(s.calib.act_mean_sq[j] == s.calib.hessian[j * 8 + j]);
+        }
+    }
+    /* no expert had tokens: a skip reason for each */
+    CHECK_OK(fr_calib_lookup_expert(cf, dead, 8, 1, 2, &s, &err), err);
+    CHECK(!s.found);
+    CHECK_STR(s.skip_reason, "no expert of 'model.layers.1.mlp.experts.down_proj' received a token "
+                             "(expert_token_counts all 0)");
+    /* the stack's statistics looked up as one plain matrix: a skip */
+    expect_skip(cf, stack, 8,
+                "hessian of 'model.layers.0.mlp.experts.gate_up_proj' is [3, 8, 8]: per-expert "
+                "statistics, for a tensor handled expert by expert; "
+                "'model.layers.0.mlp.experts.gate_up_proj' is handled here as one matrix");
+    /* another input dimension: the ordinary skip */
+    CHECK_OK(fr_calib_lookup_expert(cf, stack, 16, 0, 3, &s, &err), err);
+    CHECK(!s.found);
+    CHECK_STR(s.skip_reason, "hessian of 'model.layers.0.mlp.experts.gate_up_proj' is [3, 8, 8], "
+                             "the weight has 16 input columns");
+    /* another expert count: an error naming file, module, both counts */
+    char want[6144];
+    fr_error e4 = {0};
+    CHECK(fr_calib_lookup_expert(cf, stack, 8, 0, 4, &s, &e4) == FR_E_FORMAT);
+    snprintf(want, sizeof want,
+             "cannot read calibration '%s': module 'model.layers.0.mlp.experts.gate_up_proj': "
+             "hessian is [3, 8, 8], statistics of 3 experts; the tensor "
+             "'model.layers.0.mlp.experts.gate_up_proj' has 4 experts",
+             path);
+    CHECK_STR(e4.msg, want);
+    /* statistics without an expert axis for a stack: an error */
+    fr_error e2 = {0};
+    CHECK(fr_calib_lookup_expert(cf, plain, 8, 0, 2, &s, &e2) == FR_E_FORMAT);
+    snprintf(want, sizeof want,
+             "cannot read calibration '%s': module 'model.layers.0.self_attn.q_proj': hessian is "
+             "[8, 8], without an expert axis: the expert stack 'model.layers.0.self_attn.q_proj' "
+             "of 2 experts needs per-expert statistics (hessian [E, in, in])",
+             path);
+    CHECK_STR(e2.msg, want);
+    fr_error eu = {0};
+    CHECK(fr_calib_lookup_expert(cf, stack, 8, 3, 3, &s, &eu) == FR_E_USAGE);
+    /* the plain module still works as before */
+    expect_found(cf, "model.layers.0.self_attn.q_proj.weight", 8, plain, 0, -1, 1);
+    fr_calib_close(cf);
+}
+
 /* One line of cases.tsv: file, stage, exit code, weight, message. */
 static void run_case(const char *dir, char *line)
 {
@@ -242,6 +329,8 @@ int main(int argc, char **argv)
     test_good(path);
     snprintf(path, sizeof path, "%s/unaligned.safetensors", argv[1]);
     test_good(path);
+    snprintf(path, sizeof path, "%s/experts.safetensors", argv[1]);
+    test_experts(path);
 
     snprintf(path, sizeof path, "%s/cases.tsv", argv[1]);
     FILE *f = fopen(path, "r");

@@ -2,8 +2,9 @@
  * The body of the calibration-file fuzz targets (fuzz_calib.c,
  * fuzz_imatrix.c): fr_calib_open_memory on the input, then everything a
  * sweep does with the file: the whole-file value check, a lookup of every
- * module (with its own input dimension and a wrong one), the unmatched
- * listing, release, close.
+ * module (with its own input dimension and a wrong one; each expert of a
+ * per-expert module, and another expert count), the unmatched listing,
+ * release, close.
  */
 #ifndef FR_FUZZ_CALIB_H
 #define FR_FUZZ_CALIB_H
@@ -45,6 +46,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         sink += s.calib.hessian[cols * cols - 1];
                 }
                 fr_calib_release(cf, &s);
+            }
+            /* a per-expert module: each expert's view (the zero-token
+             * fallback included), and another expert count */
+            int64_t n_experts = fr_calib_module_experts(cf, names[i]);
+            int64_t in = fr_calib_module_in(cf, names[i]);
+            for (int64_t e = 0; n_experts > 0 && e <= n_experts && e < 16; e++) {
+                fr_calib_stats s;
+                int64_t of = e == n_experts ? n_experts + 1 : n_experts;
+                if (fr_calib_lookup_expert(cf, names[i], in, e, of, &s, &err) != FR_OK)
+                    continue;
+                if (s.found && in > 0) {
+                    if (s.calib.act_mean_sq)
+                        sink += s.calib.act_mean_sq[in - 1];
+                    if (s.calib.hessian)
+                        sink += s.calib.hessian[in * in - 1];
+                }
             }
         }
         (void)sink;

@@ -8,6 +8,13 @@
       /expert_results (seconds and device aside): sizes and max_abs_err
       exact, the error sums and metrics within REL relative (0: exact)
   check_moe.py nosplit FUSED.h5         no /expert_results table
+  check_moe.py splitcalib FUSED.h5 SPLIT.h5   split, with --calib on both (the
+      split run's statistics are the stack's per-expert ones split the same
+      way, tests/moe/split_calib.py): out_sq_err, out_sq_ref and out_rel_err
+      compared too, a stack's out sums the sums over its experts in expert
+      order, and no stack row without out_rel_err
+  check_moe.py samecalib A.h5 B.h5 [REL]   same, out_sq_err, out_sq_ref and
+      out_rel_err compared too
 """
 import math
 import sys
@@ -57,6 +64,10 @@ def same(a, b):
     return a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
 
 
+def rows_same(a, b):
+    return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+
+
 def close(a, b, rel):
     if same(a, b):
         return True
@@ -82,7 +93,7 @@ def check_split(fused_path, split_path):
         if name not in stacks:
             if (name, cfg) not in srows:
                 fail(f"{name} {cfg}: no row in the split run")
-            elif srows[(name, cfg)] != row:
+            elif not rows_same(srows[(name, cfg)], row):
                 fail(f"{name} {cfg}: {row} != split run's {srows[(name, cfg)]}")
             continue
         if not parts:
@@ -100,11 +111,24 @@ def check_split(fused_path, split_path):
             x = experts.get((name, cfg, e))
             if x is None:
                 fail(f"{name} {cfg}: no /expert_results row for expert {e}")
-            elif x != p:
+            elif not rows_same(x, p):
                 fail(f"{name} {cfg} expert {e}: /expert_results {x} != separate tensor {p}")
         sq_ref = 0.0
         for e, _ in parts:
             sq_ref += snorms[f"{name}.{e}"]
+        if CALIB:
+            out_err = out_ref = 0.0
+            for e, p in parts:
+                out_err += p["out_sq_err"]
+                out_ref += p["out_sq_ref"]
+            if math.isnan(row["out_rel_err"]):
+                fail(f"{name} {cfg}: out_rel_err is NaN with per-expert statistics")
+            if row["out_sq_err"] != out_err or row["out_sq_ref"] != out_ref:
+                fail(f"{name} {cfg}: out_sq_err/out_sq_ref {row['out_sq_err']!r}/"
+                     f"{row['out_sq_ref']!r} != sums over experts {out_err!r}/{out_ref!r}")
+            elif not close(row["out_rel_err"], math.sqrt(out_err / out_ref), 1e-12):
+                fail(f"{name} {cfg}: out_rel_err {row['out_rel_err']!r} != "
+                     f"{math.sqrt(out_err / out_ref)!r}")
         if row["sq_err"] != sq_err:
             fail(f"{name} {cfg}: sq_err {row['sq_err']!r} != sum over experts {sq_err!r}")
         if row["total_bits"] != bits:
@@ -147,6 +171,10 @@ def check_same(a_path, b_path, rel):
 
 
 mode = sys.argv[1]
+CALIB = mode in ("splitcalib", "samecalib")
+if CALIB:
+    FIELDS += ("out_sq_err", "out_sq_ref", "out_rel_err")
+    mode = mode[:-len("calib")]
 if mode == "split":
     check_split(sys.argv[2], sys.argv[3])
 elif mode == "same":

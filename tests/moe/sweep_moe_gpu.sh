@@ -3,7 +3,9 @@
 # CPU on data/tiny-moe's expert stacks: the same /results and /expert_results
 # (sizes and max_abs_err exact; sums within 1e-6 relative, as
 # tests/gpu/sweep_cli_gpu.sh: the device reduces in its own fixed order).
-# Also the device column names the GPU for the fused families.
+# Also the device column names the GPU for the fused families. With the
+# shipped per-expert statistics (data/tiny-moe/calib.safetensors): the same
+# rows, out_rel_err included, for data-free and gptq- configurations.
 # usage: sweep_moe_gpu.sh FRONTIER_CUDA_BINARY FRONTIER_BINARY DATA_DIR
 set -u
 gpu=$1 cpu=$2 data=$3
@@ -30,4 +32,14 @@ dev = {r["device"].decode() for r in f["results"][...] if t[int(r["tensor_id"])]
 print("devices of the stacks' rows:", sorted(dev))
 sys.exit(0 if dev and all(d.startswith("cuda") for d in dev) else 1)
 PY
+qc=int4-g32-sym,gptq-int4-g32-sym,nvfp4
+calib=$data/tiny-moe/calib.safetensors
+"$gpu" --quiet sweep "$data/tiny-moe" --calib "$calib" --quantizers "$qc" --exclude embed_tokens \
+  --split-experts --device cuda -o gpu_calib.h5 >/dev/null 2>err.txt ||
+  { echo "FAIL: --device cuda --calib"; cat err.txt; exit 1; }
+"$cpu" --quiet sweep "$data/tiny-moe" --calib "$calib" --quantizers "$qc" --exclude embed_tokens \
+  --split-experts --device cpu -o cpu_calib.h5 >/dev/null 2>err.txt ||
+  { echo "FAIL: cpu sweep --calib"; cat err.txt; exit 1; }
+python3 "$here/check_moe.py" samecalib gpu_calib.h5 cpu_calib.h5 1e-6 ||
+  { echo "FAIL: GPU rows with per-expert statistics differ from the CPU's"; exit 1; }
 echo "all passed"
