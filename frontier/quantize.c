@@ -257,7 +257,7 @@ static const char *supported_configs(fr_qformat format)
     switch (format) {
     case FR_QFORMAT_COMPRESSED_TENSORS:
         return "nvfp4; int<b>-g<g>-sym|asym and int<b>-gC-sym|asym (b 2..8, g 32, 64, 128, 256); "
-               "fp8-e4m3-tensor|channel|block128";
+               "fp8-e4m3-tensor|channel|block128; mxfp4 (not mxfp6-*, mxfp8-*, mxint8)";
     case FR_QFORMAT_DEQUANTIZED:
         return "every configuration of 'frontier quantizers' (gptq-, awq-, imat-, rht+gptq- "
                "with --calib FILE holding the statistics they need)";
@@ -932,6 +932,10 @@ static cJSON *quant_args(const fr_ct_scheme *s, fr_dtype model_dtype)
         strategy = s->group_size ? "group" : "channel";
         group = s->group_size;
         break;
+    case FR_CT_MXFP4: /* the MXFP4A16 preset of quant_scheme.py */
+        strategy = "group";
+        group = s->group_size;
+        break;
     default:
         strategy = s->fp8_granularity == 0 ? "tensor" : s->fp8_granularity == 1 ? "channel" : "block";
         break;
@@ -951,6 +955,7 @@ static cJSON *quant_args(const fr_ct_scheme *s, fr_dtype model_dtype)
     cJSON_AddBoolToObject(a, "dynamic", 0);
     cJSON_AddNullToObject(a, "actorder");
     const char *scale = s->kind == FR_CT_NVFP4 ? "torch.float8_e4m3fn"
+                        : s->kind == FR_CT_MXFP4 ? "torch.uint8" /* E8M0 exponents */
                         : s->kind == FR_CT_FP8 ? "torch.float32"
                         : fr_ct_pack_scale_dtype(model_dtype) == FR_DTYPE_F32 ? "torch.float32"
                                                                                : "torch.float16";

@@ -223,6 +223,35 @@ static void check_case(const char *model, const char *work, const qcase *qc)
                 CHECK_MSG(fr_bits_to_f32(le32(bufs[2])) == gs,
                           "%s: '%s' global scale is not the fused group's", qc->label, t->name);
             CHECK_OK(fr_ct_decode(&s, bufs, rows, cols, t->dtype, got, &err), err);
+            if (kind == FR_CT_MXFP4) {
+                /* by hand, independently of fr_ct_decode: the scale byte of a
+                 * block is floor(log2 amax) - 2 + 127, element 2j the low
+                 * nibble of byte j, W = +-E2M1[nibble & 7] 2^(byte - 127) */
+                static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t b = 0; b < cols / 32; b++) {
+                        float amax = 0.0f;
+                        for (int64_t c = 0; c < 32; c++)
+                            amax = fmaxf(amax, fabsf(w[r * cols + b * 32 + c]));
+                        int e = amax > 0 ? (int)floor(log2((double)amax)) - 2 : -127;
+                        e = e < -127 ? -127 : e;
+                        uint8_t byte = bufs[1][r * (cols / 32) + b];
+                        CHECK_MSG(byte == e + 127, "%s: '%s' row %lld block %lld scale byte %u, "
+                                  "expected %d", qc->label, t->name, (long long)r, (long long)b,
+                                  byte, e + 127);
+                        for (int64_t c = 0; c < 32; c++) {
+                            int64_t el = r * cols + b * 32 + c;
+                            uint8_t nib = el % 2 ? bufs[0][el / 2] >> 4 : bufs[0][el / 2] & 15;
+                            float v = ldexpf(e2m1[nib & 7], (int)byte - 127) * (nib & 8 ? -1 : 1);
+                            if (v != want[el]) {
+                                CHECK_MSG(0, "%s: '%s' element %lld by hand %.9g, Q(W) %.9g",
+                                          qc->label, t->name, (long long)el, v, want[el]);
+                                r = rows;
+                                break;
+                            }
+                        }
+                    }
+            }
         }
         int64_t at = 0;
         CHECK_MSG(same(got, want, t->numel, &at), "%s: '%s' element %lld reads %.9g, Q(W) is %.9g",
@@ -316,6 +345,7 @@ int main(int argc, char **argv)
         {"ct-fp8-tensor", "fp8-e4m3-tensor", NULL, CT, -1, 0},
         {"ct-fp8-channel", "fp8-e4m3-channel", NULL, CT, -1, 0},
         {"ct-fp8-block128", "fp8-e4m3-block128", NULL, CT, -1, 0},
+        {"ct-mxfp4", "mxfp4", "down_proj", CT, -1, 0},
         {"dq-nf4-g64", "nf4-g64", NULL, DQ, -1, 0},
         {"dq-mxfp4", "mxfp4", NULL, DQ, -1, 0},
         {"dq-nvfp4-fused", "nvfp4", NULL, DQ, 1, 0},
@@ -330,6 +360,7 @@ int main(int argc, char **argv)
         {"bf16-ct-int4-g32-sym", "int4-g32-sym", "down_proj", CT, -1, 0},
         {"bf16-ct-nvfp4", "nvfp4", "down_proj", CT, -1, 0},
         {"bf16-ct-fp8-channel", "fp8-e4m3-channel", NULL, CT, -1, 0},
+        {"bf16-ct-mxfp4", "mxfp4", "down_proj", CT, -1, 0},
     };
     for (size_t i = 0; i < sizeof bf16_cases / sizeof bf16_cases[0]; i++)
         check_case(bf16, argv[2], &bf16_cases[i]);
