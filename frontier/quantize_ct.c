@@ -156,7 +156,8 @@ fr_ct_kind fr_ct_scheme_of(const fr_registry *reg, const fr_config_ref *ref, fr_
     memset(s, 0, sizeof *s);
     int family = reg->entries[ref->quantizer].family;
     const void *impl = ref->cfg->impl;
-    if (family == FR_FAMILY_NVFP4) {
+    if (family == FR_FAMILY_NVFP4 || family == FR_FAMILY_NVFP4_FUSED) {
+        /* nvfp4-fused: the same layout, its global scale the fused group's */
         s->kind = FR_CT_NVFP4;
         s->bits = 4;
     } else if (family == FR_FAMILY_INT && impl) {

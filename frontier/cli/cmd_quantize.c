@@ -68,6 +68,8 @@ static void print_help(FILE *out)
             "                        compressed-tensors); --no-fused-global-scale keeps each\n"
             "                        tensor's own (default for dequantized). A shared scale\n"
             "                        changes the result: the table and the report show it.\n"
+            "                        nvfp4-fused (measured by 'frontier sweep\n"
+            "                        --fused-global-scale') always takes its group's scale.\n"
             "  --summary             totals only, no per-tensor table\n"
             "\n"
             "Nothing is written when a tensor of the recipe is missing from MODEL, a\n"
