@@ -543,6 +543,14 @@ static fr_status plan_fused_config(plan *p, fr_error *err)
     return FR_OK;
 }
 
+/* nvfp4 and nvfp4-fused are one format to vLLM (nvfp4-pack-quantized). */
+static int both_nvfp4(const plan *p, const fr_config_ref *a, const fr_config_ref *b)
+{
+    fr_ct_scheme sa, sb;
+    return a && b && fr_ct_scheme_of(p->reg, a, &sa) == FR_CT_NVFP4 &&
+           fr_ct_scheme_of(p->reg, b, &sb) == FR_CT_NVFP4;
+}
+
 /* Step 2: the fused groups and their joint amax (a pass over their weights). */
 static fr_status plan_fused(plan *p, fr_error *err)
 {
@@ -575,7 +583,7 @@ static fr_status plan_fused(plan *p, fr_error *err)
             if (!seen) {
                 first = p->qt[i].ref;
                 seen = 1;
-            } else if (p->qt[i].ref != first) {
+            } else if (p->qt[i].ref != first && !both_nvfp4(p, p->qt[i].ref, first)) {
                 p->groups[g].mixed = 1;
             }
         }

@@ -45,6 +45,7 @@ CASES = [
     ("fp8-e4m3-channel", []),
     ("fp8-e4m3-block128", []),
     ("mxfp4", ["--exclude", "down_proj"]),
+    ("nvfp4-fused", ["--include", "(q|k|v|gate|up)_proj"]),
 ]
 
 

@@ -101,6 +101,29 @@ assert set(recipe.values()) == {"nvfp4-fused"} and len(recipe) == 25, recipe
 print(f"25 fused rows equal the reports of 5 checkpoints; {n_diff} differ from plain nvfp4")
 PY
 
+# nvfp4 and nvfp4-fused in one group: one format to vLLM (no warning), one scale
+cat >"$tmp/mix.json" <<'JSON'
+{"format": "frontier-recipe", "recipe": {
+ "model.layers.0.self_attn.q_proj.weight": "nvfp4",
+ "model.layers.0.self_attn.k_proj.weight": "nvfp4-fused",
+ "model.layers.0.self_attn.v_proj.weight": "nvfp4-fused"}}
+JSON
+expect 0 "$bin" quantize "$model" --recipe "$tmp/mix.json" -o "$tmp/ct-mix"
+grep -q "different formats" "$tmp/err" && { cat "$tmp/err"; fail "nvfp4 + nvfp4-fused warned"; }
+python3 - "$tmp" <<'PY' || fail "nvfp4 and nvfp4-fused in one group"
+import json, sys
+import h5py
+tmp = sys.argv[1]
+f = h5py.File(f"{tmp}/s.h5", "r")
+cfg = {int(c["config_id"]): c["name"].decode() for c in f["configs"][:]}
+ten = {int(t["tensor_id"]): t["name"].decode() for t in f["tensors"][:]}
+rows = {(ten[int(r["tensor_id"])], cfg[int(r["config_id"])]): r for r in f["results"][:]}
+rep = json.load(open(f"{tmp}/ct-mix/quantize_report.json"))["tensors"]
+assert len({t["global_scale"] for t in rep}) == 1, rep
+for t in rep:
+    assert t["rel_err"] == float(rows[(t["name"], "nvfp4-fused")]["rel_err"]), t
+PY
+
 # refusals
 expect 2 "$bin" sweep "$model" --quantizers int4-g32-sym --fused-global-scale -o "$tmp/r1.h5"
 expect_err "nvfp4 is not selected"
