@@ -11,6 +11,7 @@ set -uo pipefail
 bin=$1
 data=$2
 work=$3
+emu=${4:-} # optional: frontier_cli_emu (the CUDA executor on the emulated device)
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
 python3 -c "import h5py, numpy, safetensors" 2>/dev/null || { echo "SKIP: h5py, numpy and safetensors are needed"; exit 77; }
 rm -rf "$work"
@@ -144,4 +145,25 @@ expect 0 "$bin" sweep "$model" --quantizers nvfp4 --fused-global-scale -o "$tmp/
 python3 -c "
 import h5py, sys
 assert len(h5py.File(sys.argv[1], 'r')['results']) == 61" "$tmp/s.h5" || fail "--resume added rows"
+if [ -n "$emu" ]; then
+  expect 0 "$emu" sweep "$model" --quantizers nvfp4 --fused-global-scale --device cuda:0 \
+    -o "$tmp/emu.h5"
+  python3 - "$tmp" <<'PY' || fail "the CUDA executor's nvfp4-fused rows"
+import sys
+import h5py
+tmp = sys.argv[1]
+def rows(path):
+    f = h5py.File(path, "r")
+    cfg = {int(c["config_id"]): c["name"].decode() for c in f["configs"][:]}
+    ten = {int(t["tensor_id"]): t["name"].decode() for t in f["tensors"][:]}
+    return {(ten[int(r["tensor_id"])], cfg[int(r["config_id"])]): r for r in f["results"][:]}
+gpu, cpu = rows(f"{tmp}/emu.h5"), rows(f"{tmp}/s.h5")
+fused = [k for k in gpu if k[1] == "nvfp4-fused"]
+assert len(fused) == 25 and sorted(gpu) == sorted(cpu), len(fused)
+for k in fused:
+    assert gpu[k]["device"].decode() == "cpu", (k, gpu[k]["device"])
+    assert gpu[k]["rel_err"] == cpu[k]["rel_err"] and gpu[k]["sq_err"] == cpu[k]["sq_err"], k
+assert {gpu[k]["device"].decode() for k in gpu if k[1] == "nvfp4"} == {"cuda:0"}
+PY
+fi
 echo "quantize.fused_sweep: ok"
