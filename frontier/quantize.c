@@ -531,7 +531,10 @@ static fr_status plan_fused_config(plan *p, fr_error *err)
             continue;
         }
         q->has_group_amax = 1;
-        q->global_scale = fr_nvfp4_global_scale(q->group_amax);
+        /* the encoder's override (whole groups of 16 only; a dequantized
+         * tensor with a short last group is the quantizer's Q(W) as it is) */
+        if (q->cols % FR_NVFP4_GROUP == 0)
+            q->global_scale = fr_nvfp4_global_scale(q->group_amax);
     }
     fr_fused_scan_free(&scan);
     if (bad.n)

@@ -825,8 +825,8 @@ done:
 /* --fused-global-scale: each item that has nvfp4-fused to measure gets
  * the joint amax of its fused group (frontier/fused_scale.h, the scan
  * `frontier quantize` uses); an item outside a group of two or more, or an
- * expert's view of a stack, gets none and drop_unmeasurable lists the pair
- * in /skipped. */
+ * expert's view of a stack, gets none and drop_unmeasurable drops the pair
+ * (no row, not a failure). */
 static fr_status attach_group_amax(fr_sweep *sw, fr_error *err)
 {
     fr_status st = FR_OK;
