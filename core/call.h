@@ -21,6 +21,12 @@ struct frontier_call {
     uint64_t rng_state;        /* splitmix64 state */
     int failed;
     char error[512];
+    /* host data of a configuration whose quantization spans several
+     * tensors: the joint amax (largest |w|) over the members of the
+     * tensor's fused group (q/k/v, gate/up; frontier/fused_scale.h), read
+     * by nvfp4-fused; valid only when has_group_amax is set */
+    int has_group_amax;
+    float group_amax;
     pthread_mutex_t scratch_lock;
     void **scratch;
     size_t n_scratch, cap_scratch;

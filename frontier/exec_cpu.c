@@ -122,6 +122,8 @@ static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool 
     }
     fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
     call.quantizer = q->name;
+    call.has_group_amax = it->has_group_amax;
+    call.group_amax = it->group_amax;
 
     size_t bytes = ((size_t)n + FR_CPU_GUARD) * sizeof(float);
     size_t rounded = (bytes + 63) / 64 * 64;

@@ -23,6 +23,9 @@ typedef struct fr_sweep_item {
     size_t n_configs;
     const fr_config_ref *const *configs; /* configurations still to evaluate on it */
     const frontier_calib *calib;      /* host statistics, or NULL */
+    int has_group_amax;               /* group_amax is set (frontier/fused_scale.h) */
+    float group_amax;                 /* joint amax of the tensor's fused group, handed
+                                       * to the call for nvfp4-fused */
 } fr_sweep_item;
 
 typedef struct fr_sweep_outcome {

@@ -33,10 +33,12 @@
 #include "core/safetensors_write.h"
 #include "core/source.h"
 #include "frontier/calib_attach.h"
+#include "frontier/fused_scale.h"
 #include "frontier/metrics.h"
 #include "frontier/quantize_gguf.h"
 #include "frontier/quantize_layout.h"
 #include "frontier/sweep.h" /* fr_sweep_skip_reason, fr_sweep_matrix */
+#include "quantizers/families.h"
 #include "quantizers/nvfp4_group.h"
 
 #define MAX_LISTED 6 /* names quoted in one refusal; the rest are counted */
@@ -96,6 +98,8 @@ typedef struct qtensor {
     int64_t rows, cols;
     int group;                /* index into plan.groups, -1 */
     float global_scale;       /* NVFP4 override (fused), NAN: the tensor's own */
+    int has_group_amax;       /* nvfp4-fused: group_amax, the joint amax of its group */
+    float group_amax;         /* (frontier/fused_scale.h), handed to the quantizer */
     size_t first_entry, n_entries;
     int shard;
     double recipe_rel_err;    /* NAN when the recipe does not say */
@@ -257,7 +261,7 @@ static const char *supported_configs(fr_qformat format)
     switch (format) {
     case FR_QFORMAT_COMPRESSED_TENSORS:
         return "nvfp4; int<b>-g<g>-sym|asym and int<b>-gC-sym|asym (b 2..8, g 32, 64, 128, 256); "
-               "fp8-e4m3-tensor|channel|block128";
+               "fp8-e4m3-tensor|channel|block128; mxfp4 (not mxfp6-*, mxfp8-*, mxint8)";
     case FR_QFORMAT_DEQUANTIZED:
         return "every configuration of 'frontier quantizers' (gptq-, awq-, imat-, rht+gptq- "
                "with --calib FILE holding the statistics they need)";
@@ -500,6 +504,56 @@ static fr_status check_writers(plan *p, fr_error *err)
                    fr_qformat_name(p->opt->format), supported);
 }
 
+/* nvfp4-fused tensors: the joint amax over every member of their group in
+ * MODEL, whatever the members' configurations (the scan the sweep's
+ * --fused-global-scale uses, so the tensor written is the row measured),
+ * with or without --fused-global-scale; a tensor outside a group of two
+ * or more is refused. */
+static fr_status plan_fused_config(plan *p, fr_error *err)
+{
+    int any = 0;
+    for (size_t i = 0; i < p->n_qt; i++)
+        any |= p->qt[i].ref && p->reg->entries[p->qt[i].ref->quantizer].family ==
+                                   FR_FAMILY_NVFP4_FUSED;
+    if (!any)
+        return FR_OK;
+    fr_fused_scan scan;
+    fr_status st = fr_fused_scan_source(p->src, &scan, err);
+    if (st != FR_OK)
+        return st;
+    name_list bad = {{0}, 0};
+    for (size_t i = 0; i < p->n_qt; i++) {
+        qtensor *q = &p->qt[i];
+        if (!q->ref || p->reg->entries[q->ref->quantizer].family != FR_FAMILY_NVFP4_FUSED)
+            continue;
+        if (!fr_fused_scan_amax(&scan, i, &q->group_amax, NULL)) {
+            list_add(&bad, q->t->name);
+            continue;
+        }
+        q->has_group_amax = 1;
+        /* the encoder's override (whole groups of 16 only; a dequantized
+         * tensor with a short last group is the quantizer's Q(W) as it is) */
+        if (q->cols % FR_NVFP4_GROUP == 0)
+            q->global_scale = fr_nvfp4_global_scale(q->group_amax);
+    }
+    fr_fused_scan_free(&scan);
+    if (bad.n)
+        return fr_fail(err, FR_E_USAGE,
+                       "%zu tensor%s cannot be written as nvfp4-fused: %s: not a member of a "
+                       "fused group (q/k/v, gate/up, w1/w3, q_a/kv_a) with two or more members "
+                       "in '%s' (use nvfp4)",
+                       bad.n, bad.n == 1 ? "" : "s", list_text(&bad), p->opt->model);
+    return FR_OK;
+}
+
+/* nvfp4 and nvfp4-fused are one format to vLLM (nvfp4-pack-quantized). */
+static int both_nvfp4(const plan *p, const fr_config_ref *a, const fr_config_ref *b)
+{
+    fr_ct_scheme sa, sb;
+    return a && b && fr_ct_scheme_of(p->reg, a, &sa) == FR_CT_NVFP4 &&
+           fr_ct_scheme_of(p->reg, b, &sb) == FR_CT_NVFP4;
+}
+
 /* Step 2: the fused groups and their joint amax (a pass over their weights). */
 static fr_status plan_fused(plan *p, fr_error *err)
 {
@@ -532,7 +586,7 @@ static fr_status plan_fused(plan *p, fr_error *err)
             if (!seen) {
                 first = p->qt[i].ref;
                 seen = 1;
-            } else if (p->qt[i].ref != first) {
+            } else if (p->qt[i].ref != first && !both_nvfp4(p, p->qt[i].ref, first)) {
                 p->groups[g].mixed = 1;
             }
         }
@@ -551,8 +605,9 @@ static fr_status plan_fused(plan *p, fr_error *err)
                    p->groups[g].name, list);
         }
     }
-    if (!p->fused)
-        return FR_OK;
+    fr_status fst = plan_fused_config(p, err);
+    if (fst != FR_OK || !p->fused)
+        return fst;
     float *w = NULL;
     size_t cap = 0;
     fr_status st = FR_OK;
@@ -596,7 +651,8 @@ static fr_status plan_fused(plan *p, fr_error *err)
         for (size_t i = 0; i < p->n_qt; i++) {
             fr_ct_scheme s;
             if (p->qt[i].group == (int)g && p->qt[i].ref && p->qt[i].cols % FR_NVFP4_GROUP == 0 &&
-                fr_ct_scheme_of(p->reg, p->qt[i].ref, &s) == FR_CT_NVFP4)
+                fr_ct_scheme_of(p->reg, p->qt[i].ref, &s) == FR_CT_NVFP4 &&
+                !p->qt[i].has_group_amax) /* nvfp4-fused keeps its group's scale */
                 p->qt[i].global_scale = fr_nvfp4_global_scale(p->groups[g].amax);
         }
     }
@@ -714,6 +770,8 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
     uint8_t *bufs[FR_CT_MAX_PARTS] = {0};
     frontier_call call;
     fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
+    call.has_group_amax = q->has_group_amax; /* nvfp4-fused */
+    call.group_amax = q->group_amax;
     if (!w || !w_hat || !dec) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory quantizing '%s'", q->t->name);
         goto done;
@@ -751,7 +809,8 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
                                err)) != FR_OK)
             goto done;
         int64_t at;
-        if (!overridden && !same_bits(dec, w_hat, n, &at)) {
+        /* a shared scale on plain nvfp4 is not Q(W); nvfp4-fused's Q(W) has it */
+        if ((!overridden || q->has_group_amax) && !same_bits(dec, w_hat, n, &at)) {
             st = fr_fail(err, FR_E_FAIL,
                          "internal error: '%s' as %s decodes to %.9g at element %lld, the "
                          "quantizer gives %.9g",
@@ -932,6 +991,10 @@ static cJSON *quant_args(const fr_ct_scheme *s, fr_dtype model_dtype)
         strategy = s->group_size ? "group" : "channel";
         group = s->group_size;
         break;
+    case FR_CT_MXFP4: /* the MXFP4A16 preset of quant_scheme.py */
+        strategy = "group";
+        group = s->group_size;
+        break;
     default:
         strategy = s->fp8_granularity == 0 ? "tensor" : s->fp8_granularity == 1 ? "channel" : "block";
         break;
@@ -951,6 +1014,7 @@ static cJSON *quant_args(const fr_ct_scheme *s, fr_dtype model_dtype)
     cJSON_AddBoolToObject(a, "dynamic", 0);
     cJSON_AddNullToObject(a, "actorder");
     const char *scale = s->kind == FR_CT_NVFP4 ? "torch.float8_e4m3fn"
+                        : s->kind == FR_CT_MXFP4 ? "torch.uint8" /* E8M0 exponents */
                         : s->kind == FR_CT_FP8 ? "torch.float32"
                         : fr_ct_pack_scale_dtype(model_dtype) == FR_DTYPE_F32 ? "torch.float32"
                                                                                : "torch.float16";
@@ -1125,9 +1189,15 @@ static fr_status copy_other_files(plan *p, fr_quantize_summary *sum, fr_error *e
     return st;
 }
 
+/* A number printed so that it reads back as the same double (%.17g; cJSON's
+ * own printing may drop the last digits), null when not finite. */
 static cJSON *num_or_null(double v)
 {
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+    if (!isfinite(v))
+        return cJSON_CreateNull();
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", v);
+    return cJSON_CreateRaw(buf);
 }
 
 static fr_status write_report(plan *p, const char *path, fr_quantize_summary *sum, fr_error *err)
@@ -1168,7 +1238,7 @@ static fr_status write_report(plan *p, const char *path, fr_quantize_summary *su
         cJSON_AddItemToObject(t, "rel_err_recipe", num_or_null(q->recipe_rel_err));
         cJSON_AddBoolToObject(t, "equals_quantizer", q->same_as_measured);
         if (!isnan(q->global_scale)) {
-            cJSON_AddNumberToObject(t, "global_scale", q->global_scale);
+            cJSON_AddItemToObject(t, "global_scale", num_or_null(q->global_scale));
             cJSON_AddStringToObject(t, "fused_group", p->groups[q->group].name);
         }
     }

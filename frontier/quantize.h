@@ -2,7 +2,8 @@
  * frontier quantize: writes a recipe (one configuration per tensor) or one
  * configuration as a checkpoint a runtime loads (docs/quantize.md):
  * dequantized safetensors (Q(W) in the input's dtype) or compressed-tensors
- * (nvfp4-pack-quantized, pack-quantized, float-quantized, mixed-precision).
+ * (nvfp4-pack-quantized, pack-quantized, float-quantized, mxfp4-pack-quantized,
+ * mixed-precision).
  *
  * Every refusal (existing output, unknown tensors or configurations, a
  * configuration without a layout in the format, a calibrated configuration

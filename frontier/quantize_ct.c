@@ -13,6 +13,10 @@
  *    along dim 0 (asym); weight_shape int64 [2].
  *  - float-quantized: weight E4M3 [out, in], weight_scale F32 [1], [out, 1]
  *    or [ceil(out/128), ceil(in/128)]; W = weight * weight_scale.
+ *  - mxfp4-pack-quantized (compressors/mxfp4, compressors/mx_utils.py):
+ *    weight_packed as for nvfp4; weight_scale uint8 [out, in/32], the
+ *    biased E8M0 exponent e + 127 of the block scale 2^e; no global scale:
+ *    W = E2M1 * 2^(weight_scale - 127).
  */
 #include "frontier/quantize_layout.h"
 
@@ -23,6 +27,7 @@
 #include "quantizers/families.h"
 #include "quantizers/fp8_group.h"
 #include "quantizers/int_group.h"
+#include "quantizers/mx_block.h"
 #include "quantizers/nvfp4_group.h"
 
 /* ---- element encodings of values already on their grid ---- */
@@ -151,7 +156,8 @@ fr_ct_kind fr_ct_scheme_of(const fr_registry *reg, const fr_config_ref *ref, fr_
     memset(s, 0, sizeof *s);
     int family = reg->entries[ref->quantizer].family;
     const void *impl = ref->cfg->impl;
-    if (family == FR_FAMILY_NVFP4) {
+    if (family == FR_FAMILY_NVFP4 || family == FR_FAMILY_NVFP4_FUSED) {
+        /* nvfp4-fused: the same layout, its global scale the fused group's */
         s->kind = FR_CT_NVFP4;
         s->bits = 4;
     } else if (family == FR_FAMILY_INT && impl) {
@@ -171,6 +177,15 @@ fr_ct_kind fr_ct_scheme_of(const fr_registry *reg, const fr_config_ref *ref, fr_
         s->kind = FR_CT_FP8;
         s->bits = 8;
         s->fp8_granularity = p->granularity;
+    } else if (family == FR_FAMILY_MX && impl) {
+        const fr_mx_params *p = impl;
+        /* compressed-tensors' MXFP4 scheme: E2M1 elements in groups of 32
+         * with a uint8 E8M0 scale; mxfp6 / mxfp8 / mxint8 are not written */
+        if (p->is_int8 || p->elem_bits != 4 || p->elem.max != 6.0f)
+            return FR_CT_NONE;
+        s->kind = FR_CT_MXFP4;
+        s->bits = 4;
+        s->group_size = FR_MX_BLOCK;
     }
     return s->kind;
 }
@@ -181,6 +196,7 @@ const char *fr_ct_format_name(fr_ct_kind kind)
     case FR_CT_NVFP4: return "nvfp4-pack-quantized";
     case FR_CT_PACK: return "pack-quantized";
     case FR_CT_FP8: return "float-quantized";
+    case FR_CT_MXFP4: return "mxfp4-pack-quantized";
     default: return "dense";
     }
 }
@@ -234,6 +250,17 @@ size_t fr_ct_parts(const fr_ct_scheme *s, int64_t rows, int64_t cols, fr_dtype m
         set_part(&parts[1], "weight_scale", "F8_E4M3", 2, rows, ceil_div(cols, FR_NVFP4_GROUP), 1);
         set_part(&parts[2], "weight_global_scale", "F32", 1, 1, 0, 4);
         return 3;
+    case FR_CT_MXFP4:
+        /* group dequantization needs whole groups of 32, as for nvfp4 */
+        if (cols % FR_MX_BLOCK) {
+            fr_fail(err, FR_E_USAGE,
+                    "mxfp4-pack-quantized needs a column count that is a multiple of 32, not %lld",
+                    (long long)cols);
+            return 0;
+        }
+        set_part(&parts[0], "weight_packed", "U8", 2, rows, cols / 2, 1);
+        set_part(&parts[1], "weight_scale", "U8", 2, rows, cols / FR_MX_BLOCK, 1);
+        return 2;
     case FR_CT_PACK: {
         fr_dtype sd = fr_ct_pack_scale_dtype(model_dtype);
         int64_t groups = pack_groups(s, cols);
@@ -316,6 +343,32 @@ static void encode_nvfp4(const float *w, int64_t rows, int64_t cols, float gs,
         }
     }
     put_le32(bufs[2], fr_f32_to_bits(gs));
+}
+
+/* mxfp4: frontier's mx rule (quantizers/mx_block.h): X = 2^e, e =
+ * fr_mx_scale_exp(block amax, 2) in [-127, 127], code = E2M1(x / X);
+ * stored as e + 127 (compress_mx_scale's bias), codes packed as nvfp4's. */
+static void encode_mxfp4(const float *w, int64_t rows, int64_t cols, uint8_t *const *bufs)
+{
+    uint8_t *packed = bufs[0], *scales = bufs[1];
+    const int64_t blocks = cols / FR_MX_BLOCK;
+    memset(packed, 0, (size_t)(rows * cols / 2));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t b = 0; b < blocks; b++) {
+            const float *x = w + r * cols + b * FR_MX_BLOCK;
+            float amax = 0.0f;
+            for (int64_t i = 0; i < FR_MX_BLOCK; i++)
+                amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+            int e = fr_mx_scale_exp(amax, 2);
+            float scale = fr_pow2f(e);
+            scales[r * blocks + b] = (uint8_t)(e + 127);
+            for (int64_t i = 0; i < FR_MX_BLOCK; i++) {
+                /* the element of fr_mx_dequant: E2M1(x / X) */
+                uint8_t nib = e2m1_nibble(fr_round_fmt(x[i] / scale, FR_FMT_E2M1));
+                int64_t el = r * cols + b * FR_MX_BLOCK + i;
+                packed[el / 2] |= (uint8_t)(el % 2 ? nib << 4 : nib);
+            }
+        }
 }
 
 static void encode_pack(const fr_ct_scheme *s, const float *w, int64_t rows, int64_t cols,
@@ -447,6 +500,9 @@ fr_status fr_ct_encode(const fr_ct_scheme *s, const float *w, int64_t rows, int6
     case FR_CT_FP8:
         encode_fp8(s, w, rows, cols, bufs);
         return FR_OK;
+    case FR_CT_MXFP4:
+        encode_mxfp4(w, rows, cols, bufs);
+        return FR_OK;
     default:
         return fr_fail(err, FR_E_USAGE, "no compressed-tensors layout");
     }
@@ -470,6 +526,24 @@ static fr_status decode_nvfp4(const uint8_t *const *bufs, int64_t rows, int64_t 
                 return fr_fail(err, FR_E_FORMAT, "weight_scale at row %lld is NaN", (long long)r);
             float v = e2m1_values[nib & 7];
             out[e] = (nib & 8 ? -v : v) * s / gs;
+        }
+    return FR_OK;
+}
+
+static fr_status decode_mxfp4(const uint8_t *const *bufs, int64_t rows, int64_t cols, float *out,
+                              fr_error *err)
+{
+    const int64_t blocks = cols / FR_MX_BLOCK;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t e = r * cols + c;
+            uint8_t nib = (uint8_t)(e % 2 ? bufs[0][e / 2] >> 4 : bufs[0][e / 2] & 0xf);
+            uint8_t x = bufs[1][r * blocks + c / FR_MX_BLOCK];
+            if (x == 0xff) /* E8M0's NaN */
+                return fr_fail(err, FR_E_FORMAT, "weight_scale at row %lld, block %lld is NaN (255)",
+                               (long long)r, (long long)(c / FR_MX_BLOCK));
+            float v = e2m1_values[nib & 7];
+            out[e] = (nib & 8 ? -v : v) * fr_pow2f((int)x - 127);
         }
     return FR_OK;
 }
@@ -541,6 +615,7 @@ fr_status fr_ct_decode(const fr_ct_scheme *s, const uint8_t *const *bufs, int64_
     case FR_CT_NVFP4: return decode_nvfp4(bufs, rows, cols, out, err);
     case FR_CT_PACK: return decode_pack(s, bufs, rows, cols, model_dtype, out, err);
     case FR_CT_FP8: return decode_fp8(s, bufs, rows, cols, out, err);
+    case FR_CT_MXFP4: return decode_mxfp4(bufs, rows, cols, out, err);
     default: return fr_fail(err, FR_E_USAGE, "no compressed-tensors layout");
     }
 }

@@ -22,12 +22,13 @@ typedef enum fr_ct_kind {
     FR_CT_NONE = 0,
     FR_CT_NVFP4,  /* nvfp4-pack-quantized */
     FR_CT_PACK,   /* pack-quantized: int2..int8, groups or one per row, sym or asym */
-    FR_CT_FP8     /* float-quantized: fp8 e4m3, tensor / channel / 128x128 block scales */
+    FR_CT_FP8,    /* float-quantized: fp8 e4m3, tensor / channel / 128x128 block scales */
+    FR_CT_MXFP4   /* mxfp4-pack-quantized: E2M1, one E8M0 scale (uint8) per 32 of a row */
 } fr_ct_kind;
 
 typedef struct fr_ct_scheme {
     fr_ct_kind kind;
-    int bits;            /* PACK: 2..8; NVFP4 4; FP8 8 */
+    int bits;            /* PACK: 2..8; NVFP4, MXFP4 4; FP8 8 */
     int group_size;      /* PACK: 32..256, or 0 for one group per row ("channel") */
     int symmetric;       /* PACK */
     int fp8_granularity; /* FP8: enum fr_fp8_granularity (quantizers/fp8_group.h) */
@@ -37,7 +38,8 @@ typedef struct fr_ct_scheme {
  * for a plugin or a configuration compressed-tensors has no format for. */
 fr_ct_kind fr_ct_scheme_of(const fr_registry *reg, const fr_config_ref *ref, fr_ct_scheme *s);
 
-/* "nvfp4-pack-quantized", "pack-quantized", "float-quantized". */
+/* "nvfp4-pack-quantized", "pack-quantized", "float-quantized",
+ * "mxfp4-pack-quantized". */
 const char *fr_ct_format_name(fr_ct_kind kind);
 
 /* Whether two schemes are the same QuantizationArgs (one config group). */
@@ -60,7 +62,8 @@ typedef struct fr_ct_part {
 fr_dtype fr_ct_pack_scale_dtype(fr_dtype model_dtype);
 
 /* The parts of a rows x cols weight; returns how many (0 and a message in
- * err when the shape has no layout: NVFP4 needs an even column count). */
+ * err when the shape has no layout: NVFP4 and MXFP4 need whole groups of
+ * 16 and 32 columns, pack-quantized groups whole groups). */
 size_t fr_ct_parts(const fr_ct_scheme *s, int64_t rows, int64_t cols, fr_dtype model_dtype,
                    fr_ct_part parts[FR_CT_MAX_PARTS], fr_error *err);
 

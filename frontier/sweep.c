@@ -29,9 +29,11 @@
 #include "frontier/calib_attach.h"
 #include "frontier/dataset_schema.h"
 #include "frontier/executor.h"
+#include "frontier/fused_scale.h"
 #include "frontier/metrics.h"
 #include "frontier/numeric_flags.h"
 #include "frontier/sweep.h"
+#include "quantizers/families.h"
 
 #ifdef FRONTIER_HAVE_CUDA
 #include "kernels/launchers.h" /* fr_cuda_device_count */
@@ -193,6 +195,27 @@ static fr_status compile_regex(regex_t *re, const char *pattern, const char *opt
     return FR_OK;
 }
 
+/* --fused-global-scale: nvfp4-fused after the selection, when nvfp4 is in it. */
+static fr_status select_fused(fr_sweep *sw, fr_error *err)
+{
+    int nvfp4 = 0;
+    for (size_t j = 0; j < sw->n_configs; j++)
+        nvfp4 |= sw->reg->entries[sw->configs[j]->quantizer].family == FR_FAMILY_NVFP4;
+    if (!nvfp4)
+        return fr_fail(err, FR_E_USAGE,
+                       "--fused-global-scale measures nvfp4-fused next to nvfp4, and nvfp4 is "
+                       "not selected (add it to --quantizers, or check --bits)");
+    const fr_config_ref *fused = fr_registry_find_config(sw->reg, "nvfp4-fused");
+    if (!fused)
+        return fr_fail(err, FR_E_FAIL, "internal error: nvfp4-fused is not registered");
+    const fr_config_ref **grown = realloc(sw->configs, (sw->n_configs + 1) * sizeof *grown);
+    if (!grown)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    sw->configs = grown;
+    sw->configs[sw->n_configs++] = fused;
+    return FR_OK;
+}
+
 fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, fr_sweep **out,
                           fr_error *err)
 {
@@ -210,6 +233,8 @@ fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, f
     sw->device = -1;
     if ((st = fr_sweep_select_configs(reg, opt->bits, opt->quantizers, opt->calib != NULL, &sw->configs,
                                       &sw->n_configs, err)) != FR_OK)
+        goto fail;
+    if (opt->fused_global_scale && (st = select_fused(sw, err)) != FR_OK)
         goto fail;
     if (opt->include && (st = compile_regex(&sw->include_re, opt->include, "--include", err)) != FR_OK)
         goto fail;
@@ -796,6 +821,44 @@ done:
     return st;
 }
 
+/* --fused-global-scale: each item that has nvfp4-fused to measure gets
+ * the joint amax of its fused group (frontier/fused_scale.h, the scan
+ * `frontier quantize` uses); an item outside a group of two or more, or an
+ * expert's view of a stack, gets none and drop_unmeasurable drops the pair
+ * (no row, not a failure). */
+static fr_status attach_group_amax(fr_sweep *sw, fr_error *err)
+{
+    fr_status st = FR_OK;
+    for (size_t s = 0; s < sw->n_sources && st == FR_OK; s++) {
+        const fr_source *src = sw->sources[s];
+        fr_fused_scan scan;
+        int scanned = 0;
+        for (size_t k = 0; k < sw->n_items && st == FR_OK; k++) {
+            fr_sweep_item *it = &sw->items[k];
+            if (it->src != src || sw->item_group[k] != NO_GROUP)
+                continue;
+            int wants = 0;
+            for (size_t c = 0; c < it->n_configs; c++)
+                wants |= sw->reg->entries[it->configs[c]->quantizer].family ==
+                         FR_FAMILY_NVFP4_FUSED;
+            if (!wants)
+                continue;
+            if (!scanned) {
+                if ((st = fr_fused_scan_source(src, &scan, err)) != FR_OK)
+                    break;
+                scanned = 1;
+            }
+            if (it->tensor < src->tensors || it->tensor >= src->tensors + src->n_tensors)
+                continue; /* not one of the source's own tensors */
+            size_t t = (size_t)(it->tensor - src->tensors);
+            it->has_group_amax = fr_fused_scan_amax(&scan, t, &it->group_amax, NULL);
+        }
+        if (scanned)
+            fr_fused_scan_free(&scan);
+    }
+    return st;
+}
+
 /* What configuration ref lacks in statistics calib (NULL: nothing). */
 static const char *missing_statistics(const fr_sweep *sw, const fr_config_ref *ref,
                                       const frontier_calib *calib)
@@ -817,13 +880,21 @@ static const char *missing_statistics(const fr_sweep *sw, const fr_config_ref *r
  * and a tensor left with nothing to measure leaves the plan. */
 static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
 {
-    size_t n_pairs = 0, kept_items = 0;
+    size_t n_pairs = 0, kept_items = 0, n_unfused = 0;
     for (size_t k = 0; k < sw->n_items; k++) {
         fr_sweep_item *it = &sw->items[k];
         size_t first = sw->item_first_config[k], keep = 0;
         for (size_t c = 0; c < it->n_configs; c++) {
             const fr_config_ref *ref = sw->item_configs[first + c];
             const char *why = missing_statistics(sw, ref, it->calib);
+            if (!why && !it->has_group_amax &&
+                sw->reg->entries[ref->quantizer].family == FR_FAMILY_NVFP4_FUSED) {
+                /* not a member of a fused group of two or more: nvfp4-fused
+                 * has no row for it (its own scale is nvfp4's row); not a
+                 * failure, so not in /skipped */
+                n_unfused++;
+                continue;
+            }
             if (!why) {
                 sw->item_configs[first + keep] = ref;
                 sw->item_config_ids[first + keep] = sw->item_config_ids[first + c];
@@ -851,7 +922,7 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
             sw->item_tensor[to] = sw->item_tensor[k];
             sw->item_source_id[to] = sw->item_source_id[k];
             sw->item_first_config[to] = sw->item_first_config[k];
-            sw->item_group[to] = sw->item_group[k];
+            sw->item_group[to] = sw->item_group[k]; /* an expert keeps its stack */
             sw->item_expert[to] = sw->item_expert[k];
             if (sw->item_calib) {
                 sw->item_calib[to] = sw->item_calib[k];
@@ -867,6 +938,10 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
         fr_info("%zu (tensor, configuration) pairs need statistics their tensor lacks: not "
                 "measured, listed in /skipped",
                 n_pairs);
+    if (n_unfused)
+        fr_info("nvfp4-fused: %zu tensors are not members of a fused group (q/k/v, gate/up, "
+                "w1/w3, q_a/kv_a) with two or more members: no nvfp4-fused row for them",
+                n_unfused);
     return FR_OK;
 }
 
@@ -1414,6 +1489,8 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
         (st = plan_configs(sw, err)) != FR_OK || (st = plan_tensors(sw, resuming, err)) != FR_OK)
         return st;
     if (sw->calib && (st = attach_calibration(sw, err)) != FR_OK)
+        return st;
+    if (sw->opt.fused_global_scale && (st = attach_group_amax(sw, err)) != FR_OK)
         return st;
     if ((st = drop_unmeasurable(sw, err)) != FR_OK)
         return st;

@@ -65,6 +65,10 @@ typedef struct fr_sweep_options {
     const fr_sweep_executor *executor; /* NULL: the CPU or the CUDA device of --device */
     int split_experts;           /* --split-experts: also one /expert_results row per
                                   * expert of each expert stack (docs/dataset.md) */
+    int fused_global_scale;      /* --fused-global-scale: also nvfp4-fused, nvfp4 with
+                                  * the joint-amax global scale of the tensor's fused
+                                  * group (q/k/v, gate/up), for each member of a group
+                                  * of two or more (docs/quantize.md) */
 } fr_sweep_options;
 
 typedef struct fr_sweep_stats {
@@ -115,7 +119,8 @@ int fr_bits_match(const fr_bits_filter *f, double nominal_bits);
 /* The configurations a sweep measures, in registry order: those that pass
  * --bits and --quantizers, of the data-free ones (no Hessian or activation
  * statistics needed) and, when `calibrated` (--calib), also of those that
- * need statistics. FR_E_USAGE when a pattern matches no quantizer or
+ * need statistics. nvfp4-fused is never among them (--fused-global-scale
+ * adds it; naming it is FR_E_USAGE). FR_E_USAGE when a pattern matches no quantizer or
  * configuration, or when nothing is left. *out is malloc'd. */
 fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, const char *quantizers,
                                   int calibrated, const fr_config_ref ***out, size_t *n_out,

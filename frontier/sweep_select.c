@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "frontier/sweep.h"
+#include "quantizers/families.h"
 
 /* Parses one number of a --bits term; *end past it. */
 static int parse_number(const char *s, const char **end, double *v)
@@ -114,6 +115,17 @@ fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, cons
             int any = 0, data_free = 0;
             for (size_t i = 0; i < reg->n_configs; i++) {
                 const frontier_quantizer *q = fr_config_quantizer(reg, &reg->configs[i]);
+                if (reg->entries[reg->configs[i].quantizer].family == FR_FAMILY_NVFP4_FUSED) {
+                    if (!strcmp(pattern[p], reg->configs[i].cfg->name) ||
+                        !strcmp(pattern[p], q->name)) {
+                        st = fr_fail(err, FR_E_USAGE,
+                                     "'%s' is measured by --fused-global-scale (next to each "
+                                     "nvfp4 configuration), not selected by --quantizers",
+                                     pattern[p]);
+                        goto done;
+                    }
+                    continue;
+                }
                 if (fnmatch(pattern[p], reg->configs[i].cfg->name, 0) == 0 ||
                     fnmatch(pattern[p], q->name, 0) == 0) {
                     any = 1;
@@ -144,6 +156,9 @@ fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, cons
         const fr_config_ref *ref = &reg->configs[i];
         const frontier_quantizer *q = fr_config_quantizer(reg, ref);
         if ((q->flags & DATA_FLAGS) && !calibrated)
+            continue;
+        /* needs the host's joint amax: only through --fused-global-scale */
+        if (reg->entries[ref->quantizer].family == FR_FAMILY_NVFP4_FUSED)
             continue;
         if (bits && !fr_bits_match(&filter, ref->cfg->nominal_bits))
             continue;

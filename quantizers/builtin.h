@@ -23,4 +23,12 @@ extern const size_t fr_n_builtin_entries;
  * this program: FR_E_FAIL, not FR_E_PLUGIN. */
 fr_status fr_registry_init(fr_registry *reg, fr_error *err);
 
+/* NVFP4's quantize-dequantize (quantizers/nvfp4.c), the one implementation
+ * of `nvfp4` and `nvfp4-fused`: the global scale from the tensor's own
+ * amax (joint_amax NULL) or from *joint_amax, the amax over its fused
+ * group, which must be at least the tensor's own. Rejects non-finite
+ * weights. */
+int fr_nvfp4_qdq(const float *w, float *w_hat, int64_t rows, int64_t cols,
+                 const float *joint_amax, frontier_call *call);
+
 #endif

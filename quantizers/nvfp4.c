@@ -45,6 +45,33 @@ static void nvfp4_groups_range(void *arg, int64_t begin, int64_t end)
     }
 }
 
+int fr_nvfp4_qdq(const float *w, float *w_hat, int64_t rows, int64_t cols,
+                 const float *joint_amax, frontier_call *call)
+{
+    float lo, hi;
+    /* the global scale needs the tensor's amax first; this pass also
+     * rejects non-finite weights, so the group pass can trust its input */
+    int rc = fr_q_tensor_range(call, w, rows * cols, cols, &lo, &hi);
+    if (rc != FRONTIER_OK)
+        return rc;
+    float amax = -lo > hi ? -lo : hi;
+    if (joint_amax) {
+        /* the group's amax is over this tensor too: never below its own */
+        if (!(*joint_amax >= amax) || !isfinite(*joint_amax))
+            return fr_q_fail(call, FRONTIER_ERR_INVALID,
+                             "the fused group's joint amax %.9g is not at least the tensor's "
+                             "own %.9g",
+                             (double)*joint_amax, (double)amax);
+        amax = *joint_amax;
+    }
+    nvfp4_job job = {.w = w, .w_hat = w_hat, .cols = cols};
+    job.global_scale = fr_nvfp4_global_scale(amax);
+    job.groups_per_row = fr_q_ceil_div(cols, FR_NVFP4_GROUP);
+    fr_q_parallel_for(call, rows * job.groups_per_row, fr_q_grain(FR_NVFP4_GROUP),
+                      nvfp4_groups_range, &job);
+    return FRONTIER_OK;
+}
+
 static int nvfp4_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat,
                               int64_t rows, int64_t cols, const frontier_calib *calib,
                               frontier_call *call)
@@ -53,18 +80,7 @@ static int nvfp4_quantize_cpu(const frontier_config *cfg, const float *w, float 
     int rc = fr_q_check_call(&nvfp4_quantizer, cfg, w, w_hat, rows, cols, call);
     if (rc != FRONTIER_OK)
         return rc;
-    float lo, hi;
-    /* the global scale needs the tensor's amax first; this pass also
-     * rejects non-finite weights, so the group pass can trust its input */
-    rc = fr_q_tensor_range(call, w, rows * cols, cols, &lo, &hi);
-    if (rc != FRONTIER_OK)
-        return rc;
-    nvfp4_job job = {.w = w, .w_hat = w_hat, .cols = cols};
-    job.global_scale = fr_nvfp4_global_scale(-lo > hi ? -lo : hi);
-    job.groups_per_row = fr_q_ceil_div(cols, FR_NVFP4_GROUP);
-    fr_q_parallel_for(call, rows * job.groups_per_row, fr_q_grain(FR_NVFP4_GROUP),
-                      nvfp4_groups_range, &job);
-    return FRONTIER_OK;
+    return fr_nvfp4_qdq(w, w_hat, rows, cols, NULL, call);
 }
 
 static int nvfp4_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,

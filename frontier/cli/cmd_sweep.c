@@ -70,6 +70,12 @@ static void print_usage(FILE *out)
             "      --split-experts     also one row per expert of each expert stack ([E, out,\n"
             "                          in] tensors of class expert) in /expert_results; the\n"
             "                          stack's own row in /results is their sum\n"
+            "      --fused-global-scale  also nvfp4-fused (next to nvfp4): each member of a\n"
+            "                          fused group (q/k/v, gate/up, w1/w3, q_a/kv_a of one\n"
+            "                          block) quantized with the global scale of the group's\n"
+            "                          joint amax, as 'frontier quantize' writes NVFP4 for\n"
+            "                          vLLM; other tensors get no row for it. CPU (a CUDA\n"
+            "                          sweep hands these to the CPU); not under mpirun\n"
             "  -q, --quiet             no progress or informational messages\n"
             "      --json              print the summary as JSON\n"
             "  -h, --help              this help\n"
@@ -196,6 +202,7 @@ enum {
     OPT_CALIB,
     OPT_TF32,
     OPT_SPLIT_EXPERTS,
+    OPT_FUSED_GS,
     OPT_ISOLATE,
     OPT_PLUGIN_TIMEOUT,
 };
@@ -278,6 +285,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"calib", required_argument, NULL, OPT_CALIB},
         {"tf32", no_argument, NULL, OPT_TF32},
         {"split-experts", no_argument, NULL, OPT_SPLIT_EXPERTS},
+        {"fused-global-scale", no_argument, NULL, OPT_FUSED_GS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -330,6 +338,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         case OPT_CALIB: a->opt.calib = optarg; break;
         case OPT_TF32: a->opt.cuda_tf32 = 1; break;
         case OPT_SPLIT_EXPERTS: a->opt.split_experts = 1; break;
+        case OPT_FUSED_GS: a->opt.fused_global_scale = 1; break;
         case 'q': a->opt.quiet = 1; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_COMMIT_INTERVAL: tune[TUNE_COMMIT].text = optarg; break;
@@ -617,6 +626,13 @@ int cmd_sweep(int argc, char **argv)
         a.opt.executor = fr_mpi_executor(mpi);
 #endif
 
+    if (a.opt.fused_global_scale && launched > 1) {
+        /* the ranks rebuild their items from messages that carry no joint amax */
+        rc = fr_fail(&err, FR_E_USAGE, "--fused-global-scale is not supported under mpirun yet: "
+                                       "run it in one process (docs/quantize.md)");
+        quiet_errors = rank != 0;
+        goto report;
+    }
     rc = setup_sweep(argc, argv, &a, &S, local_rank, local_size, launched > 1, &err);
 #ifdef FRONTIER_HAVE_MPI
     if (mpi) {

@@ -11,7 +11,10 @@ tensor: bit for bit for pack-quantized and float-quantized (both compute
 code * scale in float32), within 2 ulp for nvfp4-pack-quantized (compressed-
 tensors computes code * (scale / global_scale) and returns bfloat16, frontier
 (code * scale) / global_scale in float32: compared in bfloat16, at most 1 ulp
-apart).
+apart), and bit for bit for mxfp4-pack-quantized (its decompressor returns
+bfloat16 too, but code * 2^(e - 127) is exact in bfloat16). For mxfp4 the
+stored scale bytes are also checked against frontier's rule (e + 127 with e =
+floor(log2 amax) - 2 over each block of 32 of the input).
 
 usage: crosscheck_ct.py FRONTIER MODEL_DIR WORK_DIR
 """
@@ -41,6 +44,8 @@ CASES = [
     ("fp8-e4m3-tensor", []),
     ("fp8-e4m3-channel", []),
     ("fp8-e4m3-block128", []),
+    ("mxfp4", ["--exclude", "down_proj"]),
+    ("nvfp4-fused", ["--include", "(q|k|v|gate|up)_proj"]),
 ]
 
 
@@ -97,6 +102,19 @@ def main():
                     d[(got == 0) & (want == 0)] = 0  # -0 == +0
                 worst = max(worst, int(d.max()))
                 n += 1
+        if qc.format == "mxfp4-pack-quantized":
+            # the E8M0 byte of each block: frontier's floor rule, biased by 127
+            src = load_file(os.path.join(model, "model.safetensors"))
+            for scheme in qc.config_groups.values():
+                for module in scheme.targets:
+                    w = src[module + ".weight"].to(torch.float32).numpy()
+                    amax = np.abs(w.reshape(w.shape[0], -1, 32)).max(axis=2)
+                    e = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, 1))) - 2,
+                                 -127).clip(-127, 127)
+                    got = sd[module + ".weight_scale"].numpy().astype(np.int64)
+                    if not np.array_equal(got, (e + 127).astype(np.int64)):
+                        worst = max(worst, 1 << 20)
+                        print(f"FAIL {module}.weight_scale is not e + 127")
         limit = 1 if qc.format == "nvfp4-pack-quantized" else 0
         ok = worst <= limit
         failures += not ok

@@ -93,7 +93,9 @@ for n, c in [("model.layers.0.self_attn.q_proj.weight", "nvfp4"),
              ("model.layers.0.self_attn.k_proj.weight", "nvfp4"),
              ("model.layers.0.self_attn.v_proj.weight", "fp8-e4m3-channel"),
              ("model.layers.1.mlp.gate_proj.weight", "nvfp4"),
-             ("model.layers.1.mlp.up_proj.weight", "nvfp4")]:
+             ("model.layers.1.mlp.up_proj.weight", "nvfp4"),
+             ("model.layers.2.self_attn.o_proj.weight", "mxfp4"),
+             ("model.layers.2.mlp.gate_proj.weight", "mxfp4")]:
     r["recipe"][n] = c
 json.dump(r, open(sys.argv[2], "w"))
 PY
@@ -105,7 +107,13 @@ d = sys.argv[1]
 qc = json.load(open(f"{d}/config.json"))["quantization_config"]
 assert qc["format"] == "mixed-precision", qc["format"]
 fmts = sorted({g["format"] for g in qc["config_groups"].values()})
-assert fmts == ["float-quantized", "nvfp4-pack-quantized", "pack-quantized"], fmts
+assert fmts == ["float-quantized", "mxfp4-pack-quantized", "nvfp4-pack-quantized",
+                "pack-quantized"], fmts
+mx = [g for g in qc["config_groups"].values() if g["format"] == "mxfp4-pack-quantized"][0]
+assert sorted(mx["targets"]) == ["model.layers.2.mlp.gate_proj", "model.layers.2.self_attn.o_proj"]
+w = mx["weights"]
+assert (w["num_bits"], w["type"], w["strategy"], w["group_size"], w["scale_dtype"]) == \
+       (4, "float", "group", 32, "torch.uint8"), w
 with open(f"{d}/model.safetensors", "rb") as f:
     n = struct.unpack("<Q", f.read(8))[0]
     h = json.loads(f.read(n))
@@ -116,6 +124,10 @@ g, u = rep["model.layers.1.mlp.gate_proj.weight"], rep["model.layers.1.mlp.up_pr
 assert q["global_scale"] == k["global_scale"] and q["fused_group"] == k["fused_group"], (q, k)
 assert g["global_scale"] == u["global_scale"], (g, u)
 assert "global_scale" not in rep["model.layers.0.self_attn.v_proj.weight"]
+for m in ("model.layers.2.self_attn.o_proj", "model.layers.2.mlp.gate_proj"):
+    assert (h[m + ".weight_packed"]["dtype"], h[m + ".weight_scale"]["dtype"]) == ("U8", "U8"), m
+    assert h[m + ".weight_scale"]["shape"][1] * 32 == h[m + ".weight_packed"]["shape"][1] * 2, m
+    assert m + ".weight_global_scale" not in h and rep[m + ".weight"]["equals_quantizer"], m
 PY
 
 # ---- refusals: before anything is written ----
@@ -137,6 +149,17 @@ nothing_written "$tmp/o1"
 expect 2 "$bin" quantize "$model" --config nf4-g64 -o "$tmp/o2" --format compressed-tensors
 expect_err "compressed-tensors has no layout for it"
 expect_err "configurations with a compressed-tensors writer: nvfp4; int<b>"
+nothing_written "$tmp/o2"
+
+# the MX configurations other than mxfp4 have no compressed-tensors writer here
+for c in mxfp8-e4m3 mxfp6-e2m3 mxint8; do
+  expect 2 "$bin" quantize "$model" --config "$c" --exclude down_proj -o "$tmp/o2"
+  expect_err "compressed-tensors has no layout for it"
+  expect_err "mxfp4 (not mxfp6-\*, mxfp8-\*, mxint8)"
+  nothing_written "$tmp/o2"
+done
+expect 2 "$bin" quantize "$model" --config mxfp4 -o "$tmp/o2"
+expect_err "mxfp4-pack-quantized needs a column count that is a multiple of 32, not 172"
 nothing_written "$tmp/o2"
 
 expect 2 "$bin" quantize "$model" --config int4-g32-sym -o "$tmp/o3"

@@ -12,6 +12,7 @@
  */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,7 @@ typedef struct qcase {
     fr_qformat format;
     int fused;                /* -1 default */
     uint64_t shard_bytes;
+    const char *include;      /* --include REGEX, or NULL: the default selection */
 } qcase;
 
 /* Joint amax of the NVFP4 members of the fused group of tensor `name` in `in`. */
@@ -132,8 +134,15 @@ static void check_case(const char *model, const char *work, const qcase *qc)
     fr_quantize_options o = {
         .model = model, .out = out, .config = qc->config, .exclude = qc->exclude,
         .format = qc->format, .force = 1, .max_shard_bytes = qc->shard_bytes,
-        .fused_global_scale = qc->fused,
+        .fused_global_scale = qc->fused, .include = qc->include,
     };
+    regex_t include_re;
+    if (qc->include && regcomp(&include_re, qc->include, REG_EXTENDED | REG_NOSUB)) {
+        CHECK_MSG(0, "%s: bad regex", qc->label);
+        return;
+    }
+    /* nvfp4-fused: always its fused group's global scale */
+    const int fused_cfg = !strcmp(qc->config, "nvfp4-fused");
     fr_quantize_summary sum;
     fr_error err = {0};
     fr_status st = fr_quantize(&reg, &o, &sum, &err);
@@ -154,8 +163,10 @@ static void check_case(const char *model, const char *work, const qcase *qc)
     for (size_t i = 0; i < in->n_tensors; i++) {
         const fr_tensor *t = &in->tensors[i];
         char why[256];
-        int selected = !fr_sweep_skip_reason(t, 0, why, sizeof why) && t->cls != FR_CLASS_EMBED &&
-                       t->cls != FR_CLASS_NORM && t->cls != FR_CLASS_LM_HEAD &&
+        int selected = !fr_sweep_skip_reason(t, 0, why, sizeof why) &&
+                       (qc->include ? !regexec(&include_re, t->name, 0, NULL, 0)
+                                    : t->cls != FR_CLASS_EMBED && t->cls != FR_CLASS_NORM &&
+                                          t->cls != FR_CLASS_LM_HEAD) &&
                        !(qc->exclude && strstr(t->name, qc->exclude));
         if (!selected) {
             long j = find(back, t->name);
@@ -172,12 +183,17 @@ static void check_case(const char *model, const char *work, const qcase *qc)
         int64_t rows, cols;
         fr_sweep_matrix(t, &rows, &cols);
         float *w = load(in, t);
-        float *want = quantize_ref(qc->config, w, rows, cols, t->name);
+        /* nvfp4-fused needs the joint amax the tool hands it: computed below
+         * from the definition instead */
+        float *want = fused_cfg ? malloc((size_t)t->numel * sizeof *want)
+                                : quantize_ref(qc->config, w, rows, cols, t->name);
         float *got = malloc((size_t)t->numel * sizeof *got);
         const fr_config_ref *ref = fr_registry_find_config(&reg, qc->config);
         fr_ct_scheme s;
         fr_ct_kind kind = fr_ct_scheme_of(&reg, ref, &s);
-        float gs = fused && kind == FR_CT_NVFP4 ? fused_gs(in, t->name) : NAN;
+        float gs = (fused || fused_cfg) && kind == FR_CT_NVFP4 ? fused_gs(in, t->name) : NAN;
+        CHECK_MSG(!fused_cfg || !isnan(gs), "%s: '%s' is not in a fused group", qc->label,
+                  t->name);
         if (!isnan(gs)) {
             nvfp4_with_scale(w, want, rows, cols, gs);
             n_fused++;
@@ -223,6 +239,35 @@ static void check_case(const char *model, const char *work, const qcase *qc)
                 CHECK_MSG(fr_bits_to_f32(le32(bufs[2])) == gs,
                           "%s: '%s' global scale is not the fused group's", qc->label, t->name);
             CHECK_OK(fr_ct_decode(&s, bufs, rows, cols, t->dtype, got, &err), err);
+            if (kind == FR_CT_MXFP4) {
+                /* by hand, independently of fr_ct_decode: the scale byte of a
+                 * block is floor(log2 amax) - 2 + 127, element 2j the low
+                 * nibble of byte j, W = +-E2M1[nibble & 7] 2^(byte - 127) */
+                static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t b = 0; b < cols / 32; b++) {
+                        float amax = 0.0f;
+                        for (int64_t c = 0; c < 32; c++)
+                            amax = fmaxf(amax, fabsf(w[r * cols + b * 32 + c]));
+                        int e = amax > 0 ? (int)floor(log2((double)amax)) - 2 : -127;
+                        e = e < -127 ? -127 : e;
+                        uint8_t byte = bufs[1][r * (cols / 32) + b];
+                        CHECK_MSG(byte == e + 127, "%s: '%s' row %lld block %lld scale byte %u, "
+                                  "expected %d", qc->label, t->name, (long long)r, (long long)b,
+                                  byte, e + 127);
+                        for (int64_t c = 0; c < 32; c++) {
+                            int64_t el = r * cols + b * 32 + c;
+                            uint8_t nib = el % 2 ? bufs[0][el / 2] >> 4 : bufs[0][el / 2] & 15;
+                            float v = ldexpf(e2m1[nib & 7], (int)byte - 127) * (nib & 8 ? -1 : 1);
+                            if (v != want[el]) {
+                                CHECK_MSG(0, "%s: '%s' element %lld by hand %.9g, Q(W) %.9g",
+                                          qc->label, t->name, (long long)el, v, want[el]);
+                                r = rows;
+                                break;
+                            }
+                        }
+                    }
+            }
         }
         int64_t at = 0;
         CHECK_MSG(same(got, want, t->numel, &at), "%s: '%s' element %lld reads %.9g, Q(W) is %.9g",
@@ -234,8 +279,10 @@ static void check_case(const char *model, const char *work, const qcase *qc)
     }
     CHECK_MSG(n_quantized == sum.n_quantized, "%s: %zu quantized, the summary says %zu",
               qc->label, n_quantized, sum.n_quantized);
-    if (fused && !strcmp(qc->config, "nvfp4"))
+    if ((fused && !strcmp(qc->config, "nvfp4")) || fused_cfg)
         CHECK_MSG(n_fused > 0, "%s: no fused group was checked", qc->label);
+    if (qc->include)
+        regfree(&include_re);
     fr_source_close(in);
     fr_source_close(back);
 }
@@ -306,30 +353,35 @@ int main(int argc, char **argv)
     const fr_qformat CT = FR_QFORMAT_COMPRESSED_TENSORS, DQ = FR_QFORMAT_DEQUANTIZED;
     /* down_proj has 172 columns: no whole groups of 16, 32 or 64 */
     const qcase f32_cases[] = {
-        {"ct-nvfp4-fused", "nvfp4", "down_proj", CT, -1, 0},
-        {"ct-nvfp4-own", "nvfp4", "down_proj", CT, 0, 0},
-        {"ct-int4-g32-asym-sharded", "int4-g32-asym", "down_proj", CT, -1, 60000},
-        {"ct-int3-g64-sym", "int3-g64-sym", "down_proj", CT, -1, 0},
-        {"ct-int5-gC-asym", "int5-gC-asym", NULL, CT, -1, 0},
-        {"ct-int8-gC-sym", "int8-gC-sym", NULL, CT, -1, 0},
-        {"ct-int2-g32-asym", "int2-g32-asym", "down_proj", CT, -1, 0},
-        {"ct-fp8-tensor", "fp8-e4m3-tensor", NULL, CT, -1, 0},
-        {"ct-fp8-channel", "fp8-e4m3-channel", NULL, CT, -1, 0},
-        {"ct-fp8-block128", "fp8-e4m3-block128", NULL, CT, -1, 0},
-        {"dq-nf4-g64", "nf4-g64", NULL, DQ, -1, 0},
-        {"dq-mxfp4", "mxfp4", NULL, DQ, -1, 0},
-        {"dq-nvfp4-fused", "nvfp4", NULL, DQ, 1, 0},
-        {"dq-int4-g128-asym-sharded", "int4-g128-asym", NULL, DQ, -1, 100000},
+        {"ct-nvfp4-fused", "nvfp4", "down_proj", CT, -1, 0, NULL},
+        {"ct-nvfp4-own", "nvfp4", "down_proj", CT, 0, 0, NULL},
+        {"ct-int4-g32-asym-sharded", "int4-g32-asym", "down_proj", CT, -1, 60000, NULL},
+        {"ct-int3-g64-sym", "int3-g64-sym", "down_proj", CT, -1, 0, NULL},
+        {"ct-int5-gC-asym", "int5-gC-asym", NULL, CT, -1, 0, NULL},
+        {"ct-int8-gC-sym", "int8-gC-sym", NULL, CT, -1, 0, NULL},
+        {"ct-int2-g32-asym", "int2-g32-asym", "down_proj", CT, -1, 0, NULL},
+        {"ct-fp8-tensor", "fp8-e4m3-tensor", NULL, CT, -1, 0, NULL},
+        {"ct-fp8-channel", "fp8-e4m3-channel", NULL, CT, -1, 0, NULL},
+        {"ct-fp8-block128", "fp8-e4m3-block128", NULL, CT, -1, 0, NULL},
+        {"ct-mxfp4", "mxfp4", "down_proj", CT, -1, 0, NULL},
+        {"ct-nvfp4-fused-config", "nvfp4-fused", NULL, CT, 0, 0, "(q|k|v|gate|up)_proj"},
+        {"dq-nvfp4-fused-config", "nvfp4-fused", NULL, DQ, -1, 0, "(q|k|v|gate|up)_proj"},
+        {"dq-nf4-g64", "nf4-g64", NULL, DQ, -1, 0, NULL},
+        {"dq-mxfp4", "mxfp4", NULL, DQ, -1, 0, NULL},
+        {"dq-nvfp4-fused", "nvfp4", NULL, DQ, 1, 0, NULL},
+        {"dq-int4-g128-asym-sharded", "int4-g128-asym", NULL, DQ, -1, 100000, NULL},
     };
     for (size_t i = 0; i < sizeof f32_cases / sizeof f32_cases[0]; i++)
         check_case(model, argv[2], &f32_cases[i]);
     make_bf16(model, bf16);
     const qcase bf16_cases[] = {
-        {"bf16-dq-nvfp4", "nvfp4", NULL, DQ, -1, 0},
-        {"bf16-dq-int3-g32-sym", "int3-g32-sym", NULL, DQ, -1, 0},
-        {"bf16-ct-int4-g32-sym", "int4-g32-sym", "down_proj", CT, -1, 0},
-        {"bf16-ct-nvfp4", "nvfp4", "down_proj", CT, -1, 0},
-        {"bf16-ct-fp8-channel", "fp8-e4m3-channel", NULL, CT, -1, 0},
+        {"bf16-dq-nvfp4", "nvfp4", NULL, DQ, -1, 0, NULL},
+        {"bf16-dq-int3-g32-sym", "int3-g32-sym", NULL, DQ, -1, 0, NULL},
+        {"bf16-ct-int4-g32-sym", "int4-g32-sym", "down_proj", CT, -1, 0, NULL},
+        {"bf16-ct-nvfp4", "nvfp4", "down_proj", CT, -1, 0, NULL},
+        {"bf16-ct-fp8-channel", "fp8-e4m3-channel", NULL, CT, -1, 0, NULL},
+        {"bf16-ct-mxfp4", "mxfp4", "down_proj", CT, -1, 0, NULL},
+        {"bf16-ct-nvfp4-fused-config", "nvfp4-fused", NULL, CT, -1, 0, "(q|k|v|gate|up)_proj"},
     };
     for (size_t i = 0; i < sizeof bf16_cases / sizeof bf16_cases[0]; i++)
         check_case(bf16, argv[2], &bf16_cases[i]);

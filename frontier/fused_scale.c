@@ -1,0 +1,82 @@
+#include "frontier/fused_scale.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "frontier/quantize.h"
+
+void fr_fused_scan_free(fr_fused_scan *s)
+{
+    free(s->group);
+    free(s->amax);
+    free(s->members);
+    free(s->name);
+    memset(s, 0, sizeof *s);
+}
+
+fr_status fr_fused_scan_source(const fr_source *src, fr_fused_scan *out, fr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t n = src->n_tensors;
+    out->n_tensors = n;
+    out->group = malloc((n ? n : 1) * sizeof *out->group);
+    out->amax = calloc(n ? n : 1, sizeof *out->amax);
+    out->members = calloc(n ? n : 1, sizeof *out->members);
+    out->name = calloc(n ? n : 1, sizeof *out->name);
+    if (!out->group || !out->amax || !out->members || !out->name) {
+        fr_fused_scan_free(out);
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    }
+    float *w = NULL;
+    size_t cap = 0;
+    fr_status st = FR_OK;
+    for (size_t i = 0; i < n && st == FR_OK; i++) {
+        const fr_tensor *t = &src->tensors[i];
+        char name[512];
+        out->group[i] = -1;
+        if (t->ndim != 2 || !fr_dtype_is_float(t->dtype) || t->numel <= 0 ||
+            !fr_quantize_fused_group(t->name, name, sizeof name))
+            continue;
+        size_t g = 0;
+        while (g < out->n_groups && strcmp(out->name[g], name))
+            g++;
+        if (g == out->n_groups) {
+            snprintf(out->name[g], sizeof out->name[g], "%s", name);
+            out->n_groups++;
+        }
+        if ((size_t)t->numel > cap) {
+            free(w);
+            cap = (size_t)t->numel;
+            if (!(w = malloc(cap * sizeof *w))) {
+                st = fr_fail(err, FR_E_NOMEM, "out of memory loading '%s'", t->name);
+                break;
+            }
+        }
+        if ((st = fr_tensor_load_f32(src, t, w, err)) != FR_OK)
+            break;
+        fr_tensor_release(src, t);
+        float a = 0.0f;
+        for (int64_t k = 0; k < t->numel; k++)
+            if (fabsf(w[k]) > a && isfinite(w[k]))
+                a = fabsf(w[k]);
+        out->group[i] = (int)g;
+        out->amax[g] = a > out->amax[g] ? a : out->amax[g];
+        out->members[g]++;
+    }
+    free(w);
+    if (st != FR_OK)
+        fr_fused_scan_free(out);
+    return st;
+}
+
+int fr_fused_scan_amax(const fr_fused_scan *s, size_t t, float *amax, const char **group)
+{
+    if (t >= s->n_tensors || s->group[t] < 0 || s->members[s->group[t]] < 2)
+        return 0;
+    *amax = s->amax[s->group[t]];
+    if (group)
+        *group = s->name[s->group[t]];
+    return 1;
+}
