@@ -28,6 +28,7 @@ typedef struct fr_gguf_item {
     fr_metrics written, measured; /* of the decoded bytes, of the registry's Q(W) */
     frontier_error_sums sums;     /* of the decoded bytes */
     int same_as_measured;
+    int64_t experts;              /* E of an expert stack (rows = E x out), 0 or 1: one matrix */
 } fr_gguf_item;
 
 /* Why ref cannot be written as GGUF for tensor t (NULL: it can); buf holds

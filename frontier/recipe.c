@@ -71,9 +71,17 @@ void fr_gguf_tensor_name(const char *name, char *buf, size_t size)
 
 /* ---- the recipe and the tables ---- */
 
+/* A number printed so that it reads back as the same double (%.17g: cJSON's
+ * own printing keeps 15 digits when they compare equal within its epsilon,
+ * and the recipe's rel_err is checked bit for bit by frontier quantize),
+ * null when not finite. */
 static cJSON *json_number(double v)
 {
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+    if (!isfinite(v))
+        return cJSON_CreateNull();
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", v);
+    return cJSON_CreateRaw(buf);
 }
 
 static fr_status write_text_file(const char *path, const char *text, fr_error *err)
