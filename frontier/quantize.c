@@ -935,10 +935,17 @@ static fr_status write_gguf(plan *p, uint64_t *data_bytes, fr_error *err)
     fr_gguf_item *items = calloc(p->n_qt ? p->n_qt : 1, sizeof *items);
     if (!items)
         return fr_fail(err, FR_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < p->n_qt; i++)
-        items[i] = (fr_gguf_item){.t = p->qt[i].t, .ref = p->qt[i].ref,
-                                  .rows = p->qt[i].rows * p->qt[i].experts,
-                                  .cols = p->qt[i].cols, .experts = p->qt[i].experts};
+    for (size_t i = 0; i < p->n_qt; i++) {
+        qtensor *q = &p->qt[i];
+        if (q->ref && q->experts > 1 && !q->expert_rel_err &&
+            !(q->expert_rel_err = calloc(2 * (size_t)q->experts, sizeof *q->expert_rel_err))) {
+            free(items);
+            return fr_fail(err, FR_E_NOMEM, "out of memory");
+        }
+        items[i] = (fr_gguf_item){.t = q->t, .ref = q->ref, .rows = q->rows * q->experts,
+                                  .cols = q->cols, .experts = q->experts,
+                                  .expert_rel_err = q->ref ? q->expert_rel_err : NULL};
+    }
     fr_status st = fr_gguf_write(p->reg, p->src, items, p->n_qt, p->tmp, data_bytes, err);
     for (size_t i = 0; i < p->n_qt && st == FR_OK; i++) {
         if (!items[i].ref)

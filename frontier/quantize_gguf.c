@@ -237,7 +237,7 @@ static uint64_t quantized_bytes(const fr_gguf_item *it, const fr_ggml_params *p)
  * elements: each expert's own sums added in expert order, max_abs_err the
  * maximum (a stack's row in the sweep, docs/formats.md "Expert tensors"). */
 static void stack_sums(const float *w, const float *w_hat, int64_t experts, int64_t per,
-                       frontier_error_sums *sums)
+                       frontier_error_sums *sums, double *expert_rel_err)
 {
     fr_error e = {0};
     fr_error_sums_init(sums);
@@ -249,6 +249,11 @@ static void stack_sums(const float *w, const float *w_hat, int64_t experts, int6
         frontier_error_sums s;
         fr_error_sums_init(&s);
         fr_error_sums_accumulate(w + x * per, w_hat + x * per, per, NULL, &s, &e);
+        if (expert_rel_err) {
+            fr_metrics m;
+            fr_metrics_from_sums(&s, &m);
+            expert_rel_err[x] = m.rel_err;
+        }
         sums->sq_err += s.sq_err;
         sums->sq_ref += s.sq_ref;
         sums->sq_hat += s.sq_hat;
@@ -312,9 +317,10 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
     if ((st = write_bytes(f, blocks, (size_t)nbytes, path, err)) != FR_OK)
         goto done;
     frontier_error_sums sums;
-    stack_sums(w, w_hat, experts, per, &sums);
+    double *xr = experts > 1 ? it->expert_rel_err : NULL;
+    stack_sums(w, w_hat, experts, per, &sums, xr ? xr + experts : NULL);
     fr_metrics_from_sums(&sums, &it->measured);
-    stack_sums(w, dec, experts, per, &it->sums);
+    stack_sums(w, dec, experts, per, &it->sums, xr);
     fr_metrics_from_sums(&it->sums, &it->written);
     it->same_as_measured = 1;
 done:

@@ -10,7 +10,7 @@
 #   tensor's row); every other tensor the row of its safetensors namesake
 # - pareto --by class shows attention against experts on it
 # - frontier quantize --format gguf of the stacks: the report's rel_err is
-#   the sweep's row bit for bit, and gguf-py's dequantize of the file gives
+#   the sweep's row bit for bit (each expert's its /expert_results row), and gguf-py's dequantize of the file gives
 #   each expert the rel_err of its /expert_results row
 # usage: gguf_moe.sh FRONTIER_BINARY DATA_DIR
 set -u
@@ -131,7 +131,13 @@ for q in r["tensors"]:
     if q["rel_err"] != rows[(q["name"], config)] or not q["equals_quantizer"]:
         print(f"FAIL: {q['name']}: report {q['rel_err']!r}, sweep {rows[(q['name'], config)]!r}")
         bad += 1
-    stacks += q["name"].endswith("_exps.weight")
+    if q["name"].endswith("_exps.weight"):
+        stacks += 1
+        for e in range(4):
+            w = xr[(q["name"], config, e)]
+            if q["expert_rel_err"][e] != w or q["expert_rel_err_quantizer"][e] != w:
+                print(f"FAIL: {q['name']} expert {e}: report {q['expert_rel_err'][e]!r}, sweep {w!r}")
+                bad += 1
 try:
     import gguf
 except ImportError:
