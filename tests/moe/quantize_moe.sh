@@ -106,5 +106,13 @@ assert got == r["recipe"], (set(got) ^ set(r["recipe"]))
 print(f"ok: quantize --recipe wrote the {len(got)} tensors of an --expert-units recipe as it says")
 PY
 
+# a calibrated configuration on a stack: refused (per-expert statistics are not read yet), nothing written
+"$frontier" quantize "$model" --config gptq-int4-g32-sym --calib "$data/stories260K/calib.safetensors" \
+  --include 'experts\.(gate_up|down)_proj' --format dequantized -o q-gptq.safetensors >/dev/null 2>err.txt
+rc=$?
+[ "$rc" = 2 ] && grep -q "per-expert statistics of an expert stack are not read yet" err.txt &&
+  [ ! -e q-gptq.safetensors ] && pass "gptq on a stack refused (exit 2), nothing written" ||
+  { fail "gptq on a stack: exit $rc"; cat err.txt; }
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all passed"
