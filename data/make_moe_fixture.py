@@ -14,7 +14,19 @@ intermediate size 64, 4 heads of 16, 2 kv heads, vocab 128), BF16:
 plus attention (q/k/v/o), the router (mlp.gate), norms, the embedding and
 lm_head. The same command gives the same bytes (fixed seed, sorted header).
 
+With --gguf PATH it also writes the same weights as a GGUF file (gguf-py,
+the `gguf` PyPI package), with llama.cpp's qwen3moe tensor names and
+layout: both layers' experts as stacks `blk.N.ffn_gate_exps.weight`,
+`ffn_up_exps`, `ffn_down_exps` ([E, out, in] in C order, GGUF dims reversed),
+layer 0's from the halves of its fused gate_up_proj (gate rows first),
+layer 1's from its 2-D experts stacked in expert order; the other tensors
+`token_embd`, `blk.N.attn_q` / `attn_k` / `attn_v` / `attn_output`,
+`ffn_gate_inp` (the router), `attn_norm`, `ffn_norm`, `output_norm`,
+`output`. The values are the safetensors file's BF16 values stored as BF16, norms
+as F32 (--dtype f32: all F32), so both files hold the same numbers.
+
     python3 data/make_moe_fixture.py [-o data/tiny-moe] [--dtype bf16|f32]
+                                     [--gguf data/tiny-moe.gguf]
 """
 import argparse
 import json
@@ -70,6 +82,66 @@ def tensors(rng):
     return out
 
 
+def bf16_round(a):
+    """float32 -> the float32 of its bfloat16 (what the safetensors file holds)."""
+    u = np.frombuffer(bf16_bytes(a), dtype="<u2").astype(np.uint32) << 16
+    return u.view(np.float32).reshape(a.shape)
+
+
+def gguf_tensors(named):
+    """The safetensors names -> llama.cpp's (qwen3moe), experts as stacks."""
+    out = {"token_embd.weight": named["model.embed_tokens.weight"],
+           "output_norm.weight": named["model.norm.weight"],
+           "output.weight": named["lm_head.weight"]}
+    for layer in range(2):
+        p, b = f"model.layers.{layer}.", f"blk.{layer}."
+        for hf, gg in (("input_layernorm", "attn_norm"), ("post_attention_layernorm", "ffn_norm"),
+                       ("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
+                       ("self_attn.v_proj", "attn_v"), ("self_attn.o_proj", "attn_output"),
+                       ("mlp.gate", "ffn_gate_inp")):
+            out[b + gg + ".weight"] = named[p + hf + ".weight"]
+        if layer == 0:
+            gate_up = named[p + "mlp.experts.gate_up_proj"]
+            out[b + "ffn_gate_exps.weight"] = gate_up[:, :INTER, :]
+            out[b + "ffn_up_exps.weight"] = gate_up[:, INTER:, :]
+            out[b + "ffn_down_exps.weight"] = named[p + "mlp.experts.down_proj"]
+        else:
+            for hf, gg in (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"),
+                           ("down_proj", "ffn_down_exps")):
+                out[b + gg + ".weight"] = np.stack(
+                    [named[f"{p}mlp.experts.{e}.{hf}.weight"] for e in range(EXPERTS)])
+    return out
+
+
+def write_gguf(path, named, dtype):
+    import gguf  # the gguf PyPI package (gguf-py), only for --gguf
+
+    w = gguf.GGUFWriter(path, "qwen3moe")
+    w.add_name("tiny-moe (random weights, data/make_moe_fixture.py)")
+    w.add_block_count(2)
+    w.add_context_length(128)
+    w.add_embedding_length(HIDDEN)
+    w.add_head_count(HEADS)
+    w.add_head_count_kv(KV_HEADS)
+    w.add_key_length(HEAD_DIM)
+    w.add_value_length(HEAD_DIM)
+    w.add_expert_count(EXPERTS)
+    w.add_expert_used_count(2)
+    w.add_expert_feed_forward_length(INTER)
+    w.add_layer_norm_rms_eps(1e-6)
+    for name in sorted(named):
+        a = np.ascontiguousarray(bf16_round(named[name]))
+        if dtype == "bf16" and a.ndim > 1:   # norms stay F32, as llama.cpp converts them
+            bits = np.frombuffer(bf16_bytes(a), dtype="<u2").reshape(a.shape)
+            w.add_tensor(name, bits, raw_shape=a.shape, raw_dtype=gguf.GGMLQuantizationType.BF16)
+        else:
+            w.add_tensor(name, a.astype("<f4"))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_safetensors(path, named, dtype):
     header, blobs, offset = {}, [], 0
     for name in sorted(named):
@@ -95,10 +167,13 @@ def main():
     ap.add_argument("-o", "--output", default=os.path.join(here, "tiny-moe"))
     ap.add_argument("--dtype", choices=("bf16", "f32"), default="bf16")
     ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--gguf", metavar="PATH", help="also write the weights as a GGUF file")
     args = ap.parse_args()
     os.makedirs(args.output, exist_ok=True)
-    write_safetensors(os.path.join(args.output, "model.safetensors"),
-                      tensors(np.random.default_rng(args.seed)), args.dtype)
+    named = tensors(np.random.default_rng(args.seed))
+    write_safetensors(os.path.join(args.output, "model.safetensors"), named, args.dtype)
+    if args.gguf:
+        write_gguf(args.gguf, gguf_tensors(named), args.dtype)
     config = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
               "hidden_size": HIDDEN, "moe_intermediate_size": INTER, "num_experts": EXPERTS,
               "num_experts_per_tok": 2, "num_attention_heads": HEADS,

@@ -54,50 +54,94 @@ static int64_t pinning_rule(const fr_alloc_options *opt, const regex_t *re, cons
     return rule;
 }
 
-/* Appends tensor t to prob with its undominated options, by increasing bits:
- * the pinned configuration alone when pinned >= 0 (rule says which --fixed
- * did it), else every selected one with the metric's terms. A tensor left
- * without an option is counted in n_dropped instead; a pinned one fails with
- * FR_E_USAGE. Whatever was appended is freed with prob. */
-static fr_status add_tensor(fr_alloc_problem *prob, const fr_selector *sel,
-                            const fr_alloc_options *opt, const fr_alloc_objective *obj, size_t t, int64_t rule, int64_t pinned,
-                            fr_error *err)
+int fr_alloc_unit_terms(const fr_alloc_problem *prob, size_t i, size_t c, uint64_t *bits,
+                        double *err_term, double *norm_term, double *cost)
+{
+    const fr_alloc_tensor *at = &prob->tensors[i];
+    uint64_t b = 0;
+    double e = 0, n = 0, k = 0;
+    for (size_t m = 0; m < at->n_members; m++) {
+        size_t t = at->members[m];
+        const fr_ds_result *r = fr_result_at(prob->ix, t, c);
+        double em, nm;
+        if (!r || !fr_metric_terms(prob->metric, r, &prob->ds->tensors[t], &em, &nm))
+            return 0;
+        b += r->total_bits;
+        e += em;
+        n += nm;
+        if (prob->objective == FR_OBJECTIVE_SENSITIVITY) /* alpha * err^2 */
+            k += nm > 0 && !isnan(at->member_alpha[m]) ? at->member_alpha[m] * em / nm : 0.0;
+    }
+    *bits = b;
+    *err_term = e;
+    *norm_term = n;
+    *cost = prob->objective == FR_OBJECTIVE_SENSITIVITY ? k : e;
+    return 1;
+}
+
+/* Appends the unit of tensors members[0..n_members) (one tensor, or the
+ * experts of an expert unit) to prob with its undominated options, by
+ * increasing bits: the pinned configuration alone when pinned >= 0 (rule
+ * says which --fixed did it), else every selected one measured on all
+ * members, with the metric's terms summed. A unit left without an option is
+ * counted in n_dropped instead; a pinned one fails with FR_E_USAGE.
+ * Whatever was appended is freed with prob. */
+static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
+                          const fr_alloc_options *opt, const fr_alloc_objective *obj,
+                          const size_t *members, size_t n_members, int64_t rule, int64_t pinned,
+                          fr_error *err)
 {
     const fr_dataset *ds = prob->ds;
-    const fr_ds_tensor *ten = &ds->tensors[t];
-    fr_alloc_tensor *at = &prob->tensors[prob->n_tensors];
+    const fr_ds_tensor *ten = &ds->tensors[members[0]];
+    size_t i = prob->n_tensors;
+    fr_alloc_tensor *at = &prob->tensors[i];
     memset(at, 0, sizeof *at);
-    at->tensor = t;
-    at->numel = ten->numel;
+    at->tensor = members[0];
     at->norm_term = NAN;
     at->alpha = NAN;
-    if (obj->objective == FR_OBJECTIVE_SENSITIVITY) {
-        at->alpha = obj->sensitivity ? obj->sensitivity[t] : NAN;
-        if (isnan(at->alpha))
-            at->alpha = obj->default_sensitivity;
-    }
     at->options = malloc((ds->n_configs ? ds->n_configs : 1) * sizeof *at->options);
-    if (!at->options)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    at->members = malloc(n_members * sizeof *at->members);
+    at->member_alpha = malloc(n_members * sizeof *at->member_alpha);
     prob->n_tensors++;
+    if (!at->options || !at->members || !at->member_alpha)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    at->n_members = n_members;
+    for (size_t m = 0; m < n_members; m++) {
+        size_t t = members[m];
+        at->members[m] = t;
+        at->numel += ds->tensors[t].numel;
+        at->member_alpha[m] = NAN;
+        if (obj->objective == FR_OBJECTIVE_SENSITIVITY) {
+            double al = obj->sensitivity ? obj->sensitivity[t] : NAN;
+            at->member_alpha[m] = isnan(al) ? obj->default_sensitivity : al;
+        }
+    }
+    if (obj->objective == FR_OBJECTIVE_SENSITIVITY) {
+        /* the unit's alpha: its single member's; NaN when a member has none */
+        at->alpha = n_members == 1 ? at->member_alpha[0] : 0.0;
+        for (size_t m = 0; m < n_members; m++)
+            if (isnan(at->member_alpha[m]))
+                at->alpha = NAN;
+    }
     for (size_t c = 0; c < ds->n_configs; c++) {
         if (pinned >= 0 ? (int64_t)c != pinned : !fr_selector_config(sel, ds->configs[c].name))
             continue;
-        const fr_ds_result *r = fr_result_at(prob->ix, t, c);
-        double e, n;
-        if (!r || !fr_metric_terms(opt->metric, r, ten, &e, &n))
+        uint64_t bits;
+        double e, n, cost;
+        if (!fr_alloc_unit_terms(prob, i, c, &bits, &e, &n, &cost))
             continue;
         if (isnan(at->norm_term))
             at->norm_term = n;
-        at->options[at->n_options++] = (fr_alloc_option){c, r->total_bits, e, e};
+        at->options[at->n_options++] = (fr_alloc_option){c, bits, e, cost};
     }
     if (pinned >= 0) {
         const fr_alloc_fixed *fx = &opt->fixed[rule];
         if (at->n_options == 0)
             return fr_fail(err, FR_E_USAGE,
-                           "--fixed '%s=%s' pins tensor '%s', which has no %s result under '%s'",
-                           fx->pattern, fx->config, ten->name, fr_metric_name(opt->metric),
-                           fx->config);
+                           "--fixed '%s=%s' pins tensor '%s'%s, which has no %s result under '%s'",
+                           fx->pattern, fx->config, ten->name,
+                           n_members > 1 ? " (or another expert of its unit)" : "",
+                           fr_metric_name(opt->metric), fx->config);
         at->fixed = 1;
     }
     if (at->n_options == 0) {
@@ -106,16 +150,21 @@ static fr_status add_tensor(fr_alloc_problem *prob, const fr_selector *sel,
             prob->dropped_example = ten->name;
         prob->n_dropped++;
         free(at->options);
+        free(at->members);
+        free(at->member_alpha);
         prob->n_tensors--;
         return FR_OK;
     }
     qsort(at->options, at->n_options, sizeof *at->options, cmp_alloc_option);
+    /* undominated: less error, or (a unit whose members have different
+     * alphas) less cost than every lighter option kept */
     size_t n = 0;
     for (size_t j = 0; j < at->n_options; j++)
-        if (n == 0 || at->options[j].err_term < at->options[n - 1].err_term)
+        if (n == 0 || at->options[j].err_term < at->options[n - 1].err_term ||
+            at->options[j].cost < at->options[n - 1].cost)
             at->options[n++] = at->options[j];
     at->n_options = n;
-    if (obj->objective == FR_OBJECTIVE_SENSITIVITY)
+    if (obj->objective == FR_OBJECTIVE_SENSITIVITY && n_members == 1)
         for (size_t j = 0; j < n; j++) /* alpha * err^2; NaN alpha is refused by the caller */
             at->options[j].cost = at->norm_term > 0 && !isnan(at->alpha)
                                       ? at->alpha * at->options[j].err_term / at->norm_term
@@ -145,6 +194,9 @@ fr_status fr_alloc_prepare_objective(const fr_dataset *ds, const fr_result_index
     regex_t *fixed_re = NULL;
     int64_t *fixed_cfg = NULL;
     size_t n_re = 0, *fixed_hits = NULL;
+    unsigned char *keep = NULL;
+    fr_units units;
+    int have_units = 0;
 
     memset(prob, 0, sizeof *prob);
     prob->ds = ds;
@@ -168,32 +220,48 @@ fr_status fr_alloc_prepare_objective(const fr_dataset *ds, const fr_result_index
     fixed_hits = calloc(opt->n_fixed + 1, sizeof *fixed_hits);
     if (!prob->tensors || !fixed_hits)
         goto nomem;
-    for (size_t t = 0; t < ds->n_tensors; t++) {
-        const fr_ds_tensor *ten = &ds->tensors[t];
-        if (ten->numel == 0 || !fr_selector_tensor(&sel, ten->name))
-            continue;
-        int64_t rule = pinning_rule(opt, fixed_re, ten->name);
+    keep = calloc(ds->n_tensors + 1, 1);
+    if (!keep)
+        goto nomem;
+    for (size_t t = 0; t < ds->n_tensors; t++)
+        keep[t] = ds->tensors[t].numel > 0 && fr_selector_tensor(&sel, ds->tensors[t].name);
+    if ((st = fr_units_build(ds, keep, opt->expert_units, &units, err)) != FR_OK)
+        goto done;
+    have_units = 1;
+    for (size_t u = 0; u < units.n_units; u++) {
+        const size_t *mem = units.member + units.first[u];
+        size_t n_mem = units.first[u + 1] - units.first[u];
+        int64_t rule = pinning_rule(opt, fixed_re, ds->tensors[mem[0]].name);
+        for (size_t m = 1; m < n_mem; m++)
+            if (pinning_rule(opt, fixed_re, ds->tensors[mem[m]].name) != rule) {
+                st = fr_fail(err, FR_E_USAGE,
+                             "--fixed pins '%s' and '%s' of the expert unit '%s' differently: "
+                             "with --expert-units a rule pins all experts of a unit or none",
+                             ds->tensors[mem[0]].name, ds->tensors[mem[m]].name, units.name[u]);
+                goto done;
+            }
         if (rule >= 0)
             fixed_hits[rule]++;
-        if ((st = add_tensor(prob, &sel, opt, obj, t, rule, rule >= 0 ? fixed_cfg[rule] : -1, err)) !=
-            FR_OK)
+        if ((st = add_unit(prob, &sel, opt, obj, mem, n_mem, rule,
+                           rule >= 0 ? fixed_cfg[rule] : -1, err)) != FR_OK)
             goto done;
     }
     if (obj->objective == FR_OBJECTIVE_SENSITIVITY) {
         /* every allocated tensor needs an alpha: name those without one */
         size_t n_missing = 0, len = 0;
         char names[768] = "";
-        for (size_t i = 0; i < prob->n_tensors; i++) {
-            if (!isnan(prob->tensors[i].alpha))
-                continue;
-            const char *nm = ds->tensors[prob->tensors[i].tensor].name;
-            if (len + strlen(nm) + 8 < sizeof names)
-                len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s'",
-                                        n_missing ? ", " : "", nm);
-            else if (len + 8 < sizeof names && !strstr(names, ", ..."))
-                len += (size_t)snprintf(names + len, sizeof names - len, ", ...");
-            n_missing++;
-        }
+        for (size_t i = 0; i < prob->n_tensors; i++)
+            for (size_t k = 0; k < prob->tensors[i].n_members; k++) {
+                if (!isnan(prob->tensors[i].member_alpha[k]))
+                    continue;
+                const char *nm = ds->tensors[prob->tensors[i].members[k]].name;
+                if (len + strlen(nm) + 8 < sizeof names)
+                    len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s'",
+                                            n_missing ? ", " : "", nm);
+                else if (len + 8 < sizeof names && !strstr(names, ", ..."))
+                    len += (size_t)snprintf(names + len, sizeof names - len, ", ...");
+                n_missing++;
+            }
         if (n_missing) {
             st = fr_fail(err, FR_E_USAGE,
                          "%zu tensor%s ha%s no sensitivity: %s (give a calibration file with "
@@ -222,6 +290,9 @@ done:
     free(fixed_re);
     free(fixed_cfg);
     free(fixed_hits);
+    free(keep);
+    if (have_units)
+        fr_units_free(&units);
     fr_selector_free(&sel);
     if (st != FR_OK)
         fr_alloc_problem_free(prob);
@@ -231,8 +302,11 @@ done:
 void fr_alloc_problem_free(fr_alloc_problem *prob)
 {
     if (prob->tensors)
-        for (size_t i = 0; i < prob->n_tensors; i++)
+        for (size_t i = 0; i < prob->n_tensors; i++) {
             free(prob->tensors[i].options);
+            free(prob->tensors[i].members);
+            free(prob->tensors[i].member_alpha);
+        }
     free(prob->tensors);
     memset(prob, 0, sizeof *prob);
 }
@@ -280,14 +354,16 @@ fr_status fr_alloc_solve(const fr_alloc_problem *prob, double budget, fr_allocat
                        budget, ceil4(fr_alloc_min_bpw(prob)), (unsigned long long)prob->min_bits,
                        prob->n_tensors);
 
-    size_t total = 0;
-    for (size_t i = 0; i < prob->n_tensors; i++)
+    size_t total = 0, n_members = 0;
+    for (size_t i = 0; i < prob->n_tensors; i++) {
         total += prob->tensors[i].n_options;
+        n_members += prob->tensors[i].n_members;
+    }
     items = calloc(prob->n_tensors + 1, sizeof *items);
     w = malloc((total + 1) * sizeof *w);
     e = malloc((total + 1) * sizeof *e);
     choice = calloc(prob->n_tensors + 1, sizeof *choice);
-    out->choices = calloc(prob->n_tensors + 1, sizeof *out->choices);
+    out->choices = calloc(n_members + 1, sizeof *out->choices);
     if (!items || !w || !e || !choice || !out->choices) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto done;
@@ -304,15 +380,29 @@ fr_status fr_alloc_solve(const fr_alloc_problem *prob, double budget, fr_allocat
     if ((st = fr_mckp_solve(items, prob->n_tensors, out->capacity_bits, prob->max_nodes, choice,
                             &out->stats, err)) != FR_OK)
         goto done;
-    out->n_choices = prob->n_tensors;
     out->objective = prob->objective;
     out->numel = prob->numel;
     out->norm_sum = prob->norm_sum;
     for (size_t i = 0; i < prob->n_tensors; i++) {
         const fr_alloc_tensor *at = &prob->tensors[i];
         const fr_alloc_option *o = &at->options[choice[i]];
-        out->choices[i] = (fr_alloc_choice){at->tensor, o->config, o->total_bits, at->numel,
-                                            o->err_term, at->norm_term, at->fixed};
+        if (at->n_members == 1) {
+            out->choices[out->n_choices++] = (fr_alloc_choice){
+                at->tensor, o->config, o->total_bits, at->numel, o->err_term, at->norm_term,
+                at->fixed};
+        } else {
+            /* every expert of the unit with the unit's configuration and its own terms */
+            for (size_t m = 0; m < at->n_members; m++) {
+                size_t t = at->members[m];
+                const fr_ds_result *r = fr_result_at(prob->ix, t, o->config);
+                double em = NAN, nm = NAN;
+                if (r)
+                    fr_metric_terms(prob->metric, r, &prob->ds->tensors[t], &em, &nm);
+                out->choices[out->n_choices++] = (fr_alloc_choice){
+                    t, o->config, r ? r->total_bits : 0, prob->ds->tensors[t].numel, em, nm,
+                    at->fixed};
+            }
+        }
         out->total_bits += o->total_bits;
         out->err_sum += o->err_term;
         out->cost_sum += o->cost;
@@ -379,13 +469,12 @@ fr_status fr_alloc_sweep(const fr_alloc_problem *prob, double lo, double hi, dou
         uint64_t bits = 0;
         int all = 1;
         for (size_t i = 0; i < prob->n_tensors && all; i++) {
-            size_t t = prob->tensors[i].tensor;
-            const fr_ds_result *r = fr_result_at(prob->ix, t, c);
-            double e, n;
-            if (!r || !fr_metric_terms(prob->metric, r, &prob->ds->tensors[t], &e, &n))
+            uint64_t b;
+            double e, n, k;
+            if (!fr_alloc_unit_terms(prob, i, c, &b, &e, &n, &k))
                 all = 0;
             else
-                bits += r->total_bits;
+                bits += b;
         }
         if (!all)
             continue;

@@ -42,6 +42,7 @@ typedef struct fr_alloc_options {
     size_t n_fixed;
     const fr_alloc_fixed *fixed; /* applied in order; the last match wins */
     uint64_t max_nodes;         /* 0: FR_MCKP_DEFAULT_MAX_NODES */
+    int expert_units;           /* the experts of one (layer, projection) are one item (fr_units) */
 } fr_alloc_options;
 
 /* The objective's settings (fr_alloc_prepare_objective); a separate struct
@@ -67,7 +68,19 @@ typedef struct fr_alloc_tensor {
     double alpha;        /* sensitivity used (FR_OBJECTIVE_SENSITIVITY), else NaN */
     size_t n_options;    /* undominated options, by increasing bits */
     fr_alloc_option *options;
+    size_t n_members;    /* stored tensors of this item: 1, or the experts of an expert unit */
+    size_t *members;     /* positions in ds->tensors, in expert order; members[0] == tensor */
+    double *member_alpha; /* [n_members] sensitivity of each member (NaN when none) */
 } fr_alloc_tensor;
+
+/* An item (fr_alloc_tensor) is one allocation unit: a stored tensor, or with
+ * expert_units all the 2-D experts of one (layer, projection) (fr_units in
+ * frontier/pareto.h). A unit's option is a configuration measured on all its
+ * members: total_bits, err_term and norm_term the sums over the members in
+ * expert order (as a stack's row sums its experts, docs/formats.md), cost
+ * err_term or, under the sensitivity objective, the sum of the members'
+ * alpha_m * err_m / norm_m. An allocation lists every member with the unit's
+ * configuration, so n_choices counts stored tensors. */
 
 /* A dataset turned into a knapsack: built once, solved for many budgets. */
 typedef struct fr_alloc_problem {
@@ -97,6 +110,12 @@ fr_status fr_alloc_prepare_objective(const fr_dataset *ds, const fr_result_index
                                      const fr_alloc_options *opt, const fr_alloc_objective *obj,
                                      fr_alloc_problem *prob, fr_error *err);
 void fr_alloc_problem_free(fr_alloc_problem *prob);
+
+/* Configuration c on item i: its summed bits, err and norm terms, and the
+ * objective's cost (alpha weighted under the sensitivity objective). 0 when
+ * a member lacks a usable result for the metric. */
+int fr_alloc_unit_terms(const fr_alloc_problem *prob, size_t i, size_t c, uint64_t *bits,
+                        double *err_term, double *norm_term, double *cost);
 
 /* Smallest achievable bits per weight of the problem. */
 double fr_alloc_min_bpw(const fr_alloc_problem *prob);

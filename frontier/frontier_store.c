@@ -377,7 +377,8 @@ static const col_desc group_cols[] = {
 
 void fr_store_pareto_name(const fr_pareto *p, char *buf, size_t size)
 {
-    snprintf(buf, size, "pareto_%s_%s", fr_group_by_name(p->by), fr_metric_name(p->metric));
+    snprintf(buf, size, "pareto_%s_%s%s", fr_group_by_name(p->by), fr_metric_name(p->metric),
+             p->expert_units ? "_expert_units" : "");
 }
 
 fr_status fr_store_pareto(fr_store *s, const fr_pareto *p, const fr_selection *selection,

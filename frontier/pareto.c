@@ -333,37 +333,54 @@ static int valid_at(const fr_result_index *ix, fr_metric metric, size_t t, size_
     return r && fr_metric_terms(metric, r, &ix->ds->tensors[t], &e, &n);
 }
 
-/* What fr_pareto_compute works on: the selection as masks and, for the
- * group being built, which configurations it compares and which tensors
- * they are compared on. */
+/* What fr_pareto_compute works on: the selection as masks, the allocation
+ * units of the selected tensors and, for the group being built, which
+ * configurations it compares and which units they are compared on. */
 typedef struct pareto_work {
     const fr_dataset *ds;
     const fr_result_index *ix;
     fr_group_by by;
     fr_metric metric;
+    fr_units units;        /* of the selected tensors */
     unsigned char *tsel;   /* tensors selected, with parameters */
     unsigned char *csel;   /* configurations selected */
     unsigned char *ccmp;   /* configurations compared in the group */
-    unsigned char *tin;    /* the group's tensors: 1 measured by some compared
+    unsigned char *tin;    /* the group's units: 1 measured by some compared
                               configuration, 2 by all of them */
-    size_t *tgroup;        /* group of each tensor (by class, by tensor) */
+    size_t *tgroup;        /* group of each unit (by class, by tensor) */
     size_t *cgroup;        /* group of each configuration (by family) */
     group_keys keys;       /* group names in order of first appearance */
     size_t cap_points;     /* room in out->points */
 } pareto_work;
 
-/* Step 1, the groups. Afterwards keys names them, tgroup gives each
- * selected tensor's group (one "model" group unless by class or tensor)
- * and, by family, cgroup each selected configuration's. */
+/* Configuration c measured on every member of unit u. */
+static int unit_valid(const pareto_work *w, size_t u, size_t c)
+{
+    for (size_t i = w->units.first[u]; i < w->units.first[u + 1]; i++)
+        if (!valid_at(w->ix, w->metric, w->units.member[i], c))
+            return 0;
+    return 1;
+}
+
+static uint64_t unit_numel(const pareto_work *w, size_t u)
+{
+    uint64_t n = 0;
+    for (size_t i = w->units.first[u]; i < w->units.first[u + 1]; i++)
+        n += w->ds->tensors[w->units.member[i]].numel;
+    return n;
+}
+
+/* Step 1, the groups. Afterwards keys names them, tgroup gives each unit's
+ * group (one "model" group unless by class or tensor) and, by family,
+ * cgroup each selected configuration's. */
 static void assign_groups(pareto_work *w)
 {
     const fr_dataset *ds = w->ds;
     fr_group_by by = w->by;
-    for (size_t t = 0; t < ds->n_tensors; t++) {
-        if (!w->tsel[t])
-            continue;
+    for (size_t u = 0; u < w->units.n_units; u++) {
+        size_t t = w->units.member[w->units.first[u]];
         const char *key = by == FR_BY_CLASS ? ds->tensors[t].cls
-                        : by == FR_BY_TENSOR ? ds->tensors[t].name : "model";
+                        : by == FR_BY_TENSOR ? w->units.name[u] : "model";
         if (by == FR_BY_FAMILY)
             key = "model";
         int64_t g = by == FR_BY_TENSOR ? -1 : keys_find(&w->keys, key);
@@ -371,7 +388,7 @@ static void assign_groups(pareto_work *w)
             g = (int64_t)w->keys.n;
             w->keys.keys[w->keys.n++] = key;
         }
-        w->tgroup[t] = (size_t)g;
+        w->tgroup[u] = (size_t)g;
     }
     if (by != FR_BY_FAMILY)
         return;
@@ -389,49 +406,51 @@ static void assign_groups(pareto_work *w)
 }
 
 /* Step 2, what group g compares. Afterwards ccmp marks its configurations
- * measured on any of its tensors, tin its tensors measured by any of those
+ * measured on any of its units, tin its units measured by any of those
  * (2: by all of them, the common set every point sums over), and grp counts
- * both and names a configuration that covers only part of the tensors. */
+ * both and names a configuration that covers only part of the units. A
+ * unit counts as measured by a configuration when all its members are. */
 static void measure_group(pareto_work *w, size_t g, fr_pareto_group *grp)
 {
     const fr_dataset *ds = w->ds;
-    size_t nt = ds->n_tensors, nc = ds->n_configs;
+    size_t nu = w->units.n_units, nc = ds->n_configs;
     fr_group_by by = w->by;
-    for (size_t t = 0; t < nt; t++)
-        w->tin[t] = w->tsel[t] && (by == FR_BY_FAMILY || by == FR_BY_CONFIG || w->tgroup[t] == g);
+    for (size_t u = 0; u < nu; u++)
+        w->tin[u] = by == FR_BY_FAMILY || by == FR_BY_CONFIG || w->tgroup[u] == g;
     for (size_t c = 0; c < nc; c++) {
         w->ccmp[c] = 0;
         if (!w->csel[c] || (by == FR_BY_FAMILY && w->cgroup[c] != g))
             continue;
-        for (size_t t = 0; t < nt && !w->ccmp[c]; t++)
-            if (w->tin[t] && valid_at(w->ix, w->metric, t, c))
+        for (size_t u = 0; u < nu && !w->ccmp[c]; u++)
+            if (w->tin[u] && unit_valid(w, u, c))
                 w->ccmp[c] = 1;
         grp->n_configs += w->ccmp[c];
     }
-    for (size_t t = 0; t < nt; t++) {
-        if (!w->tin[t])
+    for (size_t u = 0; u < nu; u++) {
+        if (!w->tin[u])
             continue;
         size_t n_valid = 0;
         for (size_t c = 0; c < nc; c++)
-            if (w->ccmp[c] && valid_at(w->ix, w->metric, t, c))
+            if (w->ccmp[c] && unit_valid(w, u, c))
                 n_valid++;
         if (n_valid == 0) {
-            w->tin[t] = 0;
+            w->tin[u] = 0;
             continue;
         }
+        uint64_t numel = unit_numel(w, u);
         grp->n_tensors++;
-        grp->numel += ds->tensors[t].numel;
+        grp->numel += numel;
         if (n_valid == grp->n_configs) {
             grp->n_common++;
-            grp->common_numel += ds->tensors[t].numel;
-            w->tin[t] = 2;
+            grp->common_numel += numel;
+            w->tin[u] = 2;
         }
     }
     for (size_t c = 0; c < nc; c++) {
         if (!w->ccmp[c])
             continue;
-        for (size_t t = 0; t < nt; t++)
-            if (w->tin[t] == 1 && !valid_at(w->ix, w->metric, t, c)) {
+        for (size_t u = 0; u < nu; u++)
+            if (w->tin[u] == 1 && !unit_valid(w, u, c)) {
                 if (!grp->partial_example)
                     grp->partial_example = ds->configs[c].name;
                 grp->n_partial++;
@@ -440,12 +459,13 @@ static void measure_group(pareto_work *w, size_t g, fr_pareto_group *grp)
     }
 }
 
-/* Step 3, one point: configuration c of group g summed over the group's
- * common tensors, appended to out. Returns 0 when out of memory. */
+/* Step 3, one point: configuration c of group g summed over the members of
+ * the group's common units (in unit order, members in expert order),
+ * appended to out. Returns 0 when out of memory. */
 static int add_point(pareto_work *w, fr_pareto *out, size_t g, size_t c)
 {
     const fr_dataset *ds = w->ds;
-    size_t nt = ds->n_tensors;
+    const fr_units *un = &w->units;
     if (out->n_points == w->cap_points) {
         size_t ncap = w->cap_points ? 2 * w->cap_points : 64;
         fr_point *np = realloc(out->points, ncap * sizeof *np);
@@ -461,23 +481,27 @@ static int add_point(pareto_work *w, fr_pareto *out, size_t g, size_t c)
     p->config_name = ds->configs[c].name;
     p->family = ds->configs[c].family;
     p->nominal_bits = ds->configs[c].nominal_bits;
-    for (size_t t = 0; t < nt; t++) {
-        if (w->tin[t] != 2)
+    for (size_t u = 0; u < un->n_units; u++) {
+        if (w->tin[u] != 2)
             continue;
-        const fr_ds_result *r = fr_result_at(w->ix, t, c);
-        p->total_bits += r->total_bits;
-        p->numel += ds->tensors[t].numel;
         p->n_tensors++;
-        p->sq_err += r->sq_err;
-        p->sq_norm += ds->tensors[t].sq_norm;
-        p->out_sq_err += r->out_sq_err; /* NaN propagates: absent for the set */
-        p->out_sq_ref += r->out_sq_ref;
+        for (size_t i = un->first[u]; i < un->first[u + 1]; i++) {
+            size_t t = un->member[i];
+            const fr_ds_result *r = fr_result_at(w->ix, t, c);
+            p->total_bits += r->total_bits;
+            p->numel += ds->tensors[t].numel;
+            p->sq_err += r->sq_err;
+            p->sq_norm += ds->tensors[t].sq_norm;
+            p->out_sq_err += r->out_sq_err; /* NaN propagates: absent for the set */
+            p->out_sq_ref += r->out_sq_ref;
+        }
     }
     if (w->metric == FR_METRIC_OUT_REL_ERR) {
         /* the weight terms may be absent on rows kept for the output metric */
         double se = 0, sn = 0, e, n;
-        for (size_t t = 0; t < nt; t++)
-            if (w->tin[t] == 2) {
+        for (size_t u = 0; u < un->n_units; u++)
+            for (size_t i = un->first[u]; w->tin[u] == 2 && i < un->first[u + 1]; i++) {
+                size_t t = un->member[i];
                 const fr_ds_result *r = fr_result_at(w->ix, t, c);
                 if (fr_metric_terms(FR_METRIC_REL_ERR, r, &ds->tensors[t], &e, &n)) {
                     se += e;
@@ -497,6 +521,14 @@ fr_status fr_pareto_compute(const fr_dataset *ds, const fr_result_index *ix,
                             const fr_selection *selection, fr_group_by by, fr_metric metric,
                             fr_pareto *out, fr_error *err)
 {
+    return fr_pareto_compute_units(ds, ix, selection, by, metric, 0, out, err);
+}
+
+fr_status fr_pareto_compute_units(const fr_dataset *ds, const fr_result_index *ix,
+                                  const fr_selection *selection, fr_group_by by,
+                                  fr_metric metric, int expert_units, fr_pareto *out,
+                                  fr_error *err)
+{
     fr_status st = FR_OK;
     fr_selector sel;
     size_t nt = ds->n_tensors, nc = ds->n_configs;
@@ -510,6 +542,7 @@ fr_status fr_pareto_compute(const fr_dataset *ds, const fr_result_index *ix,
     memset(out, 0, sizeof *out);
     out->by = by;
     out->metric = metric;
+    out->expert_units = expert_units;
     if ((unsigned)by >= FR_BY_COUNT || (unsigned)metric >= FR_METRIC_COUNT)
         return fr_fail(err, FR_E_USAGE, "unknown grouping or metric");
     if ((st = fr_selector_init(&sel, selection, err)) != FR_OK)
@@ -528,6 +561,8 @@ fr_status fr_pareto_compute(const fr_dataset *ds, const fr_result_index *ix,
         w.tsel[t] = ds->tensors[t].numel > 0 && fr_selector_tensor(&sel, ds->tensors[t].name);
     for (size_t c = 0; c < nc; c++)
         w.csel[c] = fr_selector_config(&sel, ds->configs[c].name);
+    if ((st = fr_units_build(ds, w.tsel, expert_units, &w.units, err)) != FR_OK)
+        goto done;
     assign_groups(&w);
 
     out->groups = calloc(w.keys.n + 1, sizeof *out->groups);
@@ -566,6 +601,7 @@ done:
     free(w.tgroup);
     free(w.cgroup);
     free(w.keys.keys);
+    fr_units_free(&w.units);
     fr_selector_free(&sel);
     if (st != FR_OK)
         fr_pareto_free(out);
@@ -610,8 +646,9 @@ void fr_pareto_print(FILE *out, const fr_pareto *p, int frontier_only)
             fr_metric_name(p->metric), fr_group_by_name(p->by));
     for (size_t g = 0; g < p->n_groups; g++) {
         const fr_pareto_group *grp = &p->groups[g];
-        fprintf(out, "\n%s: %zu of %zu tensors measured by all %zu configurations",
-                grp->name, grp->n_common, grp->n_tensors, grp->n_configs);
+        fprintf(out, "\n%s: %zu of %zu %s measured by all %zu configurations", grp->name,
+                grp->n_common, grp->n_tensors, p->expert_units ? "units" : "tensors",
+                grp->n_configs);
         if (grp->numel)
             fprintf(out, " (%.1f%% of the parameters)",
                     100.0 * (double)grp->common_numel / (double)grp->numel);
@@ -619,15 +656,16 @@ void fr_pareto_print(FILE *out, const fr_pareto *p, int frontier_only)
         if (grp->n_partial)
             fprintf(out,
                     "  note: %zu configuration%s (e.g. '%s') cover only some tensors; every point "
-                    "below uses the %zu tensors all of them cover (select with --configs)\n",
+                    "below uses the %zu %s all of them cover (select with --configs)\n",
                     grp->n_partial, grp->n_partial == 1 ? "" : "s", grp->partial_example,
-                    grp->n_common);
+                    grp->n_common, p->expert_units ? "units" : "tensors");
         if (grp->n_points == 0) {
             fprintf(out, "  no tensor is measured by every configuration: nothing to compare\n");
             continue;
         }
         fprintf(out, "  %-*s %-10s %9s %11s %8s %11s %8s %s\n", (int)name_w, "config", "family",
-                "bits/w", "rel_err", "sqnr_db", "out_rel_err", "tensors", "pareto");
+                "bits/w", "rel_err", "sqnr_db", "out_rel_err", p->expert_units ? "units" : "tensors",
+                "pareto");
         for (size_t i = grp->first_point; i < grp->first_point + grp->n_points; i++) {
             const fr_point *pt = &p->points[i];
             if (frontier_only && !pt->on_frontier)

@@ -95,7 +95,8 @@ typedef struct qtensor {
     const fr_tensor *t;
     const fr_config_ref *ref; /* NULL: copied as it is */
     fr_ct_scheme scheme;
-    int64_t rows, cols;
+    int64_t rows, cols;       /* one expert's matrix for an expert stack */
+    int64_t experts;          /* E of an expert stack [E, out, in] (docs/formats.md), else 1 */
     int group;                /* index into plan.groups, -1 */
     float global_scale;       /* NVFP4 override (fused), NAN: the tensor's own */
     int has_group_amax;       /* nvfp4-fused: group_amax, the joint amax of its group */
@@ -104,6 +105,7 @@ typedef struct qtensor {
     int shard;
     double recipe_rel_err;    /* NAN when the recipe does not say */
     fr_metrics written, measured;
+    double *expert_rel_err;   /* expert stacks: [2 x experts], written then measured, or NULL */
     int same_as_measured;
     int has_stats;            /* calib holds the tensor's statistics (--calib) */
     frontier_calib calib;     /* pointers into plan.calib's mapping */
@@ -147,6 +149,8 @@ static void plan_free(plan *p)
     for (int i = 0; i < p->n_shards && p->shard_names; i++)
         free(p->shard_names[i]);
     free(p->shard_names);
+    for (size_t i = 0; p->qt && i < p->n_qt; i++)
+        free(p->qt[i].expert_rel_err);
     free(p->qt);
     free(p->groups);
     if (p->calib)
@@ -237,13 +241,15 @@ static const char *no_writer(const plan *p, const qtensor *q, char *buf, size_t 
     fr_ct_scheme s;
     if (fr_ct_scheme_of(p->reg, q->ref, &s) == FR_CT_NONE)
         return "compressed-tensors has no layout for it";
-    if (q->t->ndim != 2) {
-        snprintf(buf, len, "compressed-tensors quantizes 2-D Linear weights, this is %d-D",
+    if (q->t->ndim != 2 && q->experts <= 1) {
+        snprintf(buf, len,
+                 "compressed-tensors quantizes 2-D Linear weights and frontier expert stacks "
+                 "[E, out, in], this is %d-D",
                  q->t->ndim);
         return buf;
     }
     size_t l = strlen(q->t->name);
-    if (l < 7 || strcmp(q->t->name + l - 7, ".weight"))
+    if (q->experts <= 1 && (l < 7 || strcmp(q->t->name + l - 7, ".weight")))
         return "compressed-tensors quantizes '<module>.weight' tensors";
     fr_ct_part parts[FR_CT_MAX_PARTS];
     fr_error e = {0};
@@ -450,6 +456,11 @@ static fr_status attach_statistics(plan *p, fr_error *err)
         qtensor *q = &p->qt[i];
         if (!q->ref || !needs_statistics(p, q->ref))
             continue;
+        if (q->experts > 1) {
+            snprintf(q->stats_why, sizeof q->stats_why,
+                     "per-expert statistics of an expert stack are not read yet");
+            continue;
+        }
         fr_calib_stats cs;
         if ((st = fr_calib_lookup_weight(p->calib, q->t, q->cols, has_lm_head, &cs, NULL, err)) !=
             FR_OK)
@@ -659,6 +670,28 @@ static fr_status plan_fused(plan *p, fr_error *err)
     return FR_OK;
 }
 
+/* The parts of an expert stack [E, out, in] from one expert's parts
+ * (docs/quantize.md, "Expert stacks"): each part gets a leading dimension
+ * E, expert e's bytes at slice e, except weight_shape, which holds the
+ * stack's three dimensions. Returns n. */
+static size_t stack_parts(const qtensor *q, fr_ct_part *parts, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        fr_ct_part *pt = &parts[k];
+        if (!strcmp(pt->suffix, "weight_shape")) {
+            pt->shape[0] = 3;
+            pt->nbytes = 3 * 8;
+            continue;
+        }
+        for (int d = pt->ndim; d > 0; d--)
+            pt->shape[d] = pt->shape[d - 1];
+        pt->shape[0] = q->experts;
+        pt->ndim++;
+        pt->nbytes *= (uint64_t)q->experts;
+    }
+    return n;
+}
+
 /* Step 3: the output tensors and their shards. */
 static fr_status plan_entries(plan *p, fr_error *err)
 {
@@ -673,20 +706,28 @@ static fr_status plan_entries(plan *p, fr_error *err)
         if (q->ref && p->opt->format == FR_QFORMAT_COMPRESSED_TENSORS) {
             fr_ct_part parts[FR_CT_MAX_PARTS];
             size_t n = fr_ct_parts(&q->scheme, q->rows, q->cols, q->t->dtype, parts, err);
-            size_t base = strlen(q->t->name) - strlen("weight");
+            /* "<module>.weight" -> "<module>.weight_packed"; a stack named
+             * after its parameter ("experts.gate_up_proj") -> "experts.gate_up_proj_packed" */
+            size_t len = strlen(q->t->name);
+            int dot_weight = len >= 7 && !strcmp(q->t->name + len - 7, ".weight");
+            size_t base = dot_weight ? len - strlen("weight") : len;
+            if (q->experts > 1)
+                n = stack_parts(q, parts, n);
             for (size_t k = 0; k < n; k++) {
                 fr_st_entry *e = &p->entries[p->n_entries];
-                char *name = malloc(base + strlen(parts[k].suffix) + 1);
+                const char *suffix = dot_weight ? parts[k].suffix
+                                                : parts[k].suffix + strlen("weight");
+                char *name = malloc(base + strlen(suffix) + 1);
                 if (!name)
                     return fr_fail(err, FR_E_NOMEM, "out of memory");
                 memcpy(name, q->t->name, base);
-                strcpy(name + base, parts[k].suffix);
+                strcpy(name + base, suffix);
                 p->entry_names[p->n_entries++] = name;
                 e->name = name;
                 e->dtype = parts[k].dtype;
                 e->ndim = parts[k].ndim;
-                e->shape[0] = parts[k].shape[0];
-                e->shape[1] = parts[k].shape[1];
+                for (int d = 0; d < parts[k].ndim; d++)
+                    e->shape[d] = parts[k].shape[d];
                 e->nbytes = parts[k].nbytes;
             }
         } else {
@@ -758,16 +799,55 @@ static void metrics_of(const float *w, const float *w_hat, int64_t n, fr_metrics
     fr_metrics_from_sums(sums, m);
 }
 
-/* One quantized tensor: the registry's Q(W), the bytes, the check. */
+/* The metrics of W against W_hat for an expert stack of `experts`
+ * matrices of `per` elements: each expert's sums as for one tensor, added
+ * in expert order (max_abs_err the maximum), as the sweep makes a stack's
+ * row (frontier/sweep.c on_expert_outcome); one expert: metrics_of. */
+static void stack_metrics_of(const float *w, const float *w_hat, int64_t experts, int64_t per,
+                             fr_metrics *m, frontier_error_sums *sums, double *expert_rel_err)
+{
+    if (experts <= 1) {
+        metrics_of(w, w_hat, per, m, sums);
+        return;
+    }
+    frontier_error_sums total;
+    fr_error_sums_init(&total);
+    for (int64_t e = 0; e < experts; e++) {
+        frontier_error_sums x;
+        fr_metrics mx;
+        metrics_of(w + e * per, w_hat + e * per, per, &mx, &x);
+        if (expert_rel_err)
+            expert_rel_err[e] = mx.rel_err;
+        total.sq_err += x.sq_err;
+        total.sq_ref += x.sq_ref;
+        total.sq_hat += x.sq_hat;
+        total.dot += x.dot;
+        if (x.max_abs_err > total.max_abs_err || e == 0)
+            total.max_abs_err = x.max_abs_err;
+    }
+    *sums = total;
+    fr_metrics_from_sums(sums, m);
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* One quantized tensor: the registry's Q(W), the bytes, the check. An
+ * expert stack is quantized, encoded and checked expert by expert (the
+ * sweep's E matrices); its parts hold expert e at slice e (stack_parts). */
 static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error *err)
 {
-    const int64_t n = q->rows * q->cols;
+    const int64_t experts = q->experts > 1 ? q->experts : 1;
+    const int64_t per = q->rows * q->cols, n = per * experts;
     const fr_dtype dt = q->t->dtype;
     fr_status st = FR_OK;
     float *w = malloc((size_t)n * sizeof *w);
     float *w_hat = malloc((size_t)n * sizeof *w_hat);
     float *dec = malloc((size_t)n * sizeof *dec);
-    uint8_t *bufs[FR_CT_MAX_PARTS] = {0};
+    uint8_t *bufs[FR_CT_MAX_PARTS] = {0}, *stack[FR_CT_MAX_PARTS] = {0};
     frontier_call call;
     fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
     call.has_group_amax = q->has_group_amax; /* nvfp4-fused */
@@ -779,13 +859,19 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
     if ((st = fr_tensor_load_f32(p->src, q->t, w, err)) != FR_OK)
         goto done;
     fr_tensor_release(p->src, q->t);
-    /* what the sweep measured: the registry's checked call */
-    if ((st = fr_quantizer_quantize_cpu(p->reg, q->ref, w, w_hat, q->rows, q->cols,
-                                        q->has_stats ? &q->calib : NULL, q->t->name, &call,
-                                        err)) != FR_OK) {
-        if (st == FR_E_PLUGIN)
-            st = FR_E_FORMAT; /* a built-in refuses only bad weights (non-finite) */
-        goto done;
+    /* what the sweep measured: the registry's checked call, per expert */
+    for (int64_t e = 0; e < experts; e++) {
+        fr_call_release(&call);
+        fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
+        if ((st = fr_quantizer_quantize_cpu(p->reg, q->ref, w + e * per, w_hat + e * per, q->rows,
+                                            q->cols, q->has_stats ? &q->calib : NULL, q->t->name,
+                                            &call, err)) != FR_OK) {
+            if (st == FR_E_PLUGIN)
+                st = FR_E_FORMAT; /* a built-in refuses only bad weights (non-finite) */
+            if (experts > 1)
+                fr_error_prefix(err, "expert %lld: ", (long long)e);
+            goto done;
+        }
     }
     int overridden = !isnan(q->global_scale);
     const float *written = w_hat;
@@ -799,28 +885,54 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
             st = FR_E_USAGE;
             goto done;
         }
-        for (size_t k = 0; k < np; k++)
-            if (!(bufs[k] = calloc(1, parts[k].nbytes ? parts[k].nbytes : 1))) {
+        for (size_t k = 0; k < np; k++) {
+            size_t sb = experts > 1 && !strcmp(parts[k].suffix, "weight_shape")
+                            ? 24
+                            : (size_t)parts[k].nbytes * (size_t)experts;
+            if (!(bufs[k] = calloc(1, parts[k].nbytes ? parts[k].nbytes : 1)) ||
+                !(stack[k] = calloc(1, sb ? sb : 1))) {
                 st = fr_fail(err, FR_E_NOMEM, "out of memory encoding '%s'", q->t->name);
                 goto done;
             }
-        if ((st = fr_ct_encode(&s, w, q->rows, q->cols, dt, q->global_scale, bufs, err)) != FR_OK ||
-            (st = fr_ct_decode(&s, (const uint8_t *const *)bufs, q->rows, q->cols, dt, dec,
-                               err)) != FR_OK)
-            goto done;
-        int64_t at;
-        /* a shared scale on plain nvfp4 is not Q(W); nvfp4-fused's Q(W) has it */
-        if ((!overridden || q->has_group_amax) && !same_bits(dec, w_hat, n, &at)) {
-            st = fr_fail(err, FR_E_FAIL,
-                         "internal error: '%s' as %s decodes to %.9g at element %lld, the "
-                         "quantizer gives %.9g",
-                         q->t->name, q->ref->cfg->name, dec[at], (long long)at, w_hat[at]);
-            goto done;
+        }
+        for (int64_t e = 0; e < experts; e++) {
+            float *de = dec + e * per;
+            if ((st = fr_ct_encode(&s, w + e * per, q->rows, q->cols, dt, q->global_scale, bufs,
+                                   err)) != FR_OK ||
+                (st = fr_ct_decode(&s, (const uint8_t *const *)bufs, q->rows, q->cols, dt, de,
+                                   err)) != FR_OK) {
+                if (experts > 1)
+                    fr_error_prefix(err, "expert %lld: ", (long long)e);
+                goto done;
+            }
+            int64_t at;
+            /* a shared scale on plain nvfp4 is not Q(W); nvfp4-fused's Q(W) has it */
+            if ((!overridden || q->has_group_amax) && !same_bits(de, w_hat + e * per, per, &at)) {
+                st = fr_fail(err, FR_E_FAIL,
+                             "internal error: '%s' as %s decodes to %.9g at element %lld, the "
+                             "quantizer gives %.9g",
+                             q->t->name, q->ref->cfg->name, de[at], (long long)(e * per + at),
+                             w_hat[e * per + at]);
+                goto done;
+            }
+            for (size_t k = 0; k < np; k++)
+                if (experts == 1 || strcmp(parts[k].suffix, "weight_shape"))
+                    memcpy(stack[k] + (size_t)e * parts[k].nbytes, bufs[k], parts[k].nbytes);
         }
         written = dec;
-        if (p->opt->format == FR_QFORMAT_COMPRESSED_TENSORS)
-            for (size_t k = 0; k < np && st == FR_OK; k++)
-                st = fr_st_writer_write(wr, bufs[k], parts[k].nbytes, err);
+        if (p->opt->format == FR_QFORMAT_COMPRESSED_TENSORS) {
+            if (experts > 1)
+                np = stack_parts(q, parts, np);
+            for (size_t k = 0; k < np && st == FR_OK; k++) {
+                if (experts > 1 && !strcmp(parts[k].suffix, "weight_shape")) {
+                    /* the stack's shape [E, out, in] */
+                    put_le64(stack[k], (uint64_t)experts);
+                    put_le64(stack[k] + 8, (uint64_t)q->rows);
+                    put_le64(stack[k] + 16, (uint64_t)q->cols);
+                }
+                st = fr_st_writer_write(wr, stack[k], parts[k].nbytes, err);
+            }
+        }
     }
     if (p->opt->format == FR_QFORMAT_DEQUANTIZED && st == FR_OK) {
         /* Q(W) in the input's dtype; the report measures the stored values */
@@ -839,8 +951,14 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
     }
     if (st == FR_OK) {
         frontier_error_sums sums;
-        metrics_of(w, w_hat, n, &q->measured, &sums);
-        metrics_of(w, written, n, &q->written, &sums);
+        if (experts > 1 && !q->expert_rel_err &&
+            !(q->expert_rel_err = calloc(2 * (size_t)experts, sizeof *q->expert_rel_err))) {
+            st = fr_fail(err, FR_E_NOMEM, "out of memory");
+            goto done;
+        }
+        stack_metrics_of(w, w_hat, experts, per, &q->measured, &sums,
+                         q->expert_rel_err ? q->expert_rel_err + experts : NULL);
+        stack_metrics_of(w, written, experts, per, &q->written, &sums, q->expert_rel_err);
         p->err_sum += sums.sq_err;
         p->norm_sum += sums.sq_ref;
         int64_t at;
@@ -850,8 +968,10 @@ done:
     if (st != FR_OK && q->t)
         fr_error_prefix(err, "quantizing '%s' as %s: ", q->t->name, q->ref->cfg->name);
     fr_call_release(&call);
-    for (size_t k = 0; k < FR_CT_MAX_PARTS; k++)
+    for (size_t k = 0; k < FR_CT_MAX_PARTS; k++) {
         free(bufs[k]);
+        free(stack[k]);
+    }
     free(w);
     free(w_hat);
     free(dec);
@@ -874,9 +994,17 @@ static fr_status write_gguf(plan *p, uint64_t *data_bytes, fr_error *err)
     fr_gguf_item *items = calloc(p->n_qt ? p->n_qt : 1, sizeof *items);
     if (!items)
         return fr_fail(err, FR_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < p->n_qt; i++)
-        items[i] = (fr_gguf_item){.t = p->qt[i].t, .ref = p->qt[i].ref, .rows = p->qt[i].rows,
-                                  .cols = p->qt[i].cols};
+    for (size_t i = 0; i < p->n_qt; i++) {
+        qtensor *q = &p->qt[i];
+        if (q->ref && q->experts > 1 && !q->expert_rel_err &&
+            !(q->expert_rel_err = calloc(2 * (size_t)q->experts, sizeof *q->expert_rel_err))) {
+            free(items);
+            return fr_fail(err, FR_E_NOMEM, "out of memory");
+        }
+        items[i] = (fr_gguf_item){.t = q->t, .ref = q->ref, .rows = q->rows * q->experts,
+                                  .cols = q->cols, .experts = q->experts,
+                                  .expert_rel_err = q->ref ? q->expert_rel_err : NULL};
+    }
     fr_status st = fr_gguf_write(p->reg, p->src, items, p->n_qt, p->tmp, data_bytes, err);
     for (size_t i = 0; i < p->n_qt && st == FR_OK; i++) {
         if (!items[i].ref)
@@ -1084,9 +1212,17 @@ static fr_status write_config_json(plan *p, fr_error *err)
         snprintf(name, sizeof name, "group_%zu", g);
         cJSON *targets = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(groups, name), "targets");
-        size_t base = strlen(q->t->name) - strlen(".weight");
+        /* the module: the name before ".weight", or before the parameter
+         * of an expert stack ("mlp.experts" of "mlp.experts.gate_up_proj") */
+        const char *last = strrchr(q->t->name, '.');
+        size_t base = last ? (size_t)(last - q->t->name) : strlen(q->t->name);
         char *module = strndup(q->t->name, base);
-        cJSON_AddItemToArray(targets, cJSON_CreateString(module ? module : ""));
+        int listed = 0;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, targets)
+            listed |= module && cJSON_IsString(it) && !strcmp(it->valuestring, module);
+        if (!listed)
+            cJSON_AddItemToArray(targets, cJSON_CreateString(module ? module : ""));
         free(module);
     }
     int mixed = 0;
@@ -1237,6 +1373,17 @@ static fr_status write_report(plan *p, const char *path, fr_quantize_summary *su
         cJSON_AddItemToObject(t, "rel_err_quantizer", num_or_null(q->measured.rel_err));
         cJSON_AddItemToObject(t, "rel_err_recipe", num_or_null(q->recipe_rel_err));
         cJSON_AddBoolToObject(t, "equals_quantizer", q->same_as_measured);
+        if (q->expert_rel_err) {
+            /* an expert stack: each expert's own rel_err (the sweep's
+             * /expert_results rows); the tensor's is of their summed terms */
+            cJSON_AddNumberToObject(t, "experts", (double)q->experts);
+            cJSON *xw = cJSON_AddArrayToObject(t, "expert_rel_err");
+            cJSON *xm = cJSON_AddArrayToObject(t, "expert_rel_err_quantizer");
+            for (int64_t e = 0; e < q->experts; e++) {
+                cJSON_AddItemToArray(xw, num_or_null(q->expert_rel_err[e]));
+                cJSON_AddItemToArray(xm, num_or_null(q->expert_rel_err[q->experts + e]));
+            }
+        }
         if (!isnan(q->global_scale)) {
             cJSON_AddItemToObject(t, "global_scale", num_or_null(q->global_scale));
             cJSON_AddStringToObject(t, "fused_group", p->groups[q->group].name);
@@ -1409,6 +1556,13 @@ static fr_status open_model(plan *p, fr_error *err)
         p->qt[i].global_scale = NAN;
         p->qt[i].recipe_rel_err = NAN;
         fr_sweep_matrix(p->qt[i].t, &p->qt[i].rows, &p->qt[i].cols);
+        p->qt[i].experts = 1;
+        if (fr_sweep_expert_stack(p->qt[i].t)) {
+            /* E matrices [out, in], as the sweep measures them */
+            p->qt[i].experts = p->qt[i].t->shape[0];
+            p->qt[i].rows = p->qt[i].t->shape[1];
+            p->qt[i].cols = p->qt[i].t->shape[2];
+        }
     }
     return FR_OK;
 }

@@ -230,6 +230,7 @@ static void set_part(fr_ct_part *p, const char *suffix, const char *dtype, int n
     p->ndim = ndim;
     p->shape[0] = d0;
     p->shape[1] = d1;
+    p->shape[2] = 0;
     p->nbytes = (uint64_t)d0 * (uint64_t)(ndim == 2 ? d1 : 1) * elem;
 }
 

@@ -233,6 +233,36 @@ static uint64_t quantized_bytes(const fr_gguf_item *it, const fr_ggml_params *p)
     return (uint64_t)it->t->numel / FR_GGML_BLOCK * p->block_bytes;
 }
 
+/* The error sums of W against W_hat over `experts` matrices of `per`
+ * elements: each expert's own sums added in expert order, max_abs_err the
+ * maximum (a stack's row in the sweep, docs/formats.md "Expert tensors"). */
+static void stack_sums(const float *w, const float *w_hat, int64_t experts, int64_t per,
+                       frontier_error_sums *sums, double *expert_rel_err)
+{
+    fr_error e = {0};
+    fr_error_sums_init(sums);
+    if (experts <= 1) {
+        fr_error_sums_accumulate(w, w_hat, per, NULL, sums, &e);
+        return;
+    }
+    for (int64_t x = 0; x < experts; x++) {
+        frontier_error_sums s;
+        fr_error_sums_init(&s);
+        fr_error_sums_accumulate(w + x * per, w_hat + x * per, per, NULL, &s, &e);
+        if (expert_rel_err) {
+            fr_metrics m;
+            fr_metrics_from_sums(&s, &m);
+            expert_rel_err[x] = m.rel_err;
+        }
+        sums->sq_err += s.sq_err;
+        sums->sq_ref += s.sq_ref;
+        sums->sq_hat += s.sq_hat;
+        sums->dot += s.dot;
+        if (s.max_abs_err > sums->max_abs_err || x == 0)
+            sums->max_abs_err = s.max_abs_err;
+    }
+}
+
 /* One quantized tensor: Q(W) from the registry, the blocks, the check. */
 static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr_gguf_item *it,
                                 FILE *f, const char *path, fr_error *err)
@@ -254,11 +284,21 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
     if ((st = fr_tensor_load_f32(src, it->t, w, err)) != FR_OK)
         goto done;
     fr_tensor_release(src, it->t);
-    if ((st = fr_quantizer_quantize_cpu(reg, it->ref, w, w_hat, it->rows, it->cols, NULL,
-                                        it->t->name, &call, err)) != FR_OK) {
-        if (st == FR_E_PLUGIN)
-            st = FR_E_FORMAT; /* a built-in refuses only bad weights (non-finite) */
-        goto done;
+    /* an expert stack [E, out, in] is E matrices, as the sweep measures it;
+     * ggml blocks lie along one row, so no block spans two experts */
+    const int64_t experts = it->experts > 1 ? it->experts : 1, per = n / experts;
+    for (int64_t x = 0; x < experts; x++) {
+        fr_call_release(&call);
+        fr_call_init(&call, NULL, 0, it->t->name, it->ref->cfg->name);
+        if ((st = fr_quantizer_quantize_cpu(reg, it->ref, w + x * per, w_hat + x * per,
+                                            it->rows / experts, it->cols, NULL, it->t->name,
+                                            &call, err)) != FR_OK) {
+            if (st == FR_E_PLUGIN)
+                st = FR_E_FORMAT; /* a built-in refuses only bad weights (non-finite) */
+            if (experts > 1)
+                fr_error_prefix(err, "expert %lld: ", (long long)x);
+            goto done;
+        }
     }
     /* blocks along the rows of cols elements: ne0 divides cols and 32 divides ne0 */
     const uint64_t row_bytes = (uint64_t)it->cols / FR_GGML_BLOCK * p->block_bytes;
@@ -276,13 +316,11 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
         }
     if ((st = write_bytes(f, blocks, (size_t)nbytes, path, err)) != FR_OK)
         goto done;
-    fr_error e = {0};
     frontier_error_sums sums;
-    fr_error_sums_init(&sums);
-    fr_error_sums_accumulate(w, w_hat, n, NULL, &sums, &e);
+    double *xr = experts > 1 ? it->expert_rel_err : NULL;
+    stack_sums(w, w_hat, experts, per, &sums, xr ? xr + experts : NULL);
     fr_metrics_from_sums(&sums, &it->measured);
-    fr_error_sums_init(&it->sums);
-    fr_error_sums_accumulate(w, dec, n, NULL, &it->sums, &e);
+    stack_sums(w, dec, experts, per, &it->sums, xr);
     fr_metrics_from_sums(&it->sums, &it->written);
     it->same_as_measured = 1;
 done:

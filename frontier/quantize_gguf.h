@@ -28,6 +28,9 @@ typedef struct fr_gguf_item {
     fr_metrics written, measured; /* of the decoded bytes, of the registry's Q(W) */
     frontier_error_sums sums;     /* of the decoded bytes */
     int same_as_measured;
+    int64_t experts;              /* E of an expert stack (rows = E x out), 0 or 1: one matrix */
+    double *expert_rel_err;       /* a stack's [2 x E] (the caller's): each expert's rel_err of
+                                   * the decoded bytes, then of Q(W); NULL: not wanted */
 } fr_gguf_item;
 
 /* Why ref cannot be written as GGUF for tensor t (NULL: it can); buf holds

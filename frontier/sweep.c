@@ -608,18 +608,9 @@ static fr_status plan_expert_stack(fr_sweep *sw, plan_state *ps, size_t s, const
     if (!g->norms)
         return fr_fail(err, FR_E_NOMEM, "out of memory");
     size_t group = sw->n_groups++;
-    uint64_t per_expert = t->nbytes / n_experts;
     for (uint32_t e = 0; e < n_experts; e++) {
         fr_tensor *v = &sw->views[sw->n_views++];
-        *v = *t;
-        v->ndim = 2;
-        v->shape[0] = t->shape[1];
-        v->shape[1] = t->shape[2];
-        for (int d = 2; d < FR_MAX_DIMS; d++)
-            v->shape[d] = 0;
-        v->numel = t->shape[1] * t->shape[2];
-        v->offset = t->offset + per_expert * e;
-        v->nbytes = per_expert;
+        fr_sweep_expert_view(t, e, v);
         size_t from = first;
         if (e > 0) {
             from = ps->n_flat;

@@ -137,6 +137,10 @@ void fr_sweep_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);
  * tensor [E, out, in] of class expert, quantized as E matrices [out, in]. */
 int fr_sweep_expert_stack(const fr_tensor *t);
 
+/* Expert e of the expert stack t as a 2-D tensor [out, in] of its own: a
+ * copy of t (the same name, source and dtype) at the bytes of slice e. */
+void fr_sweep_expert_view(const fr_tensor *t, uint32_t e, fr_tensor *view);
+
 /* ---- source identity (frontier/source_identity.c) ---- */
 
 /* sha256 of the source's files (one file: its digest, as sha256sum prints

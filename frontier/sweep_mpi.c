@@ -62,7 +62,8 @@ typedef struct plan_task {
     uint32_t source;     /* index into the sources, in command-line order */
     uint32_t n_configs;
     uint32_t has_calib;  /* rank 0 found statistics for it */
-    uint32_t reserved;
+    uint32_t expert;     /* 0: the tensor; e + 1: expert e of the expert stack `tensor`
+                            (docs/formats.md "Expert tensors"; fr_sweep_expert_view) */
 } plan_task;
 
 typedef struct event {
@@ -513,20 +514,31 @@ static fr_status send_share(fr_mpi *m, const fr_registry *reg, const size_t *sha
         while (s < m->n_sources && m->sources[s] != it->src)
             s++;
         /* an expert of an expert stack is a view outside the source's
-         * tensors (frontier/sweep.c): tasks cannot name it yet */
+         * tensors (frontier/sweep.c): the task names the stack and the expert */
         uintptr_t tp = (uintptr_t)it->tensor, t0 = (uintptr_t)it->src->tensors;
-        if (tp < t0 || tp >= t0 + it->src->n_tensors * sizeof *it->src->tensors) {
-            free(tasks);
-            free(refs);
-            return fr_fail(err, FR_E_USAGE,
-                           "'%s' is an expert stack (docs/formats.md, \"Expert tensors\"): "
-                           "not supported under MPI yet; exclude it with --exclude or run "
-                           "without mpirun",
-                           it->tensor->name);
+        uint64_t tensor = 0;
+        uint32_t expert = 0;
+        if (tp >= t0 && tp < t0 + it->src->n_tensors * sizeof *it->src->tensors) {
+            tensor = (uint64_t)(it->tensor - it->src->tensors);
+        } else {
+            size_t t = 0;
+            while (t < it->src->n_tensors && !(it->src->tensors[t].name == it->tensor->name &&
+                                               fr_sweep_expert_stack(&it->src->tensors[t])))
+                t++;
+            if (t == it->src->n_tensors || it->tensor->nbytes == 0 ||
+                it->tensor->offset < it->src->tensors[t].offset) {
+                free(tasks);
+                free(refs);
+                return fr_fail(err, FR_E_FAIL, "'%s': an item that names no tensor of its source",
+                               it->tensor->name);
+            }
+            tensor = t;
+            expert = (uint32_t)((it->tensor->offset - it->src->tensors[t].offset) /
+                                it->tensor->nbytes) + 1;
         }
-        tasks[k] = (plan_task){.item = i, .tensor = (uint64_t)(it->tensor - it->src->tensors),
-                               .source = (uint32_t)s, .n_configs = (uint32_t)it->n_configs,
-                               .has_calib = it->calib != NULL};
+        tasks[k] = (plan_task){.item = i, .tensor = tensor, .source = (uint32_t)s,
+                               .n_configs = (uint32_t)it->n_configs,
+                               .has_calib = it->calib != NULL, .expert = expert};
         for (size_t c = 0; c < it->n_configs; c++)
             refs[at++] = (uint32_t)(it->configs[c] - reg->configs);
         k++;
@@ -819,8 +831,9 @@ static fr_status worker_calib(fr_calib_file *cf, const fr_sweep_item *it, fronti
 /* Items of this rank's share, from the tasks rank 0 sent. */
 static fr_status worker_items(fr_mpi *m, const fr_registry *reg, const fr_sweep_options *opt,
                               const plan_task *tasks, size_t n_tasks, const uint32_t *refs,
-                              size_t n_refs, fr_sweep_item *items, const fr_config_ref **cfgs,
-                              frontier_calib *calib, fr_calib_file **cf, fr_error *err)
+                              size_t n_refs, fr_sweep_item *items, fr_tensor *views,
+                              const fr_config_ref **cfgs, frontier_calib *calib,
+                              fr_calib_file **cf, fr_error *err)
 {
     size_t at = 0;
     for (size_t k = 0; k < n_tasks; k++) {
@@ -832,6 +845,14 @@ static fr_status worker_items(fr_mpi *m, const fr_registry *reg, const fr_sweep_
         fr_sweep_item *it = &items[k];
         it->src = src;
         it->tensor = &src->tensors[t->tensor];
+        if (t->expert) {
+            /* expert e of a stack: the view rank 0 planned (frontier/sweep.c) */
+            if (!fr_sweep_expert_stack(it->tensor) || t->expert > (uint64_t)it->tensor->shape[0])
+                return fr_fail(err, FR_E_FAIL, "rank %d: a task from rank 0 names no expert of '%s'",
+                               m->rank, it->tensor->name);
+            fr_sweep_expert_view(it->tensor, t->expert - 1, &views[k]);
+            it->tensor = &views[k];
+        }
         fr_sweep_matrix(it->tensor, &it->rows, &it->cols);
         it->n_configs = t->n_configs;
         it->configs = &cfgs[at];
@@ -867,6 +888,7 @@ fr_status fr_mpi_serve(fr_mpi *m, const fr_registry *reg, const fr_sweep_options
     fr_sweep_item *items = calloc(h.n_tasks + 1, sizeof *items);
     const fr_config_ref **cfgs = calloc(h.n_refs + 1, sizeof *cfgs);
     frontier_calib *calib = calloc(h.n_tasks + 1, sizeof *calib);
+    fr_tensor *views = calloc(h.n_tasks + 1, sizeof *views);
     fr_calib_file *cf = NULL;
     int boxes = 1;
     for (int b = 0; b < FR_MPI_OUTBOXES; b++) {
@@ -877,7 +899,7 @@ fr_status fr_mpi_serve(fr_mpi *m, const fr_registry *reg, const fr_sweep_options
     m->current = 0;
     m->n_queued = 0;
     m->last_flush = now_seconds();
-    if (!tasks || !refs || !items || !cfgs || !calib || !boxes) {
+    if (!tasks || !refs || !items || !cfgs || !calib || !views || !boxes) {
         MPI_Abort(m->comm, FR_E_NOMEM); /* rank 0 would wait for this rank's share */
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto done;
@@ -898,7 +920,7 @@ fr_status fr_mpi_serve(fr_mpi *m, const fr_registry *reg, const fr_sweep_options
     double t0 = now_seconds();
     fr_error xerr = {0};
     fr_status xst = worker_items(m, reg, opt, tasks, (size_t)h.n_tasks, refs, (size_t)h.n_refs,
-                                 items, cfgs, calib, &cf, &xerr);
+                                 items, views, cfgs, calib, &cf, &xerr);
     if (xst == FR_OK) {
         fr_executor_options xopt = h.opt;
         xopt.threads = m->threads;
@@ -932,6 +954,7 @@ done:
     free(tasks);
     free(refs);
     free(items);
+    free(views);
     free(cfgs);
     free(calib);
     for (int b = 0; b < FR_MPI_OUTBOXES; b++) {

@@ -232,3 +232,17 @@ int fr_sweep_expert_stack(const fr_tensor *t)
            t->shape[0] >= 1 && t->shape[1] >= 1 && t->shape[2] >= 1 &&
            t->shape[0] <= UINT32_MAX && t->nbytes % (uint64_t)t->shape[0] == 0;
 }
+
+void fr_sweep_expert_view(const fr_tensor *t, uint32_t e, fr_tensor *v)
+{
+    uint64_t per_expert = t->nbytes / (uint64_t)t->shape[0];
+    *v = *t;
+    v->ndim = 2;
+    v->shape[0] = t->shape[1];
+    v->shape[1] = t->shape[2];
+    for (int d = 2; d < FR_MAX_DIMS; d++)
+        v->shape[d] = 0;
+    v->numel = t->shape[1] * t->shape[2];
+    v->offset = t->offset + per_expert * e;
+    v->nbytes = per_expert;
+}

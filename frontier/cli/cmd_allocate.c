@@ -28,7 +28,7 @@ static void print_help(FILE *out)
             "       frontier allocate RUN.h5 --sweep-budgets LO..HI[:STEP]\n"
             "         [--metric rel_err|out_rel_err|sqnr_db] [--include REGEX] [--exclude REGEX]\n"
             "         [--configs REGEX] [--fixed REGEX=CONFIG]... [--tensor-types FILE]\n"
-            "         [--max-states N] [--summary] [--no-store]\n"
+            "         [--max-states N] [--summary] [--no-store] [--expert-units]\n"
             "         [--objective error|sensitivity --calib FILE [--default-sensitivity X]]\n"
             "\n"
             "Chooses one configuration per tensor so that the total size stays within\n"
@@ -57,6 +57,11 @@ static void print_help(FILE *out)
             "  --configs REGEX        configurations allowed\n"
             "  --fixed REGEX=CONFIG   pin matching tensors to CONFIG (repeatable; the last\n"
             "                         matching rule wins, as in llama.cpp)\n"
+            "  --expert-units         one configuration for all the 2-D experts of one\n"
+            "                         (layer, projection), mlp.experts.<N>.gate_proj.weight\n"
+            "                         for every N: one item whose bits and error terms are\n"
+            "                         the sums over its experts (default: one per stored\n"
+            "                         tensor); the recipe lists every expert\n"
             "  --max-states N         give up proving optimality after N search states\n"
             "                         (default %llu; the answer then says how close it is)\n"
             "  --summary              totals only, no per-tensor table\n"
@@ -96,16 +101,13 @@ static void print_uniform_comparison(const fr_allocation *a, const fr_alloc_prob
         double e = 0, n;
         int all = 1;
         for (size_t i = 0; i < prob->n_tensors && all; i++) {
-            size_t t = prob->tensors[i].tensor;
-            const fr_ds_result *r = fr_result_at(prob->ix, t, c);
-            double et;
-            if (!r || !fr_metric_terms(prob->metric, r, &ds->tensors[t], &et, &n)) {
+            uint64_t b;
+            double et, cost;
+            if (!fr_alloc_unit_terms(prob, i, c, &b, &et, &n, &cost)) {
                 all = 0;
             } else {
-                bits += r->total_bits;
-                if (prob->objective == FR_OBJECTIVE_SENSITIVITY)
-                    et = n > 0 ? prob->tensors[i].alpha * et / n : 0.0;
-                e += et;
+                bits += b;
+                e += prob->objective == FR_OBJECTIVE_SENSITIVITY ? cost : et;
             }
         }
         if (!all || bits > a->capacity_bits)
@@ -188,6 +190,7 @@ static int parse_args(int argc, char **argv, allocate_args *args)
         {"objective", required_argument, NULL, 'O'},
         {"calib", required_argument, NULL, 'C'},
         {"default-sensitivity", required_argument, NULL, 'D'},
+        {"expert-units", no_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -246,6 +249,7 @@ static int parse_args(int argc, char **argv, allocate_args *args)
                 return cli_usage_error(argv[0], "invalid --default-sensitivity '%s' (a number >= 0)", optarg);
             break;
         case 's': args->summary = 1; break;
+        case 'E': aopt->expert_units = 1; break;
         case 'n': args->store = 0; break;
         case 'h': print_help(stdout); return FR_OK;
         case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);

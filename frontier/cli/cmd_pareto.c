@@ -28,6 +28,7 @@ static void print_help(FILE *out)
             "                              [--include REGEX] [--exclude REGEX] [--configs REGEX]\n"
             "                              [--frontier-only] [--json] [--no-store]\n"
             "                              [--calib FILE [--default-sensitivity X]]\n"
+            "                              [--expert-units]\n"
             "\n"
             "Aggregates every configuration over the selected tensors (bits per weight =\n"
             "sum of bits / sum of parameters; rel_err = sqrt(sum ||dW||^2 / sum ||W||^2);\n"
@@ -46,6 +47,10 @@ static void print_help(FILE *out)
             "  --configs REGEX configurations by name\n"
             "  --frontier-only print the Pareto-optimal rows only\n"
             "  --json          print the points as JSON\n"
+            "  --expert-units  count the 2-D experts of one (layer, projection)\n"
+            "                  (mlp.experts.<N>.gate_proj.weight for every N) as one unit,\n"
+            "                  as allocate --expert-units does: compared when all of its\n"
+            "                  experts are measured, one table per unit with --by tensor\n"
             "  --no-store      do not write /frontier/pareto_<by>_<metric> into RUN.h5\n"
             "  --calib FILE    also the predicted KL divergence of each configuration used\n"
             "                  on every selected tensor: sum alpha_t err_t^2 (err = out_rel_err\n"
@@ -112,6 +117,7 @@ static int print_json(const fr_pareto *p)
     }
     cJSON_AddStringToObject(root, "by", fr_group_by_name(p->by));
     cJSON_AddStringToObject(root, "metric", fr_metric_name(p->metric));
+    cJSON_AddBoolToObject(root, "expert_units", p->expert_units);
     cJSON_AddItemToObject(root, "groups", groups);
     for (size_t g = 0; g < p->n_groups; g++) {
         const fr_pareto_group *grp = &p->groups[g];
@@ -169,12 +175,13 @@ int cmd_pareto(int argc, char **argv)
         {"configs", required_argument, NULL, 'c'}, {"frontier-only", no_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},          {"no-store", no_argument, NULL, 'n'},
         {"calib", required_argument, NULL, 'C'},  {"default-sensitivity", required_argument, NULL, 'D'},
+        {"expert-units", no_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     fr_group_by by = FR_BY_CONFIG;
     fr_metric metric = FR_METRIC_REL_ERR;
     fr_selection sel = {NULL, NULL, NULL};
-    int frontier_only = 0, json = 0, store = 1, opt;
+    int frontier_only = 0, json = 0, store = 1, expert_units = 0, opt;
     const char *calib_path = NULL;
     double default_alpha = NAN, *alpha = NULL;
     fr_selector selector;
@@ -205,6 +212,7 @@ int cmd_pareto(int argc, char **argv)
         case 'f': frontier_only = 1; break;
         case 'j': json = 1; break;
         case 'n': store = 0; break;
+        case 'E': expert_units = 1; break;
         case 'C': calib_path = optarg; break;
         case 'D':
             if (!cli_parse_double(optarg, &default_alpha) || !(default_alpha >= 0))
@@ -256,7 +264,7 @@ int cmd_pareto(int argc, char **argv)
         pctx.alpha = alpha;
         g_predict = &pctx;
     }
-    if ((st = fr_pareto_compute(&ds, &ix, &sel, by, metric, &p, &err)) != FR_OK) {
+    if ((st = fr_pareto_compute_units(&ds, &ix, &sel, by, metric, expert_units, &p, &err)) != FR_OK) {
         if (st == FR_E_USAGE) {
             st = cli_usage_error(argv[0], "%s", err.msg);
         } else {

@@ -2,12 +2,16 @@
 """Splits every 3-D expert stack of a safetensors file into E 2-D tensors
 (the same bytes, named STACK.e.weight with the expert index inserted before
 the last name component: `...experts.gate_up_proj` -> `...experts.gate_up_proj.3`),
-and keeps every other tensor as it is. usage: split_fixture.py IN OUT"""
+and keeps every other tensor as it is. With --hf-names the experts are named
+as a checkpoint with per-expert 2-D tensors names them
+(`...experts.gate_up_proj` -> `...experts.3.gate_up_proj.weight`).
+usage: split_fixture.py IN OUT [--hf-names]"""
 import json
 import struct
 import sys
 
 src, dst = sys.argv[1], sys.argv[2]
+hf_names = "--hf-names" in sys.argv[3:]
 with open(src, "rb") as f:
     n = struct.unpack("<Q", f.read(8))[0]
     header = json.loads(f.read(n))
@@ -23,7 +27,12 @@ for name in sorted(header):
         E = h["shape"][0]
         per = len(raw) // E
         for x in range(E):
-            out[f"{name}.{x}"] = {"dtype": h["dtype"], "shape": h["shape"][1:],
+            if hf_names:
+                head, _, proj = name.rpartition(".")
+                split_name = f"{head}.{x}.{proj}.weight"
+            else:
+                split_name = f"{name}.{x}"
+            out[split_name] = {"dtype": h["dtype"], "shape": h["shape"][1:],
                                   "data_offsets": [offset, offset + per]}
             blobs.append(raw[x * per:(x + 1) * per])
             offset += per

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# mpirun -n 2 and -n 3 sweeps of data/stories260K and of a synthetic source
+# mpirun -n 2 and -n 3 sweeps of data/stories260K, of a synthetic source and
+# of the expert stacks of data/tiny-moe and data/tiny-moe.gguf (each expert a
+# task of its own)
 # against one process: the same rows (the same file, timing columns aside);
 # one summary, one log; a rank with nothing to do; --resume of an MPI run;
 # errors before the work reported once, the output untouched.
@@ -33,6 +35,17 @@ expect_rc 0 "one process, synthetic" -- "$FRONTIER" -q sweep --synthetic "$SPEC"
 for n in 2 3; do
   expect_rc 0 "$n ranks, synthetic" -- mpi "$n" -q sweep --synthetic "$SPEC" "${BITS[@]}" -o "syn$n.h5"
   same syn.h5 "syn$n.h5" "$n ranks give the rows of one process (synthetic)"
+done
+
+# ---- expert stacks (data/tiny-moe, data/tiny-moe.gguf): tasks name an expert of a stack ----
+MOE_Q=nvfp4,int4-tensor-sym,fp8-e4m3-tensor,int4-g32-asym,int3-gC-sym
+for moe in "$DATA/tiny-moe" "$DATA/tiny-moe.gguf"; do
+  tag=$(basename "$moe" | tr -c 'a-z0-9\n' '_')
+  expect_rc 0 "one process, $tag" -- "$FRONTIER" -q sweep "$moe" --quantizers "$MOE_Q" --split-experts -o "moe_$tag.h5"
+  for n in 2 3; do
+    expect_rc 0 "$n ranks, $tag" -- mpi "$n" -q sweep "$moe" --quantizers "$MOE_Q" --split-experts -o "moe_$tag$n.h5"
+    same "moe_$tag.h5" "moe_$tag$n.h5" "$n ranks give the rows of one process ($tag, /expert_results too)"
+  done
 done
 
 # more ranks than tensors: a rank with an empty share

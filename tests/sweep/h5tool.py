@@ -24,7 +24,13 @@ def table(f, name):
 def same(a_path, b_path):
     ok = True
     with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
-        for name in TABLES:
+        # /expert_results (sweep --split-experts) when either file has it
+        extra = ["expert_results"] if "expert_results" in a or "expert_results" in b else []
+        for name in TABLES + extra:
+            if name not in a or name not in b:
+                print(f"/{name}: in only one of the files")
+                ok = False
+                continue
             ta, tb = table(a, name), table(b, name)
             if ta.shape != tb.shape:
                 print(f"/{name}: {ta.shape[0]} rows vs {tb.shape[0]}")
