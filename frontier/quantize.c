@@ -108,7 +108,9 @@ typedef struct qtensor {
     double *expert_rel_err;   /* expert stacks: [2 x experts], written then measured, or NULL */
     int same_as_measured;
     int has_stats;            /* calib holds the tensor's statistics (--calib) */
-    frontier_calib calib;     /* pointers into plan.calib's mapping */
+    frontier_calib calib;     /* pointers into plan.calib's mapping (an expert stack: expert 0's) */
+    frontier_calib *expert_calib; /* an expert stack under --calib: [experts], each expert's
+                                     statistics (core/calib.h), or NULL */
     char stats_why[FR_CALIB_REASON_MAX]; /* why a lookup found none */
 } qtensor;
 
@@ -149,8 +151,10 @@ static void plan_free(plan *p)
     for (int i = 0; i < p->n_shards && p->shard_names; i++)
         free(p->shard_names[i]);
     free(p->shard_names);
-    for (size_t i = 0; p->qt && i < p->n_qt; i++)
+    for (size_t i = 0; p->qt && i < p->n_qt; i++) {
         free(p->qt[i].expert_rel_err);
+        free(p->qt[i].expert_calib);
+    }
     free(p->qt);
     free(p->groups);
     if (p->calib)
@@ -456,12 +460,32 @@ static fr_status attach_statistics(plan *p, fr_error *err)
         qtensor *q = &p->qt[i];
         if (!q->ref || !needs_statistics(p, q->ref))
             continue;
+        fr_calib_stats cs;
         if (q->experts > 1) {
-            snprintf(q->stats_why, sizeof q->stats_why,
-                     "per-expert statistics of an expert stack are not read yet");
+            /* each expert its own statistics, as the sweep measured it
+             * (frontier/sweep.c; docs/calibration.md) */
+            q->expert_calib = calloc((size_t)q->experts, sizeof *q->expert_calib);
+            if (!q->expert_calib)
+                return fr_fail(err, FR_E_NOMEM, "out of memory");
+            int64_t e = 0;
+            for (; e < q->experts; e++) {
+                if ((st = fr_calib_lookup_expert_weight(p->calib, q->t, e, q->experts, q->cols,
+                                                        &cs, err)) != FR_OK)
+                    return st;
+                if (!cs.found) {
+                    snprintf(q->stats_why, sizeof q->stats_why, "expert %lld: %.400s", (long long)e,
+                             cs.skip_reason);
+                    break;
+                }
+                q->expert_calib[e] = cs.calib;
+            }
+            if (e == q->experts) {
+                q->calib = q->expert_calib[0];
+                q->has_stats = 1;
+                n_found++;
+            }
             continue;
         }
-        fr_calib_stats cs;
         if ((st = fr_calib_lookup_weight(p->calib, q->t, q->cols, has_lm_head, &cs, NULL, err)) !=
             FR_OK)
             return st;
@@ -850,8 +874,6 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
     uint8_t *bufs[FR_CT_MAX_PARTS] = {0}, *stack[FR_CT_MAX_PARTS] = {0};
     frontier_call call;
     fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
-    call.has_group_amax = q->has_group_amax; /* nvfp4-fused */
-    call.group_amax = q->group_amax;
     if (!w || !w_hat || !dec) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory quantizing '%s'", q->t->name);
         goto done;
@@ -863,8 +885,13 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
     for (int64_t e = 0; e < experts; e++) {
         fr_call_release(&call);
         fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
+        call.has_group_amax = q->has_group_amax; /* nvfp4-fused */
+        call.group_amax = q->group_amax;
         if ((st = fr_quantizer_quantize_cpu(p->reg, q->ref, w + e * per, w_hat + e * per, q->rows,
-                                            q->cols, q->has_stats ? &q->calib : NULL, q->t->name,
+                                            q->cols, !q->has_stats      ? NULL
+                                            : q->expert_calib ? &q->expert_calib[e]
+                                                              : &q->calib,
+                                            q->t->name,
                                             &call, err)) != FR_OK) {
             if (st == FR_E_PLUGIN)
                 st = FR_E_FORMAT; /* a built-in refuses only bad weights (non-finite) */

@@ -208,6 +208,8 @@ if len(sys.argv) > 3:
         if r.returncode != 0:
             fail(f"{fam}: capture.py: {r.stderr[-2000:]}")
             continue
+        if os.path.exists(folder + ".h5"):
+            os.remove(folder + ".h5")  # a previous run's
         r = subprocess.run([frontier, "sweep", folder, "--calib", cal, "--quantizers",
                             "gptq-int4-g32-sym", "--exclude", "embed_tokens", "--device", "cpu",
                             "-o", folder + ".h5"], capture_output=True, text=True)

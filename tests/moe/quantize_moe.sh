@@ -106,11 +106,11 @@ assert got == r["recipe"], (set(got) ^ set(r["recipe"]))
 print(f"ok: quantize --recipe wrote the {len(got)} tensors of an --expert-units recipe as it says")
 PY
 
-# a calibrated configuration on a stack: refused (per-expert statistics are not read yet), nothing written
+# a calibrated configuration on a stack whose statistics file has none for it: refused, nothing written
 "$frontier" quantize "$model" --config gptq-int4-g32-sym --calib "$data/stories260K/calib.safetensors" \
   --include 'experts\.(gate_up|down)_proj' --format dequantized -o q-gptq.safetensors >/dev/null 2>err.txt
 rc=$?
-[ "$rc" = 2 ] && grep -q "per-expert statistics of an expert stack are not read yet" err.txt &&
+[ "$rc" = 2 ] && grep -q "needs calibration statistics: .* has none for it" err.txt &&
   [ ! -e q-gptq.safetensors ] && pass "gptq on a stack refused (exit 2), nothing written" ||
   { fail "gptq on a stack: exit $rc"; cat err.txt; }
 
