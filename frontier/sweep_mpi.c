@@ -24,6 +24,7 @@
 
 #include "core/calib.h"
 #include "core/log.h"
+#include "frontier/calib_attach.h"
 #include "frontier/sweep_mpi.h"
 
 enum { TAG_PLAN = 1, TAG_TASKS, TAG_REFS, TAG_EVENT, TAG_STOP };
@@ -810,13 +811,24 @@ static int fwd_cancelled(void *ctx)
 /* The statistics of a task's tensor, by the names rank 0 found them under:
  * its own module, else (a tied embedding, frontier/sweep.c) the output
  * layer's. */
-static fr_status worker_calib(fr_calib_file *cf, const fr_sweep_item *it, frontier_calib *out,
-                              fr_error *err)
+static fr_status worker_calib(fr_calib_file *cf, const fr_source *src, const fr_sweep_item *it,
+                              const plan_task *t, frontier_calib *out, fr_error *err)
 {
     fr_calib_stats cs;
-    fr_status st = fr_calib_lookup(cf, it->tensor->name, it->cols, &cs, err);
-    if (st == FR_OK && !cs.found && it->tensor->cls == FR_CLASS_EMBED)
-        st = fr_calib_lookup(cf, "lm_head.weight", it->cols, &cs, err);
+    fr_status st;
+    /* the planner's lookups (frontier/calib_attach.c), so both find the same
+     * statistics: an expert of a stack takes its expert's slice; rank 0
+     * prints the lines (a tied embedding, a zero-token expert) */
+    if (t->expert) {
+        const fr_tensor *stack = &src->tensors[t->tensor];
+        st = fr_calib_lookup_expert(cf, stack->name, it->cols, (int64_t)t->expert - 1,
+                                    stack->shape[0], &cs, err);
+    } else {
+        st = fr_calib_lookup(cf, it->tensor->name, it->cols, &cs, err);
+        if (st == FR_OK && !cs.found && it->tensor->cls == FR_CLASS_EMBED &&
+            !fr_calib_has_lm_head(src->tensors, src->n_tensors))
+            st = fr_calib_lookup(cf, "lm_head.weight", it->cols, &cs, err);
+    }
     if (st != FR_OK)
         return st;
     if (!cs.found)
@@ -868,7 +880,7 @@ static fr_status worker_items(fr_mpi *m, const fr_registry *reg, const fr_sweep_
         fr_status st;
         if (!*cf && (!opt->calib || (st = fr_calib_open(opt->calib, cf, err)) != FR_OK))
             return opt->calib ? st : fr_fail(err, FR_E_FAIL, "rank %d: no --calib", m->rank);
-        if ((st = worker_calib(*cf, it, &calib[k], err)) != FR_OK)
+        if ((st = worker_calib(*cf, src, it, t, &calib[k], err)) != FR_OK)
             return st;
         it->calib = &calib[k];
     }

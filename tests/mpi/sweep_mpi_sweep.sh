@@ -59,6 +59,15 @@ if [ -f "$MODEL/calib.safetensors" ]; then
   expect_rc 0 "3 ranks, --calib" -- mpi 3 -q sweep "$MODEL" --calib "$MODEL/calib.safetensors" --bits 4 -o cal3.h5
   same cal.h5 cal3.h5 "3 ranks give the rows of one process (--calib, out_rel_err)"
 fi
+# per-expert statistics of expert stacks ([E, in, in]): each rank takes its
+# expert's slice, as rank 0 planned it
+if [ -f "$DATA/tiny-moe/calib.safetensors" ]; then
+  MOE_C=(--calib "$DATA/tiny-moe/calib.safetensors" --quantizers int4-g32-sym,gptq-int4-g32-sym,awq-int4-g32-sym
+         --exclude embed_tokens --split-experts)
+  expect_rc 0 "one process, tiny-moe --calib" -- "$FRONTIER" -q sweep "$DATA/tiny-moe" "${MOE_C[@]}" -o moecal.h5
+  expect_rc 0 "3 ranks, tiny-moe --calib" -- mpi 3 -q sweep "$DATA/tiny-moe" "${MOE_C[@]}" -o moecal3.h5
+  same moecal.h5 moecal3.h5 "3 ranks give the rows of one process (per-expert statistics, gptq on stacks)"
+fi
 
 # ---- --resume of an MPI run ----
 expect_rc 0 "2 ranks, int4 configurations only" -- mpi 2 -q sweep "$MODEL" --quantizers 'int4*' -o part.h5
