@@ -90,9 +90,6 @@ const char *fr_block_skip_reason(const fr_registry *reg, const fr_config_ref *re
     if (it->tensor->encoding != FR_ENC_RAW && it->tensor->encoding != FR_ENC_SYNTHETIC)
         return "tensor over --max-memory whose encoding (ONNX int32_data) cannot be read by "
                "rows: needs the whole tensor; raise --max-memory";
-    if (it->calib && it->calib->hessian)
-        return "tensor over --max-memory with calibration statistics: out_rel_err is not "
-               "computed in row blocks; raise --max-memory";
     fr_block_rule rule;
     fr_block_rule_of(reg, ref, &rule);
     return rule.row_multiple ? NULL : rule.reason;

@@ -422,6 +422,18 @@ static void run_blocked(batch *b, size_t index, size_t max_memory)
             multiple = rule[c].row_multiple;
         needs_range |= rule[c].needs_range;
     }
+    /* the output error's chunks of FR_OUTPUT_ROWS rows stay whole too */
+    const int with_out = it->calib && it->calib->hessian && it->calib->cols == cols;
+    if (with_out) {
+        int64_t a = multiple, g = FR_OUTPUT_ROWS; /* lcm(multiple, FR_OUTPUT_ROWS) */
+        while (a % g) {
+            int64_t t = a % g;
+            a = g;
+            g = t;
+        }
+        multiple = multiple / g * FR_OUTPUT_ROWS;
+    }
+    double out_ref = 0.0;
     const int64_t block = fr_block_rows(rows, cols, multiple, max_memory);
     const size_t cap = (size_t)(block + 2) * (size_t)cols;
     w = malloc(cap * sizeof *w);
@@ -462,6 +474,9 @@ static void run_blocked(batch *b, size_t index, size_t max_memory)
             }
             goto nonfinite;
         }
+        if (with_out && (skip = fr_output_error_accumulate(w, NULL, nr, cols, it->calib->hessian,
+                                                           pool, &out_ref, &err)) != FR_OK)
+            goto report_err;
         if (needs_range)
             for (int64_t i = 0; i < cols; i++) {
                 w[n + i] = lo;
@@ -481,8 +496,8 @@ static void run_blocked(batch *b, size_t index, size_t max_memory)
             fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
             call.quantizer = fr_config_quantizer(b->reg, ref)->name;
             fr_error qerr = {0};
-            fr_status st = fr_quantizer_quantize_cpu(b->reg, ref, w, w_hat, qrows, cols, NULL,
-                                                     it->tensor->name, &call, &qerr);
+            fr_status st = fr_quantizer_quantize_cpu(b->reg, ref, w, w_hat, qrows, cols,
+                                                     it->calib, it->tensor->name, &call, &qerr);
             if (st != FR_OK)
                 fail_outcome(o, st, "%s (rows %lld to %lld of a tensor over --max-memory)",
                              qerr.msg, (long long)r0, (long long)(r0 + nr));
@@ -498,6 +513,14 @@ static void run_blocked(batch *b, size_t index, size_t max_memory)
             if (st == FR_OK &&
                 fr_error_sums_accumulate(w, w_hat, n, pool, &o->sums, &serr) != FR_OK)
                 fail_outcome(o, FR_E_NOMEM, "%s", serr.msg);
+            if (st == FR_OK && with_out) {
+                if (isnan(o->out_sq_err))
+                    o->out_sq_err = 0.0;
+                if (fr_output_error_accumulate(w, w_hat, nr, cols, it->calib->hessian, pool,
+                                               &o->out_sq_err, &serr) != FR_OK)
+                    fail_outcome(o, serr.code, "config '%s' on tensor '%s': %s", ref->cfg->name,
+                                 it->tensor->name, serr.msg);
+            }
             fr_call_release(&call);
             o->seconds += now_seconds() - t0;
         }
@@ -525,8 +548,11 @@ report:
     } else {
         if (sink->item_norm)
             sink->item_norm(sink->ctx, index, norm.sq_ref);
-        for (size_t c = 0; c < nc; c++)
+        for (size_t c = 0; c < nc; c++) {
+            if (with_out && out[c].status == FR_OK)
+                out[c].out_sq_ref = out_ref;
             sink->outcome(sink->ctx, &out[c]);
+        }
     }
     if (sink->item_done)
         sink->item_done(sink->ctx, index, it->tensor->nbytes);

@@ -29,6 +29,32 @@ with h5py.File('c.h5') as f:
     for r in f['skipped'][...]:
         if r['config'] == b'nf4-g64-dq': print(r['config'].decode(), r['reason'].decode())
 ") && pass "nf4-g64-dq skipped on blocked tensors" || fail "nf4-g64-dq not in /skipped"
+# with calibration statistics: out_rel_err accumulated over blocks (whole
+# 64-row output chunks) equals the whole tensor's, bit for bit
+HERE=$HERE python3 - <<'PY'
+import os, sys
+import numpy as np
+sys.path.insert(0, os.environ["HERE"])
+from calib_check import write_safetensors
+rng = np.random.default_rng(7)
+# 3000 x 64: 1024-row blocks (the last one short); 200 x 640: 512-row
+# blocks would exceed it, so one block
+write_safetensors("calmodel.safetensors", {
+    "model.layers.0.mlp.up_proj.weight": (rng.standard_normal((3000, 64)) * 0.02).astype(np.float32),
+    "model.layers.0.self_attn.q_proj.weight": (rng.standard_normal((200, 640)) * 0.02).astype(np.float32),
+}, {"format": "pt"})
+PY
+python3 "$HERE/calib_check.py" write calmodel.safetensors cal.safetensors
+CQ='int4*,int8-tensor-asym,fp8*,nvfp4,mx*,nf4*'
+expect_rc 0 "--calib, default" -- "$FRONTIER" sweep calmodel.safetensors --calib cal.safetensors \
+  --quantizers "$CQ" --quiet --threads 2 -o ca.h5
+expect_rc 0 "--calib, --max-memory 1" -- "$FRONTIER" sweep calmodel.safetensors --calib cal.safetensors \
+  --quantizers "$CQ" --quiet --threads 2 -o cb.h5 --max-memory 1
+python3 "$HERE/blocked_check.py" ca.h5 cb.h5 '.' 40 && python3 - <<'PY' && pass "--calib rows bit for bit, out_rel_err included" || fail "--calib blocked rows differ"
+import h5py, numpy as np
+r = h5py.File("cb.h5", "r")["results"][...]
+assert len(r) and np.all(np.isfinite(r["out_rel_err"])), "out_rel_err missing"
+PY
 expect_rc 2 "--max-memory with --device cuda" -- run d.h5 --max-memory 1G --device cuda
 expect_stderr "CPU executor only" "the message says why"
 expect_rc 2 "bad --max-memory" -- run e.h5 --max-memory 12X
