@@ -376,8 +376,9 @@ static void scan_block(const float *w, int64_t begin, int64_t n, float *lo, floa
  * hold whole 65,536-element chunks, so every sum is the whole tensor's bit
  * for bit (fr_error_sums_accumulate adds chunk partials in chunk order).
  * Configurations that need the tensor's range get it from a first pass,
- * as two extra rows after the block (frontier/blocked.h). Numeric flags
- * are not examined on blocked tensors (flags 0).
+ * as two extra rows after the block (frontier/blocked.h). The numeric
+ * flags are gathered block by block (fr_numeric_stream_*), equal to
+ * load_item's on the whole tensor.
  */
 static void run_blocked(batch *b, size_t index, size_t max_memory)
 {
@@ -397,7 +398,21 @@ static void run_blocked(batch *b, size_t index, size_t max_memory)
     int needs_range = 0;
     float lo = INFINITY, hi = -INFINITY;
 
+    fr_scale_rule *rules = calloc(nc + 1, sizeof *rules);
+    const fr_scale_rule **rule_refs = calloc(nc + 1, sizeof *rule_refs);
+    uint32_t *flags = calloc(nc + 1, sizeof *flags);
+    fr_scale_detail *detail = calloc(nc + 1, sizeof *detail);
+    fr_numeric_stream *numeric = NULL;
     fr_error_sums_init(&norm);
+    /* the numeric edge cases, gathered block by block (without memory for
+     * them the rows say "not examined", as load_item's) */
+    if (rules && rule_refs && flags && detail) {
+        for (size_t c = 0; c < nc; c++) {
+            fr_scale_rule_parse(it->configs[c]->cfg->params_json, &rules[c]);
+            rule_refs[c] = &rules[c];
+        }
+        numeric = fr_numeric_stream_begin(rule_refs, nc, cols);
+    }
     if (!rule || !out) {
         skip = FR_E_NOMEM;
         snprintf(reason, sizeof reason, "cannot allocate the row blocks' bookkeeping");
@@ -474,6 +489,7 @@ static void run_blocked(batch *b, size_t index, size_t max_memory)
             }
             goto nonfinite;
         }
+        fr_numeric_stream_add(numeric, w, r0, nr);
         if (with_out && (skip = fr_output_error_accumulate(w, NULL, nr, cols, it->calib->hessian,
                                                            pool, &out_ref, &err)) != FR_OK)
             goto report_err;
@@ -541,6 +557,16 @@ report_err: {
     reason[len] = '\0';
 }
 report:
+    if (numeric) {
+        fr_tensor_facts facts;
+        if (fr_numeric_stream_end(numeric, flags, detail, &facts) == 0 && skip == FR_OK)
+            for (size_t c = 0; c < nc; c++) {
+                out[c].flags = flags[c];
+                out[c].scale_largest = detail[c].largest;
+                out[c].scale_smallest = detail[c].smallest;
+            }
+        numeric = NULL;
+    }
     pthread_mutex_lock(&b->sink_lock);
     if (skip != FR_OK) {
         if (sink->item_skipped)
@@ -560,6 +586,14 @@ report:
         b->stopped = 1;
     pthread_mutex_unlock(&b->sink_lock);
 cleanup:
+    if (numeric) {
+        fr_tensor_facts facts;
+        fr_numeric_stream_end(numeric, flags, detail, &facts);
+    }
+    free(rules);
+    free(rule_refs);
+    free(flags);
+    free(detail);
     free(rule);
     free(out);
     free(w);

@@ -55,6 +55,55 @@ import h5py, numpy as np
 r = h5py.File("cb.h5", "r")["results"][...]
 assert len(r) and np.all(np.isfinite(r["out_rel_err"])), "out_rel_err missing"
 PY
+# a NaN and an Inf in the third block (with and without a first pass): the
+# tensor is skipped with the default sweep's reason, naming the counts and
+# the first element
+HERE=$HERE python3 - <<'PY'
+import os, sys
+import numpy as np
+sys.path.insert(0, os.environ["HERE"])
+from calib_check import write_safetensors
+w = (np.random.default_rng(8).standard_normal((2048, 256)) * 0.02).astype(np.float32)
+w[600, 3], w[700, 5] = np.nan, np.inf
+write_safetensors("nan.safetensors", {"model.layers.0.mlp.up_proj.weight": w,
+                                      "model.layers.0.mlp.down_proj.weight": w[:512] * 0}, {})
+PY
+for q in int4-g32-sym nvfp4; do
+  expect_rc 0 "NaN tensor, $q, default" -- "$FRONTIER" sweep nan.safetensors --quantizers $q -o na-$q.h5
+  expect_rc 0 "NaN tensor, $q, --max-memory 1" -- "$FRONTIER" sweep nan.safetensors --quantizers $q \
+    -o nb-$q.h5 --max-memory 1
+  expect_stderr "skipping 'model.layers.0.mlp.up_proj.weight' in 'nan.safetensors': non-finite weights: 1 NaN and 1 Inf \(first at element 153603\)" \
+    "$q: the warning names file, tensor, counts and first element"
+  python3 "$HERE/h5tool.py" same na-$q.h5 nb-$q.h5 && pass "$q: same /skipped and rows as the default sweep" ||
+    fail "$q: the NaN tensor's handling differs"
+done
+# numeric edge cases spread over blocks: the flags gathered block by block
+# equal the whole tensor's (scales that overflow in one block, underflow in
+# another, subnormals and -0 in a third; nvfp4's global scale, tensor scopes)
+HERE=$HERE python3 - <<'PY'
+import os, sys
+import numpy as np
+sys.path.insert(0, os.environ["HERE"])
+from calib_check import write_safetensors
+w = (np.random.default_rng(9).standard_normal((2048, 256)) * 0.02).astype(np.float32)
+w[300, :40] *= 1e8           # fp16 group scales overflow
+w[1500, :] *= 1e-7           # ... and underflow
+w[1900, 7] = np.float32(1e-40)  # a subnormal
+w[1901, 9] = -0.0
+write_safetensors("edge.safetensors", {"model.layers.0.mlp.up_proj.weight": w}, {})
+PY
+EQ='int4*,int8-g32-sym,fp8*,nvfp4,mx*,nf4-g64'
+expect_rc 0 "edge cases, default" -- "$FRONTIER" sweep edge.safetensors --quantizers "$EQ" -o ea.h5 --quiet
+expect_rc 0 "edge cases, --max-memory 1" -- "$FRONTIER" sweep edge.safetensors --quantizers "$EQ" \
+  -o eb.h5 --quiet --max-memory 1
+python3 - <<'PY' && pass "the edge cases raise overflow, underflow, subnormal and -0 flags" ||
+import h5py, numpy as np
+f = np.bitwise_or.reduce(h5py.File("ea.h5", "r")["results"]["flags"])
+assert f & 0x10 and f & 0x20 and f & 0x4 and f & 0x8, hex(f)
+PY
+  fail "the edge-case tensor raises no scale flags"
+python3 "$HERE/h5tool.py" same ea.h5 eb.h5 && pass "flags gathered over blocks equal the whole tensor's" ||
+  fail "blocked flags differ"
 expect_rc 2 "--max-memory with --device cuda" -- run d.h5 --max-memory 1G --device cuda
 expect_stderr "CPU executor only" "the message says why"
 expect_rc 2 "bad --max-memory" -- run e.h5 --max-memory 12X
