@@ -336,16 +336,27 @@ static size_t item_bytes(const fr_sweep_item *it)
 
 /* ---- row blocks (--max-memory, frontier/blocked.h) ---- */
 
-/* Loads elements [begin, begin + n) of an item into w and releases their
- * pages. */
+/* Elements converted between two page releases of a block. */
+#define FR_CPU_RELEASE_ELEMS ((int64_t)1 << 22)
+
+/* Loads elements [begin, begin + n) of an item into w, releasing their
+ * mapped pages piece by piece as they are converted (so a block's pages
+ * never sit beside its float32 copy and the previous block's output). */
 static fr_status load_block(const fr_sweep_item *it, int64_t begin, int64_t n, float *w,
                             fr_pool *pool, fr_error *err)
 {
     if (it->tensor->encoding == FR_ENC_SYNTHETIC)
         return fr_synthetic_load_range(it->src, it->tensor, begin, n, w, pool, err);
-    fr_status st = fr_tensor_load_f32_range(it->src, it->tensor, begin, n, w, err);
-    fr_tensor_release_range(it->src, it->tensor, begin, n);
-    return st;
+    for (int64_t done = 0; done < n;) {
+        int64_t m = n - done < FR_CPU_RELEASE_ELEMS ? n - done : FR_CPU_RELEASE_ELEMS;
+        fr_status st = fr_tensor_load_f32_range(it->src, it->tensor, begin + done, m, w + done,
+                                                err);
+        fr_tensor_release_range(it->src, it->tensor, begin + done, m);
+        if (st != FR_OK)
+            return st;
+        done += m;
+    }
+    return FR_OK;
 }
 
 /* Counts the non-finite elements of a block into *n_nan / *n_inf and

@@ -104,6 +104,24 @@ PY
   fail "the edge-case tensor raises no scale flags"
 python3 "$HERE/h5tool.py" same ea.h5 eb.h5 && pass "flags gathered over blocks equal the whole tensor's" ||
   fail "blocked flags differ"
+# a file tensor whose blocks are converted in several pieces (4 M elements
+# between page releases): 4096 x 4096 BF16 under 64M = two blocks of 8 M
+python3 - <<'PY'
+import json, struct
+import numpy as np
+x = (np.random.default_rng(10).standard_normal(4096 * 4096, dtype=np.float32) * np.float32(0.02))
+b = (x.view(np.uint32) >> 16).astype("<u2").tobytes()
+h = json.dumps({"model.layers.0.mlp.up_proj.weight": {"dtype": "BF16", "shape": [4096, 4096],
+                "data_offsets": [0, len(b)]}}).encode()
+h += b" " * (-len(h) % 8)
+open("big.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b)
+PY
+expect_rc 0 "4096x4096 BF16, default" -- "$FRONTIER" sweep big.safetensors --quantizers int4-g128-sym,nvfp4 \
+  -o ga.h5 --quiet
+expect_rc 0 "4096x4096 BF16, --max-memory 64M" -- "$FRONTIER" sweep big.safetensors \
+  --quantizers int4-g128-sym,nvfp4 -o gb.h5 --quiet --max-memory 64M
+python3 "$HERE/h5tool.py" same ga.h5 gb.h5 && pass "two 8 M-element blocks, each converted in pieces: same rows" ||
+  fail "the pieced blocks' rows differ"
 expect_rc 2 "--max-memory with --device cuda" -- run d.h5 --max-memory 1G --device cuda
 expect_stderr "CPU executor only" "the message says why"
 expect_rc 2 "bad --max-memory" -- run e.h5 --max-memory 12X
