@@ -22,12 +22,12 @@ void fr_block_rule_of(const fr_registry *reg, const fr_config_ref *ref, fr_block
     if (e->family < 0 || !e->origin || strcmp(e->origin, FR_ORIGIN_BUILTIN) != 0) {
         rule->reason = "plugin configuration on a tensor over --max-memory: its quantize_cpu "
                        "may use statistics of the whole tensor, so it is not run in row "
-                       "blocks; raise --max-memory";
+                       "blocks: needs the whole tensor; raise --max-memory";
         return;
     }
     if (e->q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)) {
         rule->reason = "calibrated configuration on a tensor over --max-memory: not run in "
-                       "row blocks; raise --max-memory";
+                       "row blocks: needs the whole tensor; raise --max-memory";
         return;
     }
     cJSON *p = cJSON_Parse(ref->cfg->params_json ? ref->cfg->params_json : "");

@@ -122,6 +122,21 @@ expect_rc 0 "4096x4096 BF16, --max-memory 64M" -- "$FRONTIER" sweep big.safetens
   --quantizers int4-g128-sym,nvfp4 -o gb.h5 --quiet --max-memory 64M
 python3 "$HERE/h5tool.py" same ga.h5 gb.h5 && pass "two 8 M-element blocks, each converted in pieces: same rows" ||
   fail "the pieced blocks' rows differ"
+# a plugin's configurations are not blocked (its descriptor cannot say it
+# is row-local): skipped with the reason, the built-in one measured, exit 0
+PLUGIN=$(dirname "$FRONTIER")/examples/plugins/libternary.so
+if [ -f "$PLUGIN" ]; then
+  expect_rc 0 "plugin under --max-memory" -- "$FRONTIER" sweep --synthetic gaussian:512x512 \
+    --plugin "$PLUGIN" --quantizers 'ternary*,int4-g128-sym' -o pl.h5 --quiet --max-memory 1
+  python3 - <<'PY' && pass "plugin configurations in /skipped with the reason" || fail "plugin rows under --max-memory"
+import h5py
+with h5py.File("pl.h5", "r") as f:
+    assert f["results"].shape[0] == 1
+    why = {r["config"].decode(): r["reason"].decode() for r in f["skipped"][...]}
+assert set(why) == {"ternary-g64", "ternary-row", "ternary-tensor"}, why
+assert all("plugin" in w and w.endswith("needs the whole tensor; raise --max-memory") for w in why.values()), why
+PY
+fi
 expect_rc 2 "--max-memory with --device cuda" -- run d.h5 --max-memory 1G --device cuda
 expect_stderr "CPU executor only" "the message says why"
 expect_rc 2 "bad --max-memory" -- run e.h5 --max-memory 12X
