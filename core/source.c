@@ -701,22 +701,69 @@ const void *fr_tensor_raw(const fr_source *src, const fr_tensor *t)
     return f->base + t->offset;
 }
 
-void fr_tensor_release(const fr_source *src, const fr_tensor *t)
+static void release_bytes(const fr_source *src, const fr_tensor *t, uint64_t offset, uint64_t nbytes)
 {
     if (t->encoding == FR_ENC_SYNTHETIC || t->file < 0 || (size_t)t->file >= src->n_files)
         return;
     const fr_mapped_file *f = &src->files[t->file];
     /* MADV_DONTNEED on anonymous memory would zero the caller's bytes */
-    if (f->borrowed || !f->base || t->nbytes == 0 || t->offset >= f->size)
+    if (f->borrowed || !f->base || nbytes == 0 || offset >= f->size)
         return;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t end = t->offset + t->nbytes < f->size ? t->offset + t->nbytes : f->size;
+    uint64_t end = offset + nbytes < f->size ? offset + nbytes : f->size;
     /* round outward: a shared page is re-read from the file if a
      * neighbour needs it, which is cheap; keeping it would let resident
      * memory grow with the checkpoint */
-    uint64_t begin = t->offset & ~(page - 1);
+    uint64_t begin = offset & ~(page - 1);
     end = (end + page - 1) & ~(page - 1);
     madvise((void *)(f->base + begin), (size_t)(end - begin), MADV_DONTNEED);
+}
+
+void fr_tensor_release(const fr_source *src, const fr_tensor *t)
+{
+    release_bytes(src, t, t->offset, t->nbytes);
+}
+
+void fr_tensor_release_range(const fr_source *src, const fr_tensor *t, int64_t begin, int64_t n)
+{
+    if (t->encoding != FR_ENC_RAW || begin < 0 || n <= 0 || begin > t->numel ||
+        n > t->numel - begin)
+        return;
+    uint64_t size = fr_dtype_size(t->dtype);
+    release_bytes(src, t, t->offset + (uint64_t)begin * size, (uint64_t)n * size);
+}
+
+fr_status fr_tensor_load_f32_range(const fr_source *src, const fr_tensor *t, int64_t begin,
+                                   int64_t n, float *dst, fr_error *err)
+{
+    const char *file = (t->file >= 0 && (size_t)t->file < src->n_files) ? src->files[t->file].path
+                                                                          : src->path;
+    if (t->encoding != FR_ENC_RAW)
+        return fr_fail(err, FR_E_FORMAT,
+                       "cannot load rows of '%s' from '%s': its encoding cannot be read by range",
+                       t->name, file);
+    if (begin < 0 || n < 0 || begin > t->numel || n > t->numel - begin)
+        return fr_fail(err, FR_E_FAIL,
+                       "cannot load elements [%lld, %lld) of '%s' from '%s': it has %lld",
+                       (long long)begin, (long long)(begin + n), t->name, file,
+                       (long long)t->numel);
+    if (t->skip_reason || !fr_dtype_is_float(t->dtype))
+        return fr_fail(err, FR_E_FORMAT, "cannot load '%s' from '%s': %s %s", t->name, file,
+                       t->dtype_name, t->skip_reason ? t->skip_reason : "is not a float dtype");
+    const fr_mapped_file *f = &src->files[t->file];
+    uint64_t size = fr_dtype_size(t->dtype), need;
+    if (t->offset > f->size || t->nbytes > f->size - t->offset)
+        return fr_fail(err, FR_E_FORMAT, "cannot load '%s' from '%s': data past the end of the file",
+                       t->name, file);
+    if (__builtin_mul_overflow((uint64_t)t->numel, size, &need) || t->nbytes != need)
+        return fr_fail(err, FR_E_FORMAT,
+                       "cannot load '%s' from '%s': %llu bytes do not hold %lld %s elements",
+                       t->name, file, (unsigned long long)t->nbytes, (long long)t->numel,
+                       fr_dtype_name(t->dtype));
+    if (n == 0)
+        return FR_OK;
+    convert_raw(t->dtype, f->base + t->offset + (uint64_t)begin * size, n, dst);
+    return FR_OK;
 }
 
 void fr_tensor_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols)

@@ -98,11 +98,24 @@ int64_t fr_source_numel(const fr_source *src);
  * for NaN/Inf (callers do). */
 fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *dst, fr_error *err);
 
+/* Converts elements [begin, begin + n) of the tensor (row-major order) to
+ * float32 into dst[n], exactly as fr_tensor_load_f32 would: what the CPU
+ * executor's row blocks read (--max-memory). Only FR_ENC_RAW tensors of a
+ * float dtype can be read by range (FR_E_FORMAT otherwise, naming the
+ * file and tensor); synthetic tensors use fr_synthetic_load_range. */
+fr_status fr_tensor_load_f32_range(const fr_source *src, const fr_tensor *t, int64_t begin,
+                                   int64_t n, float *dst, fr_error *err);
+
 /* Zero-copy view of a FR_ENC_RAW tensor's bytes, or NULL. */
 const void *fr_tensor_raw(const fr_source *src, const fr_tensor *t);
 
 /* Tells the kernel the tensor's mapped pages are no longer needed. */
 void fr_tensor_release(const fr_source *src, const fr_tensor *t);
+
+/* The same for the pages of elements [begin, begin + n) of a FR_ENC_RAW
+ * tensor (rounded outward to whole pages; a neighbour's page is re-read
+ * from the file if needed). */
+void fr_tensor_release_range(const fr_source *src, const fr_tensor *t, int64_t begin, int64_t n);
 
 /* Matrix view of FORMATS.md: rows = shape[0], cols = the rest (1-D: one row). */
 void fr_tensor_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);

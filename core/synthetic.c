@@ -302,6 +302,7 @@ fr_status fr_synthetic_params_of(const fr_source *src, const fr_tensor *t,
 typedef struct gen_job {
     fr_synthetic_params p;
     float *dst;
+    int64_t base; /* element index of dst[0] */
 } gen_job;
 
 static void generate_range(void *arg, int64_t begin, int64_t end)
@@ -309,7 +310,7 @@ static void generate_range(void *arg, int64_t begin, int64_t end)
     const gen_job *job = arg;
     for (int64_t i = begin; i < end; i++)
         job->dst[i] = fr_synthetic_element(job->p.dist, job->p.dtype, job->p.seed, job->p.tensor,
-                                           (uint64_t)i);
+                                           (uint64_t)(job->base + i));
 }
 
 fr_status fr_synthetic_load(const fr_source *src, const fr_tensor *t, float *dst, fr_pool *pool,
@@ -320,5 +321,19 @@ fr_status fr_synthetic_load(const fr_source *src, const fr_tensor *t, float *dst
     if (st != FR_OK)
         return st;
     fr_parallel_for(pool, t->numel, 1 << 16, generate_range, &job);
+    return FR_OK;
+}
+
+fr_status fr_synthetic_load_range(const fr_source *src, const fr_tensor *t, int64_t begin,
+                                  int64_t n, float *dst, fr_pool *pool, fr_error *err)
+{
+    gen_job job = {.dst = dst, .base = begin};
+    fr_status st = fr_synthetic_params_of(src, t, &job.p, err);
+    if (st != FR_OK)
+        return st;
+    if (begin < 0 || n < 0 || begin > t->numel || n > t->numel - begin)
+        return fr_fail(err, FR_E_FAIL, "elements [%lld, %lld) of '%s': it has %lld",
+                       (long long)begin, (long long)(begin + n), t->name, (long long)t->numel);
+    fr_parallel_for(pool, n, 1 << 16, generate_range, &job);
     return FR_OK;
 }

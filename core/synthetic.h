@@ -211,4 +211,9 @@ fr_status fr_synthetic_params_of(const fr_source *src, const fr_tensor *t,
 fr_status fr_synthetic_load(const fr_source *src, const fr_tensor *t, float *dst, fr_pool *pool,
                             fr_error *err);
 
+/* Generates elements [begin, begin + n) into dst[n]: the same values as
+ * fr_synthetic_load's at those positions (a row block, --max-memory). */
+fr_status fr_synthetic_load_range(const fr_source *src, const fr_tensor *t, int64_t begin,
+                                  int64_t n, float *dst, fr_pool *pool, fr_error *err);
+
 #endif

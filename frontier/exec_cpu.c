@@ -27,6 +27,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/synthetic.h"
+#include "frontier/blocked.h"
 #include "frontier/executor.h"
 #include "frontier/metrics.h"
 #include "frontier/numeric_flags.h"
@@ -225,6 +226,10 @@ static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_su
         st = fr_synthetic_load(it->src, it->tensor, ld->w, pool, &err);
     else
         st = fr_tensor_load_f32(it->src, it->tensor, ld->w, &err);
+    /* the float32 copy is all the jobs read: the mapped pages go now, not
+     * after the jobs (2 bytes per BF16 element less at the peak) */
+    if (it->tensor->encoding != FR_ENC_SYNTHETIC)
+        fr_tensor_release(it->src, it->tensor);
     /* sum w^2 with the metrics' own chunked reduction (w against itself),
      * so it equals the sq_ref of every configuration bit for bit; it is
      * NaN or Inf exactly when w holds a NaN or an Inf (a finite float
@@ -331,6 +336,283 @@ static size_t item_bytes(const fr_sweep_item *it)
     return (size_t)(it->rows * it->cols) * sizeof(float);
 }
 
+/* ---- row blocks (--max-memory, frontier/blocked.h) ---- */
+
+/* Elements converted between two page releases of a block. */
+#define FR_CPU_RELEASE_ELEMS ((int64_t)1 << 22)
+
+/* Loads elements [begin, begin + n) of an item into w, releasing their
+ * mapped pages piece by piece as they are converted (so a block's pages
+ * never sit beside its float32 copy and the previous block's output). */
+static fr_status load_block(const fr_sweep_item *it, int64_t begin, int64_t n, float *w,
+                            fr_pool *pool, fr_error *err)
+{
+    if (it->tensor->encoding == FR_ENC_SYNTHETIC)
+        return fr_synthetic_load_range(it->src, it->tensor, begin, n, w, pool, err);
+    for (int64_t done = 0; done < n;) {
+        int64_t m = n - done < FR_CPU_RELEASE_ELEMS ? n - done : FR_CPU_RELEASE_ELEMS;
+        fr_status st = fr_tensor_load_f32_range(it->src, it->tensor, begin + done, m, w + done,
+                                                err);
+        fr_tensor_release_range(it->src, it->tensor, begin + done, m);
+        if (st != FR_OK)
+            return st;
+        done += m;
+    }
+    return FR_OK;
+}
+
+/* Counts the non-finite elements of a block into *n_nan / *n_inf and
+ * notes the first one's element index; widens [*lo, *hi]. */
+static void scan_block(const float *w, int64_t begin, int64_t n, float *lo, float *hi,
+                       int64_t *first, int64_t *n_nan, int64_t *n_inf)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = w[i];
+        if (!isfinite(x)) {
+            if (*first < 0)
+                *first = begin + i;
+            if (isnan(x))
+                (*n_nan)++;
+            else
+                (*n_inf)++;
+            continue;
+        }
+        *lo = x < *lo ? x : *lo;
+        *hi = x > *hi ? x : *hi;
+    }
+}
+
+/*
+ * Evaluates one oversized item block by block: each block of whole rows is
+ * read once (its pages released right after), every configuration
+ * quantizes it and its error sums are accumulated in block order. Blocks
+ * hold whole 65,536-element chunks, so every sum is the whole tensor's bit
+ * for bit (fr_error_sums_accumulate adds chunk partials in chunk order).
+ * Configurations that need the tensor's range get it from a first pass,
+ * as two extra rows after the block (frontier/blocked.h). The numeric
+ * flags are gathered block by block (fr_numeric_stream_*), equal to
+ * load_item's on the whole tensor.
+ */
+static void run_blocked(batch *b, size_t index, size_t max_memory)
+{
+    const fr_sweep_item *it = &b->items[index];
+    const fr_sweep_sink *sink = b->sink;
+    fr_pool *pool = b->pool;
+    const int64_t rows = it->rows, cols = it->cols;
+    const size_t nc = it->n_configs;
+    fr_block_rule *rule = calloc(nc + 1, sizeof *rule);
+    fr_sweep_outcome *out = calloc(nc + 1, sizeof *out);
+    float *w = NULL, *w_hat = NULL;
+    char reason[256] = "";
+    fr_status skip = FR_OK;
+    frontier_error_sums norm;
+    fr_error err = {0};
+    int64_t multiple = 1, first_bad = -1, n_nan = 0, n_inf = 0;
+    int needs_range = 0;
+    float lo = INFINITY, hi = -INFINITY;
+
+    fr_scale_rule *rules = calloc(nc + 1, sizeof *rules);
+    const fr_scale_rule **rule_refs = calloc(nc + 1, sizeof *rule_refs);
+    uint32_t *flags = calloc(nc + 1, sizeof *flags);
+    fr_scale_detail *detail = calloc(nc + 1, sizeof *detail);
+    fr_numeric_stream *numeric = NULL;
+    fr_error_sums_init(&norm);
+    /* the numeric edge cases, gathered block by block (without memory for
+     * them the rows say "not examined", as load_item's) */
+    if (rules && rule_refs && flags && detail) {
+        for (size_t c = 0; c < nc; c++) {
+            fr_scale_rule_parse(it->configs[c]->cfg->params_json, &rules[c]);
+            rule_refs[c] = &rules[c];
+        }
+        numeric = fr_numeric_stream_begin(rule_refs, nc, cols);
+    }
+    if (!rule || !out) {
+        skip = FR_E_NOMEM;
+        snprintf(reason, sizeof reason, "cannot allocate the row blocks' bookkeeping");
+        goto report;
+    }
+    for (size_t c = 0; c < nc; c++) {
+        fr_sweep_outcome *o = &out[c];
+        o->item = index;
+        o->config = c;
+        o->out_sq_err = NAN;
+        o->out_sq_ref = NAN;
+        snprintf(o->device, sizeof o->device, "cpu");
+        fr_error_sums_init(&o->sums);
+        fr_block_rule_of(b->reg, it->configs[c], &rule[c]);
+        if (!rule[c].row_multiple) {
+            /* the sweep's plan leaves such pairs out; another caller gets a failure */
+            fail_outcome(o, FR_E_NOMEM, "config '%s' on tensor '%s': %s", it->configs[c]->cfg->name,
+                         it->tensor->name, rule[c].reason);
+            continue;
+        }
+        if (rule[c].row_multiple > multiple)
+            multiple = rule[c].row_multiple;
+        needs_range |= rule[c].needs_range;
+    }
+    /* the output error's chunks of FR_OUTPUT_ROWS rows stay whole too */
+    const int with_out = it->calib && it->calib->hessian && it->calib->cols == cols;
+    if (with_out) {
+        int64_t a = multiple, g = FR_OUTPUT_ROWS; /* lcm(multiple, FR_OUTPUT_ROWS) */
+        while (a % g) {
+            int64_t t = a % g;
+            a = g;
+            g = t;
+        }
+        multiple = multiple / g * FR_OUTPUT_ROWS;
+    }
+    double out_ref = 0.0;
+    const int64_t block = fr_block_rows(rows, cols, multiple, max_memory);
+    const size_t cap = (size_t)(block + 2) * (size_t)cols;
+    w = malloc(cap * sizeof *w);
+    w_hat = malloc((cap + FR_CPU_GUARD) * sizeof *w_hat);
+    if (!w || !w_hat) {
+        skip = FR_E_NOMEM;
+        snprintf(reason, sizeof reason, "cannot allocate %zu bytes for a block of %lld rows",
+                 cap * 8, (long long)block);
+        goto report;
+    }
+    /* the first pass: the tensor's range, when a configuration needs it */
+    for (int64_t r0 = 0; needs_range && r0 < rows; r0 += block) {
+        int64_t nr = rows - r0 < block ? rows - r0 : block;
+        if ((skip = load_block(it, r0 * cols, nr * cols, w, pool, &err)) != FR_OK)
+            goto report_err;
+        scan_block(w, r0 * cols, nr * cols, &lo, &hi, &first_bad, &n_nan, &n_inf);
+        if (sink->cancelled && sink->cancelled(sink->ctx)) {
+            b->stopped = 1;
+            goto cleanup;
+        }
+    }
+    if (first_bad >= 0)
+        goto nonfinite;
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        int64_t nr = rows - r0 < block ? rows - r0 : block, n = nr * cols;
+        if ((skip = load_block(it, r0 * cols, n, w, pool, &err)) != FR_OK)
+            goto report_err;
+        /* the norm with the metrics' own reduction, as load_item's */
+        if ((skip = fr_error_sums_accumulate(w, w, n, pool, &norm, &err)) != FR_OK)
+            goto report_err;
+        if (!isfinite(norm.sq_ref)) {
+            scan_block(w, r0 * cols, n, &lo, &hi, &first_bad, &n_nan, &n_inf);
+            for (int64_t r1 = r0 + nr; r1 < rows; r1 += block) {
+                int64_t nr1 = rows - r1 < block ? rows - r1 : block;
+                if ((skip = load_block(it, r1 * cols, nr1 * cols, w, pool, &err)) != FR_OK)
+                    goto report_err;
+                scan_block(w, r1 * cols, nr1 * cols, &lo, &hi, &first_bad, &n_nan, &n_inf);
+            }
+            goto nonfinite;
+        }
+        fr_numeric_stream_add(numeric, w, r0, nr);
+        if (with_out && (skip = fr_output_error_accumulate(w, NULL, nr, cols, it->calib->hessian,
+                                                           pool, &out_ref, &err)) != FR_OK)
+            goto report_err;
+        if (needs_range)
+            for (int64_t i = 0; i < cols; i++) {
+                w[n + i] = lo;
+                w[n + cols + i] = hi;
+            }
+        for (size_t c = 0; c < nc; c++) {
+            fr_sweep_outcome *o = &out[c];
+            if (o->status != FR_OK)
+                continue;
+            const fr_config_ref *ref = it->configs[c];
+            const int64_t qrows = nr + (rule[c].needs_range ? 2 : 0), qn = qrows * cols;
+            frontier_call call;
+            double t0 = now_seconds();
+            float guard = fr_bits_to_f32(FR_CPU_GUARD_BITS);
+            for (int i = 0; i < FR_CPU_GUARD; i++)
+                w_hat[qn + i] = guard;
+            fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
+            call.quantizer = fr_config_quantizer(b->reg, ref)->name;
+            fr_error qerr = {0};
+            fr_status st = fr_quantizer_quantize_cpu(b->reg, ref, w, w_hat, qrows, cols,
+                                                     it->calib, it->tensor->name, &call, &qerr);
+            if (st != FR_OK)
+                fail_outcome(o, st, "%s (rows %lld to %lld of a tensor over --max-memory)",
+                             qerr.msg, (long long)r0, (long long)(r0 + nr));
+            for (int i = 0; st == FR_OK && i < FR_CPU_GUARD; i++)
+                if (fr_f32_to_bits(w_hat[qn + i]) != FR_CPU_GUARD_BITS) {
+                    fail_outcome(o, FR_E_PLUGIN,
+                                 "config '%s' on tensor '%s': quantize_cpu wrote past the end "
+                                 "of its output",
+                                 ref->cfg->name, it->tensor->name);
+                    st = FR_E_PLUGIN;
+                }
+            fr_error serr = {0};
+            if (st == FR_OK &&
+                fr_error_sums_accumulate(w, w_hat, n, pool, &o->sums, &serr) != FR_OK)
+                fail_outcome(o, FR_E_NOMEM, "%s", serr.msg);
+            if (st == FR_OK && with_out) {
+                if (isnan(o->out_sq_err))
+                    o->out_sq_err = 0.0;
+                if (fr_output_error_accumulate(w, w_hat, nr, cols, it->calib->hessian, pool,
+                                               &o->out_sq_err, &serr) != FR_OK)
+                    fail_outcome(o, serr.code, "config '%s' on tensor '%s': %s", ref->cfg->name,
+                                 it->tensor->name, serr.msg);
+            }
+            fr_call_release(&call);
+            o->seconds += now_seconds() - t0;
+        }
+        if (sink->cancelled && sink->cancelled(sink->ctx)) {
+            b->stopped = 1;
+            goto cleanup;
+        }
+    }
+    goto report;
+nonfinite:
+    skip = FR_E_FORMAT;
+    snprintf(reason, sizeof reason, "non-finite weights: %lld NaN and %lld Inf (first at element %lld)",
+             (long long)n_nan, (long long)n_inf, (long long)first_bad);
+    goto report;
+report_err: {
+    size_t len = strnlen(err.msg, sizeof reason - 1);
+    memcpy(reason, err.msg, len);
+    reason[len] = '\0';
+}
+report:
+    if (numeric) {
+        fr_tensor_facts facts;
+        if (fr_numeric_stream_end(numeric, flags, detail, &facts) == 0 && skip == FR_OK)
+            for (size_t c = 0; c < nc; c++) {
+                out[c].flags = flags[c];
+                out[c].scale_largest = detail[c].largest;
+                out[c].scale_smallest = detail[c].smallest;
+            }
+        numeric = NULL;
+    }
+    pthread_mutex_lock(&b->sink_lock);
+    if (skip != FR_OK) {
+        if (sink->item_skipped)
+            sink->item_skipped(sink->ctx, index, skip, reason);
+    } else {
+        if (sink->item_norm)
+            sink->item_norm(sink->ctx, index, norm.sq_ref);
+        for (size_t c = 0; c < nc; c++) {
+            if (with_out && out[c].status == FR_OK)
+                out[c].out_sq_ref = out_ref;
+            sink->outcome(sink->ctx, &out[c]);
+        }
+    }
+    if (sink->item_done)
+        sink->item_done(sink->ctx, index, it->tensor->nbytes);
+    if (sink->cancelled && sink->cancelled(sink->ctx))
+        b->stopped = 1;
+    pthread_mutex_unlock(&b->sink_lock);
+cleanup:
+    if (numeric) {
+        fr_tensor_facts facts;
+        fr_numeric_stream_end(numeric, flags, detail, &facts);
+    }
+    free(rules);
+    free(rule_refs);
+    free(flags);
+    free(detail);
+    free(rule);
+    free(out);
+    free(w);
+    free(w_hat);
+}
+
 fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
                       const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err)
 {
@@ -357,11 +639,29 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
     size_t batch_bytes = opt->cpu_batch_bytes ? opt->cpu_batch_bytes : FR_CPU_BATCH_BYTES;
     size_t parallel_bytes =
         opt->cpu_parallel_bytes ? opt->cpu_parallel_bytes : FR_CPU_PARALLEL_BYTES;
+    /* --max-memory: batches and parallel jobs stay under the bound too (a
+     * batch's copies and one output per thread; a tensor's copy and an
+     * output per thread), larger tensors go in row blocks */
+    const size_t max_memory = opt->max_memory;
+    if (max_memory) {
+        size_t share = max_memory / (2 * ((size_t)threads + 1));
+        batch_bytes = batch_bytes < share ? batch_bytes : (share ? share : 1);
+        parallel_bytes = parallel_bytes < max_memory / 2 ? parallel_bytes : max_memory / 2;
+    }
 
     for (size_t first = 0; first < n_items;) {
         if (sink->cancelled && sink->cancelled(sink->ctx)) {
             st = FR_E_INTERRUPT;
             break;
+        }
+        if (fr_block_needed(&items[first], max_memory)) {
+            run_blocked(&b, first, max_memory);
+            if (b.stopped) {
+                st = FR_E_INTERRUPT;
+                break;
+            }
+            first++;
+            continue;
         }
         /* the batch: consecutive items up to the byte budget, and only as
          * many as it takes to keep every thread busy (a batch is loaded
@@ -369,6 +669,7 @@ fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t
         size_t count = 1, bytes = item_bytes(&items[first]), n_jobs = items[first].n_configs;
         size_t enough_jobs = (size_t)threads * FR_CPU_JOBS_PER_THREAD;
         while (first + count < n_items && n_jobs < enough_jobs &&
+               !fr_block_needed(&items[first + count], max_memory) &&
                bytes + item_bytes(&items[first + count]) <= batch_bytes) {
             bytes += item_bytes(&items[first + count]);
             n_jobs += items[first + count].n_configs;

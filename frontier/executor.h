@@ -89,6 +89,11 @@ typedef struct fr_executor_options {
      * after the other, each on every thread (default 1 GiB). */
     size_t cpu_batch_bytes;
     size_t cpu_parallel_bytes;
+    /* CPU: bound on a tensor's working set (--max-memory, frontier/blocked.h):
+     * a tensor whose float32 copy and one output exceed it is evaluated in
+     * blocks of whole rows, and batches and parallel jobs are kept under it;
+     * 0: no bound. The CUDA executor does not read it. */
+    size_t max_memory;
     /* CUDA: the size of each of the two staging/device input buffers; larger
      * tensors stream in row chunks (default 1 GiB, at most a quarter of free
      * device memory). docs/gpu.md, "Streaming". */

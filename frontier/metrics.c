@@ -116,6 +116,13 @@ fr_status fr_output_error_term(const float *w, const float *w_hat, int64_t rows,
                                const float *hessian, fr_pool *pool, double *out, fr_error *err)
 {
     *out = 0.0;
+    return fr_output_error_accumulate(w, w_hat, rows, cols, hessian, pool, out, err);
+}
+
+fr_status fr_output_error_accumulate(const float *w, const float *w_hat, int64_t rows,
+                                     int64_t cols, const float *hessian, fr_pool *pool,
+                                     double *out, fr_error *err)
+{
     if (rows <= 0 || cols <= 0)
         return FR_OK;
     if (cols > INT32_MAX / FR_OUTPUT_ROWS)

@@ -56,6 +56,13 @@ fr_status fr_error_sums_accumulate(const float *w, const float *w_hat, int64_t n
 #define FR_OUTPUT_ROWS 64
 fr_status fr_output_error_term(const float *w, const float *w_hat, int64_t rows, int64_t cols,
                                const float *hessian, fr_pool *pool, double *out, fr_error *err);
+/* The same, adding each chunk's term to *out in chunk order instead of
+ * starting from 0: called on consecutive row blocks whose row counts are
+ * multiples of FR_OUTPUT_ROWS (the last one aside), it gives the whole
+ * matrix's term bit for bit (--max-memory row blocks). */
+fr_status fr_output_error_accumulate(const float *w, const float *w_hat, int64_t rows,
+                                     int64_t cols, const float *hessian, fr_pool *pool,
+                                     double *out, fr_error *err);
 
 /*
  * The metrics of docs/formats.md from the sums:

@@ -342,6 +342,186 @@ done:
     return rc;
 }
 
+/* ---- the same over row blocks (--max-memory) ---- */
+
+struct fr_numeric_stream {
+    const fr_scale_rule *const *rules;
+    size_t n, n_shapes;
+    int64_t cols;
+    shape_stats *shapes;
+    size_t *shape_of;
+    float **whole;     /* per shape whose tiles span every row: amax, hi, lo per tile */
+    int64_t n_nonzero, n_subnormal, n_neg_zero;
+    uint32_t max_mag;
+    int failed;
+};
+
+static int64_t tiles_of(const shape_stats *s, int64_t cols)
+{
+    return (cols + s->tile_cols - 1) / s->tile_cols;
+}
+
+fr_numeric_stream *fr_numeric_stream_begin(const fr_scale_rule *const *rules, size_t n,
+                                           int64_t cols)
+{
+    fr_numeric_stream *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->rules = rules;
+    st->n = n;
+    st->cols = cols;
+    st->shapes = calloc(n + 1, sizeof *st->shapes);
+    st->shape_of = calloc(n + 1, sizeof *st->shape_of);
+    st->whole = calloc(n + 1, sizeof *st->whole);
+    if (!st->shapes || !st->shape_of || !st->whole) {
+        st->failed = 1;
+        return st;
+    }
+    for (size_t c = 0; c < n; c++) {
+        if (rules[c]->kind == FR_SCALE_NONE)
+            continue;
+        /* tile_rows 0: one tile over every row (resolved as 0 here) */
+        int64_t tr = rules[c]->tile_rows > 0 ? rules[c]->tile_rows : 0;
+        int64_t tc = rules[c]->tile_cols ? rules[c]->tile_cols : cols;
+        if (tc < 1)
+            tc = 1;
+        size_t k = 0;
+        while (k < st->n_shapes &&
+               (st->shapes[k].tile_rows != tr || st->shapes[k].tile_cols != tc))
+            k++;
+        if (k == st->n_shapes) {
+            shape_stats *sh = &st->shapes[k];
+            sh->tile_rows = tr;
+            sh->tile_cols = tc;
+            sh->max_amax = 0.0f;
+            sh->min_amax = INFINITY;
+            sh->max_range = 0.0f;
+            sh->min_range = INFINITY;
+            if (tr == 0) {
+                int64_t nt = tiles_of(sh, cols);
+                st->whole[k] = calloc(3 * (size_t)(nt > 0 ? nt : 1), sizeof(float));
+                if (!st->whole[k])
+                    st->failed = 1;
+            }
+            st->n_shapes++;
+        }
+        st->shape_of[c] = k;
+    }
+    return st;
+}
+
+void fr_numeric_stream_add(fr_numeric_stream *st, const float *w, int64_t row0, int64_t rows)
+{
+    if (!st || st->failed)
+        return;
+    const int64_t cols = st->cols, numel = rows * cols;
+    for (int64_t i = 0; i < numel; i++) {
+        uint32_t u;
+        memcpy(&u, &w[i], sizeof u);
+        uint32_t mag = u & 0x7fffffffu;
+        st->max_mag = mag > st->max_mag ? mag : st->max_mag;
+        if (mag == 0) {
+            st->n_neg_zero += u != 0;
+            continue;
+        }
+        st->n_nonzero++;
+        st->n_subnormal += mag < 0x00800000u;
+    }
+    for (size_t k = 0; k < st->n_shapes; k++) {
+        shape_stats *sh = &st->shapes[k];
+        if (sh->tile_rows == 0) {
+            /* the tiles span every row: carried over the blocks */
+            float *acc = st->whole[k];
+            int64_t tc = sh->tile_cols, nt = tiles_of(sh, cols);
+            for (int64_t r = 0; r < rows; r++) {
+                const float *row = w + r * cols;
+                for (int64_t j = 0; j < nt; j++) {
+                    int64_t c1 = (j + 1) * tc < cols ? (j + 1) * tc : cols;
+                    for (int64_t c = j * tc; c < c1; c++) {
+                        float x = row[c], ax = fabsf(x);
+                        acc[3 * j] = ax > acc[3 * j] ? ax : acc[3 * j];
+                        acc[3 * j + 1] = x > acc[3 * j + 1] ? x : acc[3 * j + 1];
+                        acc[3 * j + 2] = x < acc[3 * j + 2] ? x : acc[3 * j + 2];
+                    }
+                }
+            }
+            continue;
+        }
+        /* tiles of tile_rows rows: the block must start on a tile */
+        if (row0 % sh->tile_rows != 0) {
+            st->failed = 1;
+            return;
+        }
+        shape_stats b = {.tile_rows = sh->tile_rows, .tile_cols = sh->tile_cols};
+        if (shape_pass(w, rows, cols, &b) != 0) {
+            st->failed = 1;
+            return;
+        }
+        sh->max_amax = b.max_amax > sh->max_amax ? b.max_amax : sh->max_amax;
+        sh->min_amax = b.min_amax < sh->min_amax ? b.min_amax : sh->min_amax;
+        sh->max_range = b.max_range > sh->max_range ? b.max_range : sh->max_range;
+        sh->min_range = b.min_range < sh->min_range ? b.min_range : sh->min_range;
+    }
+}
+
+int fr_numeric_stream_end(fr_numeric_stream *st, uint32_t *flags, fr_scale_detail *detail,
+                          fr_tensor_facts *facts)
+{
+    int rc = !st || st->failed ? -1 : 0;
+    memset(facts, 0, sizeof *facts);
+    size_t n = st ? st->n : 0;
+    if (rc == 0) {
+        facts->n_subnormal = st->n_subnormal;
+        facts->n_neg_zero = st->n_neg_zero;
+        facts->flags = FR_ROW_CHECKED | (st->n_nonzero == 0 ? FR_ROW_ALL_ZERO : 0) |
+                       (facts->n_subnormal ? FR_ROW_SUBNORMAL : 0) |
+                       (facts->n_neg_zero ? FR_ROW_NEG_ZERO : 0);
+        for (size_t k = 0; k < st->n_shapes; k++) {
+            shape_stats *sh = &st->shapes[k];
+            if (sh->tile_rows != 0)
+                continue;
+            const float *acc = st->whole[k];
+            for (int64_t j = 0; j < tiles_of(sh, st->cols); j++) {
+                float a = acc[3 * j], range = acc[3 * j + 1] - acc[3 * j + 2];
+                if (a > sh->max_amax)
+                    sh->max_amax = a;
+                if (a > 0.0f && a < sh->min_amax)
+                    sh->min_amax = a;
+                if (range > sh->max_range)
+                    sh->max_range = range;
+                if (range > 0.0f && range < sh->min_range)
+                    sh->min_range = range;
+            }
+        }
+        float amax_tensor;
+        memcpy(&amax_tensor, &st->max_mag, sizeof amax_tensor);
+        for (size_t c = 0; c < n; c++) {
+            fr_scale_detail d;
+            const fr_scale_rule *r = st->rules[c];
+            flags[c] = facts->flags |
+                       (r->kind == FR_SCALE_NONE
+                            ? FR_ROW_SCALE_UNCHECKED
+                            : scale_flags(r, &st->shapes[st->shape_of[c]], amax_tensor, &d));
+            if (r->kind == FR_SCALE_NONE)
+                d.largest = d.smallest = NAN;
+            if (detail)
+                detail[c] = d;
+        }
+    } else {
+        for (size_t c = 0; c < n; c++)
+            flags[c] = 0;
+    }
+    if (st) {
+        for (size_t k = 0; st->whole && k < st->n_shapes; k++)
+            free(st->whole[k]);
+        free(st->whole);
+        free(st->shapes);
+        free(st->shape_of);
+        free(st);
+    }
+    return rc;
+}
+
 /* ---- warnings ---- */
 
 static void report_problem(const char *tensor, uint32_t bit, const char *dtype, size_t n,

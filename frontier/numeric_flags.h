@@ -66,6 +66,20 @@ int fr_numeric_examine(const float *w, int64_t rows, int64_t cols,
                        const fr_scale_rule *const *rules, size_t n, uint32_t *flags,
                        fr_scale_detail *detail, fr_tensor_facts *facts);
 
+/* The same examination over consecutive blocks of whole rows (the CPU
+ * executor's --max-memory row blocks): begin, add every block in order
+ * (row0: its first row; a block must start on a multiple of every rule's
+ * tile rows), end. The result equals fr_numeric_examine's on the whole
+ * tensor (extremes and counts merge exactly); end frees the stream and
+ * returns nonzero (flags 0) when memory failed or a block was misaligned.
+ * rules must outlive the stream. */
+typedef struct fr_numeric_stream fr_numeric_stream;
+fr_numeric_stream *fr_numeric_stream_begin(const fr_scale_rule *const *rules, size_t n,
+                                           int64_t cols);
+void fr_numeric_stream_add(fr_numeric_stream *st, const float *w, int64_t row0, int64_t rows);
+int fr_numeric_stream_end(fr_numeric_stream *st, uint32_t *flags, fr_scale_detail *detail,
+                          fr_tensor_facts *facts);
+
 /* The warning lines of one tensor (tensor_flags: the FR_ROW_* tensor facts
  * of its rows): one for a tensor fact worth a warning (all zero, or else
  * subnormals; -0 alone is not) and one per (problem, scale dtype) naming

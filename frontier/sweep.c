@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/synthetic.h"
+#include "frontier/blocked.h"
 #include "frontier/calib_attach.h"
 #include "frontier/dataset_schema.h"
 #include "frontier/executor.h"
@@ -886,6 +887,8 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
                 n_unfused++;
                 continue;
             }
+            if (!why) /* over --max-memory and not row-local (frontier/blocked.h) */
+                why = fr_block_skip_reason(sw->reg, ref, it, sw->opt.max_memory);
             if (!why) {
                 sw->item_configs[first + keep] = ref;
                 sw->item_config_ids[first + keep] = sw->item_config_ids[first + c];
@@ -1435,6 +1438,7 @@ static fr_status run_executor(fr_sweep *sw, fr_error *xerr)
                                 .seed = sw->opt.seed,
                                 .cpu_batch_bytes = sw->opt.cpu_batch_bytes,
                                 .cpu_parallel_bytes = sw->opt.cpu_parallel_bytes,
+                                .max_memory = sw->opt.max_memory,
                                 .cuda_buffer_bytes = sw->opt.cuda_buffer_bytes,
                                 .cuda_stats = sw->opt.cuda_stats,
                                 .cuda_tf32 = sw->opt.cuda_tf32};

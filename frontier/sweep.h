@@ -56,6 +56,7 @@ typedef struct fr_sweep_options {
     /* executor settings (frontier/executor.h): 0 means the default */
     size_t cpu_batch_bytes;
     size_t cpu_parallel_bytes;
+    size_t max_memory;           /* --max-memory: CPU row blocks past it (frontier/blocked.h) */
     size_t cuda_buffer_bytes;
     fr_cuda_run_stats *cuda_stats; /* filled after a run on a CUDA device, or NULL */
     int cuda_tf32;               /* --tf32: TF32 in the GPU output-error GEMM; recorded

@@ -88,6 +88,15 @@ static void print_usage(FILE *out)
             "      --cpu-parallel-bytes SIZE  CPU: past SIZE per thread, a tensor's\n"
             "                              configurations run one at a time on every thread\n"
             "                              (default 1G)\n"
+            "      --max-memory SIZE       CPU: bound a tensor's working set (float32 copy\n"
+            "                              and one output, 8 bytes per element): a larger\n"
+            "                              tensor is evaluated in blocks of whole rows, read\n"
+            "                              from the file block by block, with the same rows\n"
+            "                              bit for bit; configurations not known to be\n"
+            "                              row-local on it (plugins, host families,\n"
+            "                              nf4-g64-dq, gptq-/awq-/imat-) go to /skipped\n"
+            "                              (docs/sweep.md, \"Bounded memory\"); the CPU only\n"
+            "                              (--device auto means cpu with it)\n"
             "      --cuda-buffer SIZE      GPU: each of the two staging buffers; larger\n"
             "                              tensors stream in row chunks (default 1G)\n"
             "      --device-stats FILE     GPU: write the run's totals (GPU time, transfers)\n"
@@ -95,8 +104,9 @@ static void print_usage(FILE *out)
             "\n"
             "Environment: FRONTIER_COMMIT_INTERVAL, FRONTIER_CPU_BATCH_BYTES,\n"
             "FRONTIER_CPU_PARALLEL_BYTES, FRONTIER_CUDA_BUFFER and FRONTIER_CUDA_STATS give\n"
-            "the defaults of the five options above (an option wins); FRONTIER_PLUGIN_PATH\n"
-            "lists plugin folders or files (\"none\" disables discovery; docs/plugins.md).\n"
+            "the defaults of five of the options above (an option wins; --max-memory has\n"
+            "no variable); FRONTIER_PLUGIN_PATH lists plugin folders or files (\"none\"\n"
+            "disables discovery; docs/plugins.md).\n"
             "\n"
             "Under mpirun (or srun) the ranks share the work and rank 0 writes OUT.h5; each\n"
             "rank takes its node-local GPU (docs/scale-out.md).\n"
@@ -197,6 +207,7 @@ enum {
     OPT_COMMIT_INTERVAL,
     OPT_CPU_BATCH,
     OPT_CPU_PARALLEL,
+    OPT_MAX_MEMORY,
     OPT_CUDA_BUFFER,
     OPT_DEVICE_STATS,
     OPT_CALIB,
@@ -280,6 +291,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"commit-interval", required_argument, NULL, OPT_COMMIT_INTERVAL},
         {"cpu-batch-bytes", required_argument, NULL, OPT_CPU_BATCH},
         {"cpu-parallel-bytes", required_argument, NULL, OPT_CPU_PARALLEL},
+        {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
         {"cuda-buffer", required_argument, NULL, OPT_CUDA_BUFFER},
         {"device-stats", required_argument, NULL, OPT_DEVICE_STATS},
         {"calib", required_argument, NULL, OPT_CALIB},
@@ -344,6 +356,11 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         case OPT_COMMIT_INTERVAL: tune[TUNE_COMMIT].text = optarg; break;
         case OPT_CPU_BATCH: tune[TUNE_CPU_BATCH].text = optarg; break;
         case OPT_CPU_PARALLEL: tune[TUNE_CPU_PARALLEL].text = optarg; break;
+        case OPT_MAX_MEMORY:
+            if (parse_size(optarg, &a->opt.max_memory) != 0)
+                return cli_usage_error(argv[0], "invalid --max-memory '%s' (bytes, with k, M or G)",
+                                       optarg);
+            break;
         case OPT_CUDA_BUFFER: tune[TUNE_CUDA_BUFFER].text = optarg; break;
         case OPT_DEVICE_STATS: tune[TUNE_DEVICE_STATS].text = optarg; break;
         case 'h': a->help = 1; return FR_OK;
@@ -355,6 +372,15 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         return cli_usage_error(argv[0], "no model given (MODEL... or --synthetic SPEC)");
     if (!a->opt.output)
         return cli_usage_error(argv[0], "no output given (-o OUT.h5)");
+    if (a->opt.max_memory) {
+        /* row blocks are the CPU executor's: auto means the CPU then */
+        if (!a->opt.device || !strcmp(a->opt.device, "auto"))
+            a->opt.device = "cpu";
+        else if (strcmp(a->opt.device, "cpu") != 0)
+            return cli_usage_error(argv[0],
+                                   "--max-memory applies to the CPU executor only (--device cpu); "
+                                   "the GPU streams large tensors itself (--cuda-buffer)");
+    }
     return apply_tuning(argv[0], a, tune);
 }
 
