@@ -929,8 +929,9 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
     sw->n_items = kept_items;
     sw->stats.n_items = kept_items;
     if (n_pairs)
-        fr_info("%zu (tensor, configuration) pairs need statistics their tensor lacks: not "
-                "measured, listed in /skipped",
+        fr_info("%zu (tensor, configuration) pairs cannot be measured (statistics their tensor "
+                "lacks, or a tensor over --max-memory): not measured, listed in /skipped with "
+                "the reason",
                 n_pairs);
     if (n_unfused)
         fr_info("nvfp4-fused: %zu tensors are not members of a fused group (q/k/v, gate/up, "
