@@ -183,8 +183,14 @@ else:
         else:
             worst = max(float(np.abs(sa[k] - sb[k]).max() / max(np.abs(sa[k]).max(), 1e-30))
                         for k in sa)
-            (print if worst <= 1e-5 else fail)(
-                f"shipped file vs a new capture: not byte-identical, largest relative difference {worst:.3g}")
+            # another PyTorch / transformers (the "forward" metadata) samples
+            # and sums in its own way: only the same versions must agree
+            same_stack = ma.get("forward") == mb.get("forward")
+            (print if worst <= 1e-5 or not same_stack else fail)(
+                f"shipped file vs a new capture: not byte-identical, largest relative difference "
+                f"{worst:.3g}" + ("" if same_stack else
+                                  f" (shipped with {ma.get('forward')}, here {mb.get('forward')}:"
+                                  " not required to agree)"))
 
 if len(sys.argv) > 3:
     from transformers import MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig

@@ -32,7 +32,7 @@ expect() {
 expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
 members='(q|k|v|gate|up)_proj'
 
-expect 0 "$bin" sweep "$model" --quantizers nvfp4 --fused-global-scale -o "$tmp/s.h5"
+expect 0 "$bin" sweep --device cpu "$model" --quantizers nvfp4 --fused-global-scale -o "$tmp/s.h5"
 expect_err "nvfp4-fused: 11 tensors are not members of a fused group"
 expect 0 "$bin" quantize "$model" --config nvfp4 --include "$members" -o "$tmp/ct-plain"
 expect 0 "$bin" quantize "$model" --config nvfp4-fused --include "$members" -o "$tmp/ct-fused"
@@ -135,13 +135,13 @@ expect 2 "$bin" quantize "$model" --config nvfp4-fused --exclude down_proj -o "$
 expect_err "cannot be written as nvfp4-fused: 'model.layers.0.self_attn.o_proj.weight'"
 [ ! -e "$tmp/r3" ] || fail "a refused quantize wrote its output"
 # without the option nothing is fused (a default sweep stays as it was)
-expect 0 "$bin" sweep "$model" --quantizers 'nvfp4*' -o "$tmp/r4.h5"
+expect 0 "$bin" sweep --device cpu "$model" --quantizers 'nvfp4*' -o "$tmp/r4.h5"
 python3 -c "
 import h5py, sys
 names = [c['name'].decode() for c in h5py.File(sys.argv[1], 'r')['configs'][:]]
 assert names == ['nvfp4'], names" "$tmp/r4.h5" || fail "nvfp4-fused measured without the option"
 # --resume: nothing left to measure, no row added
-expect 0 "$bin" sweep "$model" --quantizers nvfp4 --fused-global-scale -o "$tmp/s.h5" --resume
+expect 0 "$bin" sweep --device cpu "$model" --quantizers nvfp4 --fused-global-scale -o "$tmp/s.h5" --resume
 python3 -c "
 import h5py, sys
 assert len(h5py.File(sys.argv[1], 'r')['results']) == 61" "$tmp/s.h5" || fail "--resume added rows"

@@ -12,7 +12,7 @@ need_builtins
 # 640x1024 bf16 -> 128-row blocks with fp8's 128x128 tiles; 1000x256 ends
 # with a short block; 129x513 (odd columns) stays one block
 SPEC=gaussian:512x512,student-t3:640x1024:bf16,outliers:1000x256,laplace:129x513
-run() { "$FRONTIER" sweep "$DATA/stories260K" --synthetic "$SPEC" --seed 3 --quiet --threads 2 -o "$@"; }
+run() { "$FRONTIER" sweep --device cpu "$DATA/stories260K" --synthetic "$SPEC" --seed 3 --quiet --threads 2 -o "$@"; }
 expect_rc 0 "default sweep" -- run a.h5
 # 1 byte: every tensor in minimal blocks
 expect_rc 0 "--max-memory 1 (every tensor blocked)" -- run b.h5 --max-memory 1
@@ -46,9 +46,9 @@ write_safetensors("calmodel.safetensors", {
 PY
 python3 "$HERE/calib_check.py" write calmodel.safetensors cal.safetensors
 CQ='int4*,int8-tensor-asym,fp8*,nvfp4,mx*,nf4*'
-expect_rc 0 "--calib, default" -- "$FRONTIER" sweep calmodel.safetensors --calib cal.safetensors \
+expect_rc 0 "--calib, default" -- "$FRONTIER" sweep --device cpu calmodel.safetensors --calib cal.safetensors \
   --quantizers "$CQ" --quiet --threads 2 -o ca.h5
-expect_rc 0 "--calib, --max-memory 1" -- "$FRONTIER" sweep calmodel.safetensors --calib cal.safetensors \
+expect_rc 0 "--calib, --max-memory 1" -- "$FRONTIER" sweep --device cpu calmodel.safetensors --calib cal.safetensors \
   --quantizers "$CQ" --quiet --threads 2 -o cb.h5 --max-memory 1
 python3 "$HERE/blocked_check.py" ca.h5 cb.h5 '.' 40 && python3 - <<'PY' && pass "--calib rows bit for bit, out_rel_err included" || fail "--calib blocked rows differ"
 import h5py, numpy as np
@@ -69,8 +69,8 @@ write_safetensors("nan.safetensors", {"model.layers.0.mlp.up_proj.weight": w,
                                       "model.layers.0.mlp.down_proj.weight": w[:512] * 0}, {})
 PY
 for q in int4-g32-sym nvfp4; do
-  expect_rc 0 "NaN tensor, $q, default" -- "$FRONTIER" sweep nan.safetensors --quantizers $q -o na-$q.h5
-  expect_rc 0 "NaN tensor, $q, --max-memory 1" -- "$FRONTIER" sweep nan.safetensors --quantizers $q \
+  expect_rc 0 "NaN tensor, $q, default" -- "$FRONTIER" sweep --device cpu nan.safetensors --quantizers $q -o na-$q.h5
+  expect_rc 0 "NaN tensor, $q, --max-memory 1" -- "$FRONTIER" sweep --device cpu nan.safetensors --quantizers $q \
     -o nb-$q.h5 --max-memory 1
   expect_stderr "skipping 'model.layers.0.mlp.up_proj.weight' in 'nan.safetensors': non-finite weights: 1 NaN and 1 Inf \(first at element 153603\)" \
     "$q: the warning names file, tensor, counts and first element"
@@ -93,8 +93,8 @@ w[1901, 9] = -0.0
 write_safetensors("edge.safetensors", {"model.layers.0.mlp.up_proj.weight": w}, {})
 PY
 EQ='int4*,int8-g32-sym,fp8*,nvfp4,mx*,nf4-g64'
-expect_rc 0 "edge cases, default" -- "$FRONTIER" sweep edge.safetensors --quantizers "$EQ" -o ea.h5 --quiet
-expect_rc 0 "edge cases, --max-memory 1" -- "$FRONTIER" sweep edge.safetensors --quantizers "$EQ" \
+expect_rc 0 "edge cases, default" -- "$FRONTIER" sweep --device cpu edge.safetensors --quantizers "$EQ" -o ea.h5 --quiet
+expect_rc 0 "edge cases, --max-memory 1" -- "$FRONTIER" sweep --device cpu edge.safetensors --quantizers "$EQ" \
   -o eb.h5 --quiet --max-memory 1
 python3 - <<'PY' && pass "the edge cases raise overflow, underflow, subnormal and -0 flags" ||
 import h5py, numpy as np
@@ -116,9 +116,9 @@ h = json.dumps({"model.layers.0.mlp.up_proj.weight": {"dtype": "BF16", "shape": 
 h += b" " * (-len(h) % 8)
 open("big.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b)
 PY
-expect_rc 0 "4096x4096 BF16, default" -- "$FRONTIER" sweep big.safetensors --quantizers int4-g128-sym,nvfp4 \
+expect_rc 0 "4096x4096 BF16, default" -- "$FRONTIER" sweep --device cpu big.safetensors --quantizers int4-g128-sym,nvfp4 \
   -o ga.h5 --quiet
-expect_rc 0 "4096x4096 BF16, --max-memory 64M" -- "$FRONTIER" sweep big.safetensors \
+expect_rc 0 "4096x4096 BF16, --max-memory 64M" -- "$FRONTIER" sweep --device cpu big.safetensors \
   --quantizers int4-g128-sym,nvfp4 -o gb.h5 --quiet --max-memory 64M
 python3 "$HERE/h5tool.py" same ga.h5 gb.h5 && pass "two 8 M-element blocks, each converted in pieces: same rows" ||
   fail "the pieced blocks' rows differ"
@@ -126,7 +126,7 @@ python3 "$HERE/h5tool.py" same ga.h5 gb.h5 && pass "two 8 M-element blocks, each
 # is row-local): skipped with the reason, the built-in one measured, exit 0
 PLUGIN=$(dirname "$FRONTIER")/examples/plugins/libternary.so
 if [ -f "$PLUGIN" ]; then
-  expect_rc 0 "plugin under --max-memory" -- "$FRONTIER" sweep --synthetic gaussian:512x512 \
+  expect_rc 0 "plugin under --max-memory" -- "$FRONTIER" sweep --device cpu --synthetic gaussian:512x512 \
     --plugin "$PLUGIN" --quantizers 'ternary*,int4-g128-sym' -o pl.h5 --quiet --max-memory 1
   python3 - <<'PY' && pass "plugin configurations in /skipped with the reason" || fail "plugin rows under --max-memory"
 import h5py
