@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "readers.h"
 
@@ -173,7 +174,7 @@ fr_status fr_st_writer_finish(fr_st_writer *w, fr_error *err)
     if (w->written != w->planned)
         st = fr_fail(err, FR_E_FAIL, "writing '%s': %llu of %llu planned bytes written", w->path,
                      (unsigned long long)w->written, (unsigned long long)w->planned);
-    int bad = ferror(w->f);
+    int bad = ferror(w->f) || fr_file_sync(w->f) != 0;
     if (fclose(w->f) != 0 || bad) {
         if (st == FR_OK)
             st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", w->path,
@@ -191,4 +192,13 @@ void fr_st_writer_abort(fr_st_writer *w)
     fclose(w->f);
     free(w->path);
     free(w);
+}
+
+int fr_file_sync(FILE *f)
+{
+    if (fflush(f) != 0)
+        return -1;
+    if (fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
+        return -1;
+    return 0;
 }

@@ -9,6 +9,7 @@
 #define FR_SAFETENSORS_WRITE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -49,5 +50,10 @@ void fr_st_writer_abort(fr_st_writer *w);
 
 /* Size of the data section a plan describes, and of the whole file. */
 uint64_t fr_st_plan_data_bytes(const fr_st_entry *entries, size_t n);
+
+/* Flushes f and fsyncs its file, so what was written is on disk before a
+ * rename makes it visible: 0, or -1 with errno. A filesystem that cannot
+ * sync (EINVAL, EROFS) counts as synced. */
+int fr_file_sync(FILE *f);
 
 #endif

@@ -31,6 +31,7 @@
 #include "core/call.h"
 #include "core/log.h"
 #include "core/safetensors_write.h"
+#include "frontier/dataset_schema.h"
 #include "core/source.h"
 #include "frontier/calib_attach.h"
 #include "frontier/fused_scale.h"
@@ -1101,7 +1102,7 @@ static fr_status write_json(const char *path, const cJSON *root, fr_error *err)
     fputs(text, f);
     fputc('\n', f);
     cJSON_free(text);
-    int bad = ferror(f);
+    int bad = ferror(f) || fr_file_sync(f) != 0;
     if (fclose(f) != 0 || bad)
         return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
                        fr_errno_text(errno ? errno : EIO, why, sizeof why));
@@ -1300,7 +1301,7 @@ static fr_status copy_file(const char *from, const char *to, fr_error *err)
     while ((n = fread(buf, 1, sizeof buf, in)) > 0)
         if (fwrite(buf, 1, n, out) != n)
             break;
-    int bad_in = ferror(in), bad_out = ferror(out);
+    int bad_in = ferror(in), bad_out = ferror(out) || fr_file_sync(out) != 0;
     fclose(in);
     if (fclose(out) != 0 || bad_out)
         return fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", to,
@@ -1524,6 +1525,14 @@ static fr_status install_output(plan *p, fr_error *err)
                            fr_errno_text(errno, why, sizeof why));
         had_old = 1;
     }
+    /* the temporary folder's entries on disk before the rename shows them */
+    if (p->folder) {
+        char inside[PATH_MAX + 160];
+        snprintf(inside, sizeof inside, "%s/x", p->tmp);
+        if (ds_fsync_folder(inside) != 0)
+            return fr_fail(err, FR_E_OUTPUT, "cannot flush '%s': %s", p->tmp,
+                           fr_errno_text(errno, why, sizeof why));
+    }
     if (rename(p->tmp, out) != 0) {
         int e = errno;
         if (had_old)
@@ -1533,6 +1542,10 @@ static fr_status install_output(plan *p, fr_error *err)
     }
     if (had_old)
         remove_path(old);
+    /* and the rename itself (the dataset writer's rule) */
+    if (ds_fsync_folder(out) != 0)
+        return fr_fail(err, FR_E_OUTPUT, "cannot flush the folder of '%s': %s", out,
+                       fr_errno_text(errno, why, sizeof why));
     return FR_OK;
 }
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/call.h"
+#include "core/safetensors_write.h"
 #include "quantizers/families.h"
 #include "quantizers/ggml_blocks.h"
 
@@ -527,6 +528,9 @@ fr_status fr_gguf_write(const fr_registry *reg, const fr_source *src, fr_gguf_it
         goto done;
     }
 done:
+    if (f && st == FR_OK && fr_file_sync(f) != 0)
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
+                     fr_errno_text(errno, why, sizeof why));
     if (f && fclose(f) != 0 && st == FR_OK)
         st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
                      fr_errno_text(errno, why, sizeof why));
