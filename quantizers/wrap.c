@@ -131,20 +131,6 @@ int64_t fr_wrap_group_cols(const fr_int_params *p, int64_t cols)
     return p->granularity == FR_INT_ROW ? cols : p->group_size;
 }
 
-fr_int_qparams fr_wrap_int_qparams(const fr_int_params *p, float lo, float hi)
-{
-    fr_int_qparams qp = {0.0f, 0.0f};
-    if (p->symmetric) {
-        float amax = -lo > hi ? -lo : hi;
-        qp.s = fr_int_sym_scale(amax, fr_int_sym_qmax(p->bits));
-    } else {
-        float levels = fr_int_asym_levels(p->bits);
-        qp.s = fr_int_asym_scale(lo, hi, levels);
-        qp.z = fr_int_asym_zero(lo, qp.s, levels);
-    }
-    return qp;
-}
-
 void fr_wrap_range(const float *x, int64_t n, int64_t stride, float *lo, float *hi)
 {
     float l = 0.0f, h = 0.0f;

@@ -69,15 +69,29 @@ int64_t fr_wrap_group_cols(const fr_int_params *p, int64_t cols);
 /* ---- one integer group, with a given (clipped) range ---- */
 
 /* The scale and zero point that the base rule gives for the range
- * [lo, hi] (lo <= 0 <= hi; sym uses amax = max(-lo, hi)). */
+ * [lo, hi] (lo <= 0 <= hi; sym uses amax = max(-lo, hi)). These small
+ * rules are FR_HD (core/hd.h): the GPU paths of the wrapped families
+ * (kernels/) call the same definitions. */
 typedef struct fr_int_qparams {
     float s, z;
 } fr_int_qparams;
 
-fr_int_qparams fr_wrap_int_qparams(const fr_int_params *p, float lo, float hi);
+FR_HD fr_int_qparams fr_wrap_int_qparams(const fr_int_params *p, float lo, float hi)
+{
+    fr_int_qparams qp = {0.0f, 0.0f};
+    if (p->symmetric) {
+        float amax = -lo > hi ? -lo : hi;
+        qp.s = fr_int_sym_scale(amax, fr_int_sym_qmax(p->bits));
+    } else {
+        float levels = fr_int_asym_levels(p->bits);
+        qp.s = fr_int_asym_scale(lo, hi, levels);
+        qp.z = fr_int_asym_zero(lo, qp.s, levels);
+    }
+    return qp;
+}
 
 /* x^ of one element under qp (the base dequantization). */
-static inline float fr_wrap_int_dequant(const fr_int_params *p, fr_int_qparams qp, float x)
+FR_HD float fr_wrap_int_dequant(const fr_int_params *p, fr_int_qparams qp, float x)
 {
     if (p->symmetric)
         return fr_int_sym_dequant(x, qp.s, fr_int_sym_qmax(p->bits));
@@ -90,13 +104,13 @@ void fr_wrap_range(const float *x, int64_t n, int64_t stride, float *lo, float *
 /* The shrink factors of the clipping searches: f_k = (20 - k) / 20 in
  * float32, k = 0..10 (1, 0.95, ..., 0.5). */
 #define FR_WRAP_SHRINKS 11
-static inline float fr_wrap_shrink(int k)
+FR_HD float fr_wrap_shrink(int k)
 {
     return (float)(20 - k) / 20.0f;
 }
 
 /* The shrunk range of factor f: [f * lo, f * hi] in float32. */
-static inline void fr_wrap_shrunk(float lo, float hi, float f, float *slo, float *shi)
+FR_HD void fr_wrap_shrunk(float lo, float hi, float f, float *slo, float *shi)
 {
     *slo = f * lo;
     *shi = f * hi;
