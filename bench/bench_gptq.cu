@@ -8,7 +8,12 @@
  * tr(W H W^T)) with rel_err.
  *
  *   bench_gptq [--tokens T] [--reps N] [--shapes 4096x4096,14336x4096]
- *              [--dir DIR] [--json FILE] [--phases]
+ *              [--dir DIR] [--json FILE] [--phases] [--loops warp8,warp4,block]
+ *
+ * --loops times each named column-loop kernel (kernels/gptq.h,
+ * FR_GPTQ_LOOP_*; the first is the default, warp8) on every shape, one
+ * line and one JSON entry ("loop") each; their results are equal bit for
+ * bit, which the benchmark checks.
  *
  * After the timed calls, one more call with phase timing
  * (fr_cuda_gptq_timed: setup, factorisation, preparation, the block loop's
@@ -92,7 +97,7 @@ int main(int argc, char **argv)
 {
     int64_t tokens = 8192;
     int reps = 5, show_phases = 0;
-    const char *shapes = "4096x4096,14336x4096", *dir = NULL, *json = NULL;
+    const char *shapes = "4096x4096,14336x4096", *dir = NULL, *json = NULL, *loops = "warp8";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
             tokens = atoll(argv[++i]);
@@ -106,9 +111,11 @@ int main(int argc, char **argv)
             json = argv[++i];
         else if (!strcmp(argv[i], "--phases"))
             show_phases = 1;
+        else if (!strcmp(argv[i], "--loops") && i + 1 < argc)
+            loops = argv[++i];
         else {
             fprintf(stderr, "usage: bench_gptq [--tokens T] [--reps N] [--shapes RxC,...] "
-                            "[--dir DIR] [--json FILE] [--phases]\n");
+                            "[--dir DIR] [--json FILE] [--phases] [--loops warp8,warp4,block]\n");
             return 2;
         }
     }
@@ -140,7 +147,28 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(root, "tokens", (double)tokens);
     cJSON_AddStringToObject(root, "config", "gptq-int4-g128-sym");
     cJSON *arr = cJSON_AddArrayToObject(root, "layers");
-    printf("%-12s %12s %12s %12s %8s\n", "shape", "gpu ms", "out_rel_err", "rel_err", "retries");
+    static const char *const loop_names[] = {"warp8", "warp4", "block"};
+    std::vector<int> loop_ids;
+    for (const char *q = loops; *q;) {
+        size_t len = strcspn(q, ",");
+        int id = -1;
+        for (int k = 0; k < 3; k++)
+            if (strlen(loop_names[k]) == len && !strncmp(q, loop_names[k], len))
+                id = k;
+        if (id < 0) {
+            fprintf(stderr, "bench_gptq: unknown column loop in '%s' (warp8, warp4, block)\n",
+                    loops);
+            return 2;
+        }
+        loop_ids.push_back(id);
+        q += len;
+        if (*q == ',')
+            q++;
+    }
+    if (loop_ids.empty())
+        loop_ids.push_back(FR_GPTQ_LOOP_WARP8);
+    printf("%-12s %-6s %12s %12s %12s %8s\n", "shape", "loop", "gpu ms", "out_rel_err", "rel_err",
+           "retries");
 
     int64_t h_cols = -1;
     float *h_d = NULL;
@@ -205,7 +233,9 @@ int main(int argc, char **argv)
         CU(cudaMalloc((void **)&w_d, w.size() * sizeof(float)));
         CU(cudaMalloc((void **)&q_d, w.size() * sizeof(float)));
         CU(cudaMemcpy(w_d, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
-        fr_gptq_params gp = {4, 1, 0, 128, FR_GPTQ_PLAIN};
+        std::vector<float> first_q;
+        for (int loop : loop_ids) {
+        fr_gptq_params gp = {4, 1, 0, 128, FR_GPTQ_PLAIN, loop};
         int retries = 0;
         double damp = 0.0;
         cudaEvent_t e0, e1;
@@ -244,9 +274,20 @@ int main(int argc, char **argv)
         frontier_error_sums sums;
         FR(fr_cuda_error_sums(w_d, FRONTIER_DTYPE_F32, q_d, rows * n, &sums, (void *)s, &err));
         const double out_rel = sqrt(out / ref), rel = sqrt(sums.sq_err / sums.sq_ref);
+        /* the kernels must agree bit for bit */
+        std::vector<float> qh(w.size());
+        CU(cudaMemcpy(qh.data(), q_d, qh.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        if (first_q.empty()) {
+            first_q = qh;
+        } else if (memcmp(first_q.data(), qh.data(), qh.size() * sizeof(float)) != 0) {
+            fprintf(stderr, "bench_gptq: column loop '%s' gives other w^ than '%s'\n",
+                    loop_names[loop], loop_names[loop_ids[0]]);
+            return 1;
+        }
         char name[64];
         snprintf(name, sizeof name, "%lldx%lld", (long long)rows, (long long)n);
-        printf("%-12s %12.3f %12.6g %12.6g %8d\n", name, med, out_rel, rel, retries);
+        printf("%-12s %-6s %12.3f %12.6g %12.6g %8d\n", name, loop_names[loop], med, out_rel, rel,
+               retries);
         if (show_phases)
             printf("  phases (ms): setup %.3f, factor %.3f (A + potrf %.3f), prep %.3f, loop %.3f "
                    "(column kernels %.3f, lazy GEMMs %.3f), tries %d\n",
@@ -254,6 +295,7 @@ int main(int argc, char **argv)
                    ph.update_ms, ph.factor_tries);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "shape", name);
+        cJSON_AddStringToObject(o, "loop", loop_names[loop]);
         cJSON_AddNumberToObject(o, "rows", (double)rows);
         cJSON_AddNumberToObject(o, "cols", (double)n);
         cJSON_AddNumberToObject(o, "gpu_seconds", med * 1e-3);
@@ -272,6 +314,7 @@ int main(int argc, char **argv)
         cJSON_AddItemToArray(arr, o);
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
+        }
         cudaFree(w_d);
         cudaFree(q_d);
     }

@@ -9,7 +9,8 @@
  *   host:   diag H (dead columns H_jj = 0 -> 1), mean(diag), act-order
  *           permutation (decreasing H_jj, ties by index: the CPU's order);
  *   device: A~ = J A J, A = H[perm][perm] + damp I, J the reversal
- *           (double); potrf(L), L~^-1 by trsm: U = J L~^-1 J, upper with
+ *           (double); potrf(L), L~^-1 (fr_kg_trinv: leaf blocks, then
+ *           batched DGEMM levels): U = J L~^-1 J, upper with
  *           A^-1 = U^T U (fr_kg_factor says why), retried with damp x10
  *           up to three times; U -> float32 row-major;
  *           W = w[:, perm] (dead columns 0) in float32;
@@ -51,6 +52,7 @@ extern "C" {
 #define FR_KG_MAX_BLOCK 256   /* B = max(128, g) <= 256 */
 #define FR_KG_DAMP 0.01
 #define FR_KG_RETRIES 3
+#define FR_KG_LEAF 64         /* diagonal blocks the inverse starts from */
 
 /* One cuBLAS and one cuSOLVER handle for the process (created on first
  * use; the stream is set per call under the lock). */
@@ -259,6 +261,185 @@ static __global__ void __launch_bounds__(FR_KG_MAX_BLOCK) fr_kgptq_block(fr_kg_a
     }
 }
 
+/* Bounds of the caller's row (lane r < R takes row r) over slots [k0, k1)
+ * of the warp's registers: each lane over its slots, then a butterfly with
+ * the CPU's comparisons (every start is +0, so -0.0 never enters). */
+template <int R, int S>
+__device__ static inline void fr_kg_warp_bounds(const float (&v)[R][S], int k0, int k1,
+                                                float *mylo, float *myhi)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float l = 0.0f, h = 0.0f;
+#pragma unroll
+        for (int k = 0; k < S; k++)
+            if (k >= k0 && k < k1) {
+                float x = v[r][k];
+                l = x < l ? x : l;
+                h = x > h ? x : h;
+            }
+        for (int o = 16; o > 0; o >>= 1) {
+            float ol = __shfl_xor_sync(0xffffffffu, l, o), oh = __shfl_xor_sync(0xffffffffu, h, o);
+            l = ol < l ? ol : l;
+            h = oh > h ? oh : h;
+        }
+        if (lane == r) {
+            *mylo = l;
+            *myhi = h;
+        }
+    }
+}
+
+/*
+ * The column loop of block [i1, i1 + nb) with one warp per R rows and no
+ * block barrier in the loop: lane l holds columns l, l + 32, ... (S = B / 32
+ * slots) of the warp's R rows in registers. Column c = 32 k + o: the R
+ * values of slot k of lane o reach lanes 0..R-1 by shuffles (lane r takes
+ * row r's), lane r computes q and err = (x - q) / U_ii of row r, the R
+ * errors go back to every lane by shuffles, and every lane updates its
+ * columns j > c, w_j -= err U_ij: the CPU's float32 operations, in its
+ * order, so the results equal fr_kgptq_block's bit for bit. U's row of
+ * column c + 1 is loaded while column c runs; q and err collect in shared
+ * memory and leave coalesced at the end of the block.
+ */
+template <int R, int S, int WARPS>
+static __global__ void __launch_bounds__(WARPS * 32) fr_kgptq_warp(fr_kg_args a)
+{
+    constexpr int B = S * 32;
+    __shared__ float qbuf[WARPS][R][B + 1];
+    __shared__ float ebuf[WARPS][R][B + 1];
+    __shared__ float sblk[WARPS][R][S], zblk[WARPS][R][S];
+    __shared__ int64_t pcol[B];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t r0 = ((int64_t)blockIdx.x * WARPS + warp) * R;
+    const int nb = (int)a.nb, g = (int)a.g;
+    const int stat = a.S != NULL;
+    const int refscale = !stat && a.variant == FR_GPTQ_REFSCALE;
+    const int64_t row = r0 + lane; /* the row lane r < R computes */
+    float v[R][S];
+    for (int t = threadIdx.x; t < B; t += WARPS * 32)
+        pcol[t] = t < nb ? a.perm[a.i1 + t] : 0;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int k = 0; k < S; k++) {
+            const int j = 32 * k + lane;
+            v[r][k] = j < nb && r0 + r < a.rows ? a.W[(r0 + r) * a.n + a.i1 + j] : 0.0f;
+        }
+    __syncthreads();
+    if (refscale) {
+        /* every group of the block from the block as it stood at its start */
+        for (int c0 = 0; c0 < nb; c0 += g) {
+            float lo = 0.0f, hi = 0.0f;
+            fr_kg_warp_bounds<R, S>(v, c0 / 32, c0 / 32 + g / 32, &lo, &hi);
+            if (lane < R)
+                fr_kg_qparams(a.bits, a.sym, lo, hi, &sblk[warp][lane][c0 / g],
+                              &zblk[warp][lane][c0 / g]);
+        }
+        __syncwarp();
+    }
+    float uc[S], un[S];
+    float dc = a.u[a.i1 * a.n + a.i1], dn = 0.0f;
+#pragma unroll
+    for (int k = 0; k < S; k++) {
+        const int j = 32 * k + lane;
+        uc[k] = j < nb ? a.u[a.i1 * a.n + a.i1 + j] : 0.0f;
+        un[k] = 0.0f;
+    }
+    float s_cur = 0.0f, z_cur = 0.0f;
+#pragma unroll
+    for (int k = 0; k < S; k++) {
+        for (int o = 0; o < 32; o++) {
+            const int c = 32 * k + o;
+            if (c >= nb)
+                break;
+            const int64_t i = a.i1 + c;
+            if (c + 1 < nb) {
+                dn = a.u[(i + 1) * a.n + i + 1];
+#pragma unroll
+                for (int kk = 0; kk < S; kk++) {
+                    const int j = 32 * kk + lane;
+                    un[kk] = j < nb ? a.u[(i + 1) * a.n + a.i1 + j] : 0.0f;
+                }
+            }
+            if (!stat && !refscale && i % a.g == 0) {
+                /* a group starts (c is a multiple of 32): its slots k.. */
+                float lo = 0.0f, hi = 0.0f;
+                fr_kg_warp_bounds<R, S>(v, k, k + g / 32, &lo, &hi);
+                if (lane < R)
+                    fr_kg_qparams(a.bits, a.sym, lo, hi, &s_cur, &z_cur);
+            }
+            float x = 0.0f;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const float t = __shfl_sync(0xffffffffu, v[r][k], o);
+                if (lane == r)
+                    x = t;
+            }
+            float sc = s_cur, zc = z_cur;
+            if (stat) {
+                const int64_t gi = pcol[c] / a.g;
+                sc = lane < R && row < a.rows ? a.S[row * a.G + gi] : 0.0f;
+                zc = lane < R && row < a.rows ? a.Z[row * a.G + gi] : 0.0f;
+            } else if (refscale) {
+                sc = lane < R ? sblk[warp][lane][c / g] : 0.0f;
+                zc = lane < R ? zblk[warp][lane][c / g] : 0.0f;
+            }
+            const float q = fr_kg_dequant(a.bits, a.sym, sc, zc, x);
+            const float e = (x - q) / dc;
+            if (lane < R) {
+                qbuf[warp][lane][c] = q;
+                ebuf[warp][lane][c] = e;
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const float er = __shfl_sync(0xffffffffu, e, r);
+#pragma unroll
+                for (int kk = 0; kk < S; kk++)
+                    if (32 * kk + lane > c)
+                        v[r][kk] -= er * uc[kk];
+            }
+            dc = dn;
+#pragma unroll
+            for (int kk = 0; kk < S; kk++)
+                uc[kk] = un[kk];
+        }
+    }
+    __syncwarp();
+    for (int r = 0; r < R; r++) {
+        if (r0 + r >= a.rows)
+            break;
+        for (int c = lane; c < nb; c += 32) {
+            a.w_hat[(r0 + r) * a.n + pcol[c]] = qbuf[warp][r][c];
+            a.E[(r0 + r) * a.B + c] = ebuf[warp][r][c];
+        }
+    }
+}
+
+/* The column loop of one block with the kernel p->loop names. */
+static fr_status fr_kg_loop(cudaStream_t s, const fr_kg_args &ka, int loop, fr_error *err)
+{
+    fr_status st = FR_OK;
+    const int64_t rows = ka.rows;
+    if (loop == FR_GPTQ_LOOP_BLOCK) {
+        FR_LAUNCH(fr_kgptq_block<FR_KG_ROWS><<<(int)((rows + FR_KG_ROWS - 1) / FR_KG_ROWS),
+                                               (int)ka.B, 0, s>>>(ka));
+    } else if (ka.B > 128) {
+        if (loop == FR_GPTQ_LOOP_WARP4)
+            FR_LAUNCH(fr_kgptq_warp<4, 8, 2><<<(unsigned)((rows + 7) / 8), 64, 0, s>>>(ka));
+        else
+            FR_LAUNCH(fr_kgptq_warp<8, 8, 2><<<(unsigned)((rows + 15) / 16), 64, 0, s>>>(ka));
+    } else {
+        if (loop == FR_GPTQ_LOOP_WARP4)
+            FR_LAUNCH(fr_kgptq_warp<4, 4, 4><<<(unsigned)((rows + 15) / 16), 128, 0, s>>>(ka));
+        else
+            FR_LAUNCH(fr_kgptq_warp<8, 4, 4><<<(unsigned)((rows + 31) / 32), 128, 0, s>>>(ka));
+    }
+cleanup:
+    return st;
+}
+
 /* A~ = J A J (J the reversal, A = H[perm][perm] + damp I) in double,
  * column-major, lower triangle only: element (i, j), i >= j, is A's lower
  * element (n-1-j, n-1-i) = H[perm[n-1-j]][perm[n-1-i]], the value LAPACKE's
@@ -277,12 +458,85 @@ static __global__ void fr_kg_build_rev(double *a, const float *h, const int64_t 
     }
 }
 
-/* x = the identity (n x n). */
-static __global__ void fr_kg_eye(double *x, int64_t n)
+/* The strict upper triangle of a (column-major n x n) := 0, so that the
+ * triangular blocks of the inverse below can go through plain GEMMs. */
+static __global__ void fr_kg_zero_upper(double *a, int64_t n)
 {
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n * n;
          e += (int64_t)gridDim.x * blockDim.x)
-        x[e] = e % (n + 1) == 0 ? 1.0 : 0.0;
+        if (e % n < e / n)
+            a[e] = 0.0;
+}
+
+/* Every FR_KG_LEAF x FR_KG_LEAF diagonal block of the lower-triangular
+ * column-major a (the last one may be smaller) := its inverse, in place:
+ * one thread block per leaf, the leaf in shared memory, thread j
+ * forward-substitutes column j (x_j = 1 / l_jj, x_i = -(sum_{k=j}^{i-1}
+ * l_ik x_k) / l_ii in double, k ascending). */
+static __global__ void fr_kg_leaf_inv(double *a, int64_t n)
+{
+    __shared__ double l[FR_KG_LEAF][FR_KG_LEAF + 1];
+    const int64_t o = (int64_t)blockIdx.x * FR_KG_LEAF;
+    const int m = (int)(n - o < FR_KG_LEAF ? n - o : FR_KG_LEAF);
+    const int j = threadIdx.x;
+    for (int c = 0; c < m; c++)
+        if (j < m)
+            l[j][c] = a[(o + j) + (o + c) * n];
+    __syncthreads();
+    if (j < m) {
+        double x[FR_KG_LEAF];
+        x[j] = 1.0 / l[j][j];
+        for (int i = j + 1; i < m; i++) {
+            double t = 0.0;
+            for (int k = j; k < i; k++)
+                t += l[i][k] * x[k];
+            x[i] = -t / l[i][i];
+        }
+        for (int i = j; i < m; i++)
+            a[(o + i) + (o + j) * n] = x[i];
+    }
+}
+
+/* C_k = alpha A_k B_k (column-major m x n times n x k', k = 0..count-1 at
+ * fixed strides), FP64: cuBLAS on the device, OpenBLAS in the emulation. */
+static fr_status fr_kg_dgemm(cudaStream_t s, int64_t m, int64_t nn, int64_t k, double alpha,
+                             const double *A, int64_t lda, int64_t sa, const double *B,
+                             int64_t ldb, int64_t sb, double *C, int64_t ldc, int64_t sc,
+                             int64_t count, fr_error *err);
+
+/*
+ * a (column-major n x n, lower triangular, strict upper zero) := its
+ * inverse, in place: the FR_KG_LEAF diagonal blocks by fr_kg_leaf_inv, then
+ * level by level pairs of inverted blocks of size m (the last pair may be
+ * partial) become one: for L = [L11 0; L21 L22] with X11 = L11^-1 and
+ * X22 = L22^-1 already in place, L^-1 = [X11 0; -X22 L21 X11 X22], so
+ * T = L21 X11, L21 := -X22 T (t: workspace of n * n / 4 doubles). The full
+ * pairs of a level are one strided-batched GEMM each (2 n^3 / 3 flops in
+ * all, DGEMM), about 2 log2(n / 64) calls.
+ */
+static fr_status fr_kg_trinv(cudaStream_t s, double *a, int64_t n, double *t, fr_error *err)
+{
+    fr_status st = FR_OK;
+    FR_LAUNCH(fr_kg_leaf_inv<<<(unsigned)((n + FR_KG_LEAF - 1) / FR_KG_LEAF), FR_KG_LEAF, 0, s>>>(
+        a, n));
+    for (int64_t m = FR_KG_LEAF; m < n; m *= 2) {
+        const int64_t pairs = n / (2 * m), stride = 2 * m * (n + 1);
+        if (pairs > 0) {
+            FR_TRY(fr_kg_dgemm(s, m, m, m, 1.0, a + m, n, stride, a, n, stride, t, m, m * m,
+                               pairs, err));
+            FR_TRY(fr_kg_dgemm(s, m, m, m, -1.0, a + m * (n + 1), n, stride, t, m, m * m, a + m,
+                               n, stride, pairs, err));
+        }
+        const int64_t o = pairs * 2 * m, p = n - o - m;
+        if (p > 0) {
+            double *x11 = a + o * (n + 1);
+            FR_TRY(fr_kg_dgemm(s, p, m, m, 1.0, x11 + m, n, 0, x11, n, 0, t, p, 0, 1, err));
+            FR_TRY(fr_kg_dgemm(s, p, m, p, -1.0, x11 + m * (n + 1), n, 0, t, p, 0, x11 + m, n, 0,
+                               1, err));
+        }
+    }
+cleanup:
+    return st;
 }
 
 /* Row-major float32 U from M = L~^-1 (column-major lower): U = J M J,
@@ -364,7 +618,6 @@ static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *per
 {
     fr_status st = FR_OK;
     int info[2] = {0, 0}, need = 0;
-    const double one = 1.0;
     const int grid = (int)std::min<int64_t>((n * n + 255) / 256, 8192);
     (void)perm;
     (void)diag;
@@ -381,17 +634,14 @@ static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *per
     if (ws->mark)
         FR_CU(cudaEventRecord(ws->mark, s));
     /* a failed potrf leaves a partial factor: its inverse is discarded below */
-    FR_LAUNCH(fr_kg_eye<<<grid, 256, 0, s>>>((double *)ws->work, n));
-    FR_KG_BLAS(cublasSetStream(fr_kg_blas, s));
-    FR_KG_BLAS(cublasDtrsm(fr_kg_blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                           CUBLAS_DIAG_NON_UNIT, (int)n, (int)n, &one, a, (int)n,
-                           (double *)ws->work, (int)n));
+    FR_LAUNCH(fr_kg_zero_upper<<<grid, 256, 0, s>>>(a, n));
+    FR_TRY(fr_kg_trinv(s, a, n, (double *)ws->work, err));
     FR_CU(cudaMemcpyAsync(info, ws->info_d, sizeof info[0], cudaMemcpyDeviceToHost, s));
     FR_CU(cudaStreamSynchronize(s));
     if (info[0] != 0)
         return FR_OK;
     FR_LAUNCH(fr_kg_u_rev<<<dim3((unsigned)((n + 31) / 32), (unsigned)((n + 31) / 32)), dim3(32, 8),
-                           0, s>>>((const double *)ws->work, u, n));
+                           0, s>>>((const double *)a, u, n));
     *ok = 1;
 cleanup:
     return st;
@@ -409,6 +659,26 @@ static fr_status fr_kg_update(cudaStream_t s, float *W, const float *E, const fl
     FR_KG_BLAS(cublasSgemm(fr_kg_blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)(j2 - j1), (int)rows,
                            (int)(i2 - i1), &minus_one, u + i1 * n + j1, (int)n, E, (int)B, &one,
                            W + j1, (int)n));
+cleanup:
+    return st;
+}
+
+static fr_status fr_kg_dgemm(cudaStream_t s, int64_t m, int64_t nn, int64_t k, double alpha,
+                             const double *A, int64_t lda, int64_t sa, const double *B,
+                             int64_t ldb, int64_t sb, double *C, int64_t ldc, int64_t sc,
+                             int64_t count, fr_error *err)
+{
+    fr_status st = FR_OK;
+    const double zero = 0.0;
+    FR_KG_BLAS(cublasSetStream(fr_kg_blas, s));
+    if (count == 1)
+        FR_KG_BLAS(cublasDgemm(fr_kg_blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)m, (int)nn, (int)k,
+                               &alpha, A, (int)lda, B, (int)ldb, &zero, C, (int)ldc));
+    else
+        FR_KG_BLAS(cublasDgemmStridedBatched(fr_kg_blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)m, (int)nn,
+                                             (int)k, &alpha, A, (int)lda, (long long)sa, B,
+                                             (int)ldb, (long long)sb, &zero, C, (int)ldc,
+                                             (long long)sc, (int)count));
 cleanup:
     return st;
 }
@@ -451,18 +721,31 @@ static fr_status fr_kg_factor(cudaStream_t s, const float *h, const int64_t *per
     *ok = 0;
     if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n) != 0)
         return FR_OK;
-    /* L~^-1 by a triangular solve against the identity, as on the device */
-    x.assign((size_t)n * (size_t)n, 0.0);
-    for (int64_t i = 0; i < n; i++)
-        x[(size_t)(i * (n + 1))] = 1.0;
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)n, (int)n,
-                1.0, a, (int)n, x.data(), (int)n);
+    /* L~^-1 in place as on the device: the leaf kernel and the GEMM levels */
+    for (int64_t j = 1; j < n; j++)
+        for (int64_t i = 0; i < j; i++)
+            a[i + j * n] = 0.0;
+    x.assign((size_t)n * (size_t)n / 4 + 1, 0.0);
+    FR_TRY(fr_kg_trinv(s, a, n, x.data(), err));
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++)
-            u[i * n + j] = j >= i ? (float)x[(size_t)((n - 1 - i) + (n - 1 - j) * n)] : 0.0f;
+            u[i * n + j] = j >= i ? (float)a[(n - 1 - i) + (n - 1 - j) * n] : 0.0f;
     *ok = 1;
 cleanup:
     return st;
+}
+
+static fr_status fr_kg_dgemm(cudaStream_t s, int64_t m, int64_t nn, int64_t k, double alpha,
+                             const double *A, int64_t lda, int64_t sa, const double *B,
+                             int64_t ldb, int64_t sb, double *C, int64_t ldc, int64_t sc,
+                             int64_t count, fr_error *err)
+{
+    (void)err;
+    (void)s;
+    for (int64_t b = 0; b < count; b++)
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nn, (int)k, alpha,
+                    A + b * sa, (int)lda, B + b * sb, (int)ldb, 0.0, C + b * sc, (int)ldc);
+    return FR_OK;
 }
 
 static fr_status fr_kg_update(cudaStream_t s, float *W, const float *E, const float *u,
@@ -642,8 +925,7 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
                          p->bits, p->symmetric, p->variant};
         blk_marks.push_back(tm.ev.size());
         fr_kg_mark(&tm, s);
-        FR_LAUNCH(fr_kgptq_block<FR_KG_ROWS><<<(int)((rows + FR_KG_ROWS - 1) / FR_KG_ROWS),
-                                               (int)B, 0, s>>>(ka));
+        FR_TRY(fr_kg_loop(s, ka, p->loop, err));
         fr_kg_mark(&tm, s);
         if (i2 >= n)
             break;
@@ -728,6 +1010,7 @@ extern "C" int fr_gptq_quantize_cuda(const frontier_config *cfg, const void *w, 
     p.row_scales = ip->granularity == FR_INT_ROW;
     p.group = fr_wrap_group_cols(ip, cols);
     p.variant = wp->variant;
+    p.loop = FR_GPTQ_LOOP_WARP8;
     int retries = 0;
     double damp = 0.0;
     fr_status st = fr_cuda_gptq(w, dtype, w_hat, rows, cols, calib->hessian, 0, &p, stream,

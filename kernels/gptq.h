@@ -30,7 +30,14 @@ typedef struct fr_gptq_params {
     int row_scales;    /* gC: one group per row (static scales) */
     int64_t group;     /* columns per group (cols for gC) */
     int variant;       /* FR_GPTQ_* */
+    int loop;          /* the column-loop kernel, FR_GPTQ_LOOP_* (0: the default) */
 } fr_gptq_params;
+
+/* The column-loop kernels (equal results, bit for bit; docs/gpu.md, "GPTQ"):
+ * one warp per 8 or 4 rows with the block's columns in registers, or the
+ * thread block of B threads per 8 rows with them in shared memory (the
+ * kernel before 2026-12-02; bench_gptq --loop compares them). */
+enum { FR_GPTQ_LOOP_WARP8 = 0, FR_GPTQ_LOOP_WARP4 = 1, FR_GPTQ_LOOP_BLOCK = 2 };
 
 /*
  * w_hat (device float32, rows x cols) = GPTQ of the device tensor w (enum

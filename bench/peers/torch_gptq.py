@@ -94,7 +94,9 @@ def main():
     if a.gpu_json and os.path.exists(a.gpu_json):
         with open(a.gpu_json) as f:
             for layer in json.load(f)["layers"]:
-                gpu[layer["shape"]] = layer
+                # bench_gptq --loops: the first entry of a shape is the default kernel
+                gpu.setdefault(layer["shape"], dict(layer, loops={}))
+                gpu[layer["shape"]]["loops"][layer.get("loop", "warp8")] = layer["gpu_seconds"]
     # warm-up: cuSOLVER / cuBLAS initialisation outside the timings
     g = torch.randn(256, 512, device=dev)
     x = torch.randn(1024, 512, device=dev)
@@ -133,7 +135,8 @@ def main():
         gl = gpu.get(shape)
         if gl:
             row.update({"gpu_seconds": gl["gpu_seconds"], "gpu_out_rel_err": gl["out_rel_err"],
-                        "gpu_rel_err": gl["rel_err"],
+                        "gpu_rel_err": gl["rel_err"], "gpu_loop": gl.get("loop"),
+                        "gpu_seconds_by_loop": gl["loops"], "gpu_phases_ms": gl.get("phases_ms"),
                         "speedup": best / gl["gpu_seconds"] if gl["gpu_seconds"] > 0 else float("inf"),
                         "out_rel_err_diff": abs(gl["out_rel_err"] - out_rel) / out_rel})
             print(f"{shape:<12} {best:9.3f} {1e3 * gl['gpu_seconds']:9.2f} {row['speedup']:7.0f}x "

@@ -11,7 +11,7 @@
  *    lazy-update GEMMs sum in different orders, so a code near a rounding
  *    boundary can flip and the row's later columns follow; the measured
  *    worst case is printed), the share of differing reconstructions
- *    printed.
+ *    printed; the column-loop kernels against each other, bit for bit.
  * Without a device: exit 77. In the CPU emulation (gpu_emu.calib) the dense
  * parts are OpenBLAS / LAPACKE (no cuBLAS, cuSOLVER there), the kernels are
  * the device's.
@@ -232,6 +232,64 @@ static void check_gptq(const fr_registry *reg, const char *name, int64_t rows, i
     free(h);
 }
 
+/* The column-loop kernels (FR_GPTQ_LOOP_*) give the same w^ bit for bit:
+ * plain, -refscale, static (-act, gC) scales, B = 128 and 256, a row count
+ * that leaves the last warp partial. */
+static void check_gptq_loops(void)
+{
+    static const struct {
+        int bits, sym, row_scales;
+        int64_t group;
+        int variant;
+        int64_t rows, cols;
+    } c[] = {
+        {4, 1, 0, 128, FR_GPTQ_PLAIN, 77, 384},
+        {3, 0, 0, 32, FR_GPTQ_REFSCALE, 45, 256},
+        {4, 0, 0, 256, FR_GPTQ_PLAIN, 21, 640},
+        {2, 1, 0, 64, FR_GPTQ_ACT, 38, 320},
+        {3, 0, 1, 200, FR_GPTQ_ACT, 19, 200},
+    };
+    fr_error err;
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        const int64_t rows = c[k].rows, cols = c[k].cols, n = rows * cols;
+        float *w = malloc((size_t)n * sizeof *w), *first = malloc((size_t)n * sizeof *first),
+              *out = malloc((size_t)n * sizeof *out);
+        for (int64_t i = 0; i < n; i++)
+            w[i] = (float)(0.02 * gpu_normal(&rng));
+        float *h = make_hessian(cols, cols + cols / 2, 0);
+        void *w_dev = NULL;
+        float *hat_dev = NULL;
+        GPU_OK(fr_cuda_malloc(&w_dev, (size_t)n * sizeof(float), &err));
+        GPU_OK(fr_cuda_malloc((void **)&hat_dev, (size_t)n * sizeof(float), &err));
+        GPU_OK(fr_cuda_upload(w_dev, w, (size_t)n * sizeof(float), &err));
+        int64_t differ = 0;
+        for (int loop = FR_GPTQ_LOOP_WARP8; loop <= FR_GPTQ_LOOP_BLOCK; loop++) {
+            fr_gptq_params p = {c[k].bits, c[k].sym, c[k].row_scales,
+                                c[k].row_scales ? cols : c[k].group, c[k].variant, loop};
+            int retries = 0;
+            double damp = 0.0;
+            GPU_OK(fr_cuda_fill32(hat_dev, 0x7fc00001u, (size_t)n, NULL, &err));
+            GPU_OK(fr_cuda_gptq(w_dev, FRONTIER_DTYPE_F32, hat_dev, rows, cols, h, 0, &p, NULL,
+                                &retries, &damp, &err));
+            GPU_OK(fr_cuda_download(loop == 0 ? first : out, hat_dev, (size_t)n * sizeof(float),
+                                    &err));
+            if (loop > 0)
+                for (int64_t i = 0; i < n; i++)
+                    differ += memcmp(&first[i], &out[i], sizeof(float)) != 0;
+        }
+        printf("gptq column loops (int%d %s g%lld variant %d, %lldx%lld): %lld w^ differ\n",
+               c[k].bits, c[k].sym ? "sym" : "asym", (long long)(c[k].row_scales ? cols : c[k].group),
+               c[k].variant, (long long)rows, (long long)cols, (long long)differ);
+        CHECK_MSG(differ == 0, "gptq column loops disagree on %lld values", (long long)differ);
+        fr_cuda_free(w_dev);
+        fr_cuda_free(hat_dev);
+        free(w);
+        free(first);
+        free(out);
+        free(h);
+    }
+}
+
 /* H = -I: not positive definite after three retries on either side, the
  * same error code. */
 static void check_gptq_fails(const fr_registry *reg)
@@ -309,6 +367,7 @@ int main(void)
     for (size_t k = 0; k < sizeof g / sizeof g[0]; k++)
         check_gptq(&reg, g[k].name, g[k].rows, g[k].cols, g[k].dead);
     check_gptq_fails(&reg);
+    check_gptq_loops();
     printf("GPTQ GPU vs CPU: worst relative difference %.2e (rel_err), %.2e (out_rel_err); "
            "tolerance %.0e\n", worst_rel, worst_out, FR_GPTQ_TOL);
     fr_registry_free(&reg);

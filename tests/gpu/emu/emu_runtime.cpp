@@ -110,6 +110,16 @@ uint64_t emu_shfl_xor(uint64_t value, int offset)
     return shfl_slots[base + (f->lane ^ (unsigned)offset)];
 }
 
+uint64_t emu_shfl_idx(uint64_t value, int src)
+{
+    fiber *f = current;
+    size_t bank = f->shfl_count++ & 1u;
+    size_t base = ((size_t)f->warp * 2 + bank) * 32;
+    shfl_slots[base + f->lane] = value;
+    wait_barrier(warp_barriers[f->warp]);
+    return shfl_slots[base + (unsigned)src];
+}
+
 void emu_run(dim3 grid, dim3 block, const std::function<void()> &fn)
 {
     const unsigned n = block.x * block.y * block.z;

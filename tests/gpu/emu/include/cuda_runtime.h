@@ -77,6 +77,21 @@ template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int of
     return out;
 }
 
+/* 8 bytes from every lane of the warp, then lane src's */
+uint64_t emu_shfl_idx(uint64_t value, int src);
+
+template <typename T> static inline T __shfl_sync(unsigned mask, T v, int src)
+{
+    (void)mask;
+    static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+    uint64_t bits = 0;
+    memcpy(&bits, &v, sizeof v);
+    bits = emu_shfl_idx(bits, src & 31);
+    T out;
+    memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
 /* any lane's predicate: an OR over the same butterfly of real shuffles
  * (so a lane that skips the vote deadlocks here, as it would misbehave on
  * a GPU) */
