@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "imatrix.h"
+#include "philox.h"
 #include "readers.h"
 #include "source.h"
 
@@ -39,6 +40,12 @@ struct calib_module {
                                     tokens, for those that had none (computed on use) */
 };
 
+/* Synthetic statistics of one input width (fr_calib_open "synthetic"). */
+struct calib_synth {
+    int64_t cols;
+    float *hessian, *abs_mean, *sq_mean;
+};
+
 struct fr_calib_file {
     fr_source *src;
     int64_t token_count;
@@ -46,6 +53,10 @@ struct fr_calib_file {
     size_t modules_cap;           /* entries allocated (names past n_modules freed on close) */
     struct calib_module *modules; /* sorted by name */
     fr_imatrix_format imatrix;    /* FR_IMATRIX_NONE: the safetensors layout */
+    int synthetic;                /* 1: generated statistics, no file */
+    uint64_t synth_seed;
+    size_t n_synth;
+    struct calib_synth *synth;    /* one per input width looked up */
 };
 
 #define PREFIX "cannot read calibration '%s': "
@@ -403,13 +414,121 @@ static fr_calib_file *new_calib(const char *path, fr_error *err)
     return cf;
 }
 
+/* ---- synthetic statistics ---- */
+
+/* "synthetic" or "synthetic:SEED" (decimal), else 0. */
+static int synthetic_spec(const char *path, uint64_t *seed)
+{
+    *seed = 1;
+    if (!strcmp(path, "synthetic"))
+        return 1;
+    if (strncmp(path, "synthetic:", 10) != 0)
+        return 0;
+    const char *d = path + 10;
+    if (!*d)
+        return -1;
+    uint64_t v = 0;
+    for (; *d; d++) {
+        if (*d < '0' || *d > '9' || v > (UINT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*d - '0');
+    }
+    *seed = v;
+    return 1;
+}
+
+/* Uniform (0, 1) from 32 random bits. */
+static double unit_open(uint32_t bits)
+{
+    return ((double)bits + 0.5) / 4294967296.0;
+}
+
+/*
+ * The statistics of width cols (docs/calibration.md, "Synthetic
+ * statistics"): tokens whose features follow an AR(1) process of
+ * correlation 0.9 along the input dimension, scaled per feature by
+ * s_j = exp(0.5 z_j), times 8 for about 1% of the features (outlier
+ * channels), have the expected second moments H_ij = s_i s_j 0.9^|i-j|
+ * (a Kac-Murdock-Szego matrix, positive definite), act_sq_mean = diag H
+ * and, for Gaussian features, act_abs_mean = s_j sqrt(2 / pi). z_j and the
+ * outlier draw come from Philox4x32-10 at counter j, key seed. H in
+ * float32, each element rounded once from double.
+ */
+static fr_status synth_width(fr_calib_file *cf, int64_t cols, struct calib_synth **out,
+                             fr_error *err)
+{
+    for (size_t i = 0; i < cf->n_synth; i++)
+        if (cf->synth[i].cols == cols) {
+            *out = &cf->synth[i];
+            return FR_OK;
+        }
+    if (cols <= 0 || cols > ((int64_t)1 << 17))
+        return fr_fail(err, FR_E_USAGE, "synthetic statistics: %lld inputs is out of range "
+                       "(1..131072)", (long long)cols);
+    struct calib_synth *grown = realloc(cf->synth, (cf->n_synth + 1) * sizeof *grown);
+    if (!grown)
+        return fr_fail(err, FR_E_NOMEM, "out of memory for synthetic statistics");
+    cf->synth = grown;
+    struct calib_synth *w = &cf->synth[cf->n_synth];
+    const size_t n = (size_t)cols;
+    w->cols = cols;
+    w->hessian = malloc(n * n * sizeof *w->hessian);
+    w->abs_mean = malloc(n * sizeof *w->abs_mean);
+    w->sq_mean = malloc(n * sizeof *w->sq_mean);
+    double *sc = malloc(n * sizeof *sc), *pw = malloc(n * sizeof *pw);
+    if (!w->hessian || !w->abs_mean || !w->sq_mean || !sc || !pw) {
+        free(w->hessian);
+        free(w->abs_mean);
+        free(w->sq_mean);
+        free(sc);
+        free(pw);
+        return fr_fail(err, FR_E_NOMEM, "out of memory for synthetic statistics of %lld inputs "
+                       "(%.1f GB)", (long long)cols, (double)(n * n * 4) / 1e9);
+    }
+    const double two_pi = 6.283185307179586, abs_factor = 0.7978845608028654; /* sqrt(2/pi) */
+    for (size_t j = 0; j < n; j++) {
+        fr_philox_words r = fr_philox4x32_10((uint32_t)j, (uint32_t)((uint64_t)j >> 32), 0, 0,
+                                             (uint32_t)cf->synth_seed,
+                                             (uint32_t)(cf->synth_seed >> 32));
+        double z = sqrt(-2.0 * log(unit_open(r.w[0]))) * cos(two_pi * unit_open(r.w[1]));
+        sc[j] = exp(0.5 * z) * (unit_open(r.w[2]) < 0.01 ? 8.0 : 1.0);
+    }
+    pw[0] = 1.0;
+    for (size_t d = 1; d < n; d++)
+        pw[d] = pw[d - 1] * 0.9;
+    for (size_t i = 0; i < n; i++) {
+        float *row = w->hessian + i * n;
+        for (size_t j = 0; j < n; j++)
+            row[j] = (float)(sc[i] * sc[j] * pw[i > j ? i - j : j - i]);
+        w->sq_mean[i] = row[i];
+        w->abs_mean[i] = (float)(sc[i] * abs_factor);
+    }
+    free(sc);
+    free(pw);
+    cf->n_synth++;
+    *out = w;
+    return FR_OK;
+}
+
 fr_status fr_calib_open(const char *path, fr_calib_file **out, fr_error *err)
 {
     size_t file;
     *out = NULL;
+    uint64_t seed = 1;
+    int syn = synthetic_spec(path, &seed);
+    if (syn < 0)
+        return fr_fail(err, FR_E_USAGE, "'%s': synthetic statistics are 'synthetic' or "
+                       "'synthetic:SEED' (a decimal seed); a file of that name is './%s'",
+                       path, path);
     fr_calib_file *cf = new_calib(path, err);
     if (!cf)
         return FR_E_NOMEM;
+    if (syn) {
+        cf->synthetic = 1;
+        cf->synth_seed = seed;
+        *out = cf;
+        return FR_OK;
+    }
     fr_status st = fr_source_add_file(cf->src, path, &file, err);
     if (st == FR_OK)
         st = open_mapped(cf, err);
@@ -475,6 +594,12 @@ void fr_calib_close(fr_calib_file *cf)
         free(cf->modules[i].expert_tokens);
     }
     free(cf->modules);
+    for (size_t i = 0; i < cf->n_synth; i++) {
+        free(cf->synth[i].hessian);
+        free(cf->synth[i].abs_mean);
+        free(cf->synth[i].sq_mean);
+    }
+    free(cf->synth);
     fr_source_close(cf->src);
     free(cf);
 }
@@ -827,6 +952,19 @@ static fr_status lookup(fr_calib_file *cf, const char *weight_name, int64_t cols
     out->calib.cols = cols;
     out->expert = expert;
     out->expert_tokens = -1;
+    if (cf->synthetic) {
+        /* every weight (every expert) gets the statistics of its width */
+        (void)n_experts;
+        struct calib_synth *w = NULL;
+        fr_status sst = synth_width(cf, cols, &w, err);
+        if (sst != FR_OK)
+            return sst;
+        out->found = 1;
+        out->calib.hessian = w->hessian;
+        out->calib.act_mean_abs = w->abs_mean;
+        out->calib.act_mean_sq = w->sq_mean;
+        return FR_OK;
+    }
     struct calib_module *m = resolve(cf, weight_name);
     size_t n = strlen(weight_name), suffix = sizeof ".weight" - 1;
     if (n > suffix && !strcmp(weight_name + n - suffix, ".weight"))

@@ -6,6 +6,7 @@
  * against the same formula recomputed here. cases.tsv: each bad file's
  * exact message and exit code, and the borderline files that must load.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -318,8 +319,99 @@ static void run_case(const char *dir, char *line)
     fr_calib_close(cf);
 }
 
+/* fr_calib_open("synthetic[:SEED]") (docs/calibration.md, "Synthetic
+ * statistics"): every weight found, H symmetric with diag H = act_sq_mean,
+ * correlations 0.9^|i-j| up to float32 rounding, act_abs_mean =
+ * sqrt(2 / pi) sqrt(diag H), positive definite (a Cholesky factorisation in
+ * double), one generation per width, the seed deciding the scales, and
+ * malformed specs refused. */
+static void test_synthetic(void)
+{
+    fr_calib_file *a = NULL, *b = NULL, *c = NULL;
+    fr_error err;
+    CHECK(fr_calib_open("synthetic", &a, &err) == FR_OK);
+    CHECK(fr_calib_open("synthetic:1", &b, &err) == FR_OK);
+    CHECK(fr_calib_open("synthetic:5", &c, &err) == FR_OK);
+    if (!a || !b || !c)
+        return;
+    const int64_t n = 300;
+    fr_calib_stats sa, sb, sc, sa2, sexp;
+    CHECK(fr_calib_lookup(a, "model.layers.3.mlp.down_proj.weight", n, &sa, &err) == FR_OK);
+    CHECK(fr_calib_lookup(a, "anything.else", n, &sa2, &err) == FR_OK);
+    CHECK(fr_calib_lookup(b, "x.weight", n, &sb, &err) == FR_OK);
+    CHECK(fr_calib_lookup(c, "x.weight", n, &sc, &err) == FR_OK);
+    CHECK(fr_calib_lookup_expert(a, "experts.w1", n, 2, 4, &sexp, &err) == FR_OK);
+    CHECK(sa.found && sa2.found && sb.found && sc.found && sexp.found);
+    if (!sa.found || !sb.found || !sc.found)
+        return;
+    CHECK_MSG(sa.calib.hessian == sa2.calib.hessian && sa.calib.hessian == sexp.calib.hessian,
+              "one generation per width");
+    CHECK_MSG(!memcmp(sa.calib.hessian, sb.calib.hessian, (size_t)(n * n) * sizeof(float)),
+              "'synthetic' is seed 1");
+    CHECK_MSG(memcmp(sa.calib.hessian, sc.calib.hessian, (size_t)(n * n) * sizeof(float)) != 0,
+              "another seed gives other statistics");
+    const float *h = sa.calib.hessian;
+    double worst = 0.0;
+    double smin = INFINITY, smax = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        CHECK_MSG(h[i * n + i] == sa.calib.act_mean_sq[i], "act_sq_mean[%lld] = H_ii", (long long)i);
+        double want = 0.7978845608028654 * sqrt((double)h[i * n + i]);
+        CHECK_MSG(fabs(sa.calib.act_mean_abs[i] - want) <= 1e-6 * want, "act_abs_mean[%lld]",
+                  (long long)i);
+        smin = fmin(smin, sqrt((double)h[i * n + i]));
+        smax = fmax(smax, sqrt((double)h[i * n + i]));
+        for (int64_t j = 0; j < n; j++) {
+            CHECK_MSG(h[i * n + j] == h[j * n + i], "H symmetric at %lld,%lld", (long long)i,
+                      (long long)j);
+            double r = h[i * n + j] / sqrt((double)h[i * n + i] * h[j * n + j]);
+            double e = pow(0.9, (double)(i > j ? i - j : j - i));
+            if (e > 1e-30)
+                worst = fmax(worst, fabs(r - e) / e);
+        }
+    }
+    CHECK_MSG(worst < 1e-6, "correlations 0.9^|i-j|: worst relative deviation %.2e", worst);
+    CHECK_MSG(smax / smin > 10.0, "feature scales %.3g .. %.3g should vary", smin, smax);
+    /* positive definite: Cholesky in double */
+    double *l = calloc((size_t)(n * n), sizeof *l);
+    int pd = l != NULL;
+    for (int64_t j = 0; pd && j < n; j++) {
+        double d = h[j * n + j];
+        for (int64_t k = 0; k < j; k++)
+            d -= l[j * n + k] * l[j * n + k];
+        if (!(d > 0)) {
+            pd = 0;
+            break;
+        }
+        l[j * n + j] = sqrt(d);
+        for (int64_t i = j + 1; i < n; i++) {
+            double v = h[i * n + j];
+            for (int64_t k = 0; k < j; k++)
+                v -= l[i * n + k] * l[j * n + k];
+            l[i * n + j] = v / l[j * n + j];
+        }
+    }
+    free(l);
+    CHECK_MSG(pd, "synthetic H is positive definite");
+    CHECK(!strcmp(fr_calib_path(a), "synthetic"));
+    fr_calib_close(a);
+    fr_calib_close(b);
+    fr_calib_close(c);
+    static const char *const bad[] = {"synthetic:", "synthetic:1x", "synthetic:-3",
+                                      "synthetic:99999999999999999999999"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        fr_calib_file *x = NULL;
+        fr_error_clear(&err);
+        CHECK_MSG(fr_calib_open(bad[k], &x, &err) == FR_E_USAGE && x == NULL &&
+                      strstr(err.msg, "synthetic:SEED"),
+                  "'%s' is refused: %s", bad[k], err.msg);
+    }
+    printf("synthetic statistics: correlations within %.1e, feature scales %.3g .. %.3g\n", worst,
+           smin, smax);
+}
+
 int main(int argc, char **argv)
 {
+    test_synthetic();
     if (argc != 2) {
         fprintf(stderr, "usage: test_calib DIR (written by make_calib.py)\n");
         return 2;
