@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine (after scripts/device.sh in the same warm session,
+# whose build-device it reuses; else it builds the CLI), carry .carry:
+#   bash scripts/device-calib8b.sh
+# Issue 10's calibrated benchmark on the 8B Llama shape with synthetic
+# statistics (`--calib synthetic`, docs/calibration.md):
+#   (c1) the calibrated sweep (gptq, awq, hqq, mse, imat, rht+, rht+gptq at
+#        2..4 bits) of ONE layer of the 8B shape (q, k, v, o, gate, up,
+#        down), FP32 output error;
+#   (c2) out_rel_err of every data-free configuration (2..8 bits) for the
+#        whole 8B model (32 layers), FP32;
+#   (c3) the same with --tf32.
+# Each writes its --device-stats JSON into $OUT (calib8b_*.json) and a row
+# count; the log is $OUT/device-calib8b.log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/out}
+mkdir -p "$OUT"
+LOG=$OUT/device-calib8b.log
+BUILD=$ROOT/build-device
+PREFIX=/tmp/frontier-deps
+: > "$LOG"
+exec > >(tee -a "$LOG") 2>&1
+[ -f .carry/commit.txt ] && cat .carry/commit.txt
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+log() { echo "$*"; }
+source scripts/device-deps.sh
+if [ ! -x "$BUILD/frontier" ]; then
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFRONTIER_CUDA=ON \
+    -DFRONTIER_PLOTS=AUTO -DFRONTIER_MPI=OFF > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+  t0=$(date +%s)
+  cmake --build "$BUILD" -j"$(nproc)" --target frontier_cli > "$OUT/build.log" 2>&1 ||
+    { tail -40 "$OUT/build.log"; exit 1; }
+  echo "build: $(( $(date +%s) - t0 )) s"
+fi
+FRONTIER=$BUILD/frontier
+layer="gaussian:4096x4096:bf16,gaussian:1024x4096:bf16*2,gaussian:4096x4096:bf16,gaussian:14336x4096:bf16*2,gaussian:4096x14336:bf16"
+spec=$layer
+for _ in $(seq 2 32); do spec="$spec,$layer"; done
+rows() {
+  python3 - "$1" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    r = f["results"][...]
+    c = f["configs"][...]
+    fam = {int(x["config_id"]): (x["family"].decode() if isinstance(x["family"], bytes) else str(x["family"])) for x in c}
+    o = r["out_rel_err"]
+    print(f"{len(r)} rows, {int(np.isfinite(o).sum())} with out_rel_err; devices {f.attrs.get('devices')}")
+    by = {}
+    for row in r:
+        dev = row["device"].decode() if isinstance(row["device"], bytes) else str(row["device"])
+        e = by.setdefault(fam[int(row["config_id"])], {"n": 0, "dev": {}, "sec": 0.0, "o": []})
+        e["n"] += 1
+        e["dev"][dev] = e["dev"].get(dev, 0) + 1
+        e["sec"] += float(row["seconds"])
+        e["o"].append(float(row["out_rel_err"]))
+    for k in sorted(by):
+        e = by[k]
+        print(f"  {k:12s} {e['n']:6d} rows {e['dev']}, seconds (sum of rows) {e['sec']:.2f}, "
+              f"median out_rel_err {np.nanmedian(e['o']):.4g}")
+PY
+}
+run() {  # NAME LIMIT ARGS...
+  local name=$1 limit=$2
+  shift 2
+  rm -f "/tmp/$name.h5"
+  local t0=$(date +%s.%N)
+  timeout --kill-after=10 "$limit" "$FRONTIER" sweep "$@" --device cuda \
+    --device-stats "$OUT/$name.json" -o "/tmp/$name.h5" 2>&1 | grep -vE "^frontier: (progress|\[)" | tail -12
+  echo "== $name: rc ${PIPESTATUS[0]}, wall $(python3 -c "import time; print(f'{time.time() - $t0:.1f}')") s"
+  [ -f "$OUT/$name.json" ] && cat "$OUT/$name.json"
+  [ -f "/tmp/$name.h5" ] && rows "/tmp/$name.h5"
+  rm -f "/tmp/$name.h5"
+}
+run calib8b_layer 200 --synthetic "$layer" --calib synthetic --bits 2..4 \
+  --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq
+run calib8b_datafree_fp32 ${FP32_LIMIT:-240} --synthetic "$spec" --calib synthetic --bits 2..8 \
+  --quantizers int,fp8,nvfp4,mx,nf4
+run calib8b_datafree_tf32 120 --synthetic "$spec" --calib synthetic --tf32 --bits 2..8 \
+  --quantizers int,fp8,nvfp4,mx,nf4
