@@ -221,8 +221,10 @@ static void print_table(FILE *out, const fr_dataset *ds, const char *output, con
             output ? output : "", sm->n_measured, sm->n_sum);
     if (sm->n_skipped_tensors)
         fprintf(out, "; %zu tensors skipped", sm->n_skipped_tensors);
+    /* /skipped holds both the pairs that failed and those not run by design
+     * (statistics a tensor lacks, --max-memory): the reasons say which */
     if (sm->n_failed)
-        fprintf(out, "; %zu failures", sm->n_failed);
+        fprintf(out, "; %zu (tensor, configuration) pairs not measured", sm->n_failed);
     if (sm->n_skipped_tensors || sm->n_failed)
         fprintf(out, " (see /skipped)");
     fprintf(out, "\n\n");
