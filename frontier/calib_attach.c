@@ -14,8 +14,8 @@ int fr_calib_has_lm_head(const fr_tensor *tensors, size_t n)
 }
 
 fr_status fr_calib_lookup_weight(fr_calib_file *cf, const fr_tensor *t, int64_t cols,
-                                 int has_lm_head, fr_calib_stats *out, const char **matched,
-                                 fr_error *err)
+                                 int has_lm_head, int quiet, fr_calib_stats *out,
+                                 const char **matched, fr_error *err)
 {
     fr_status st;
     if (matched)
@@ -30,7 +30,8 @@ fr_status fr_calib_lookup_weight(fr_calib_file *cf, const fr_tensor *t, int64_t 
         if (out->found) {
             if (matched)
                 *matched = "lm_head.weight";
-            fr_info("'%s' is tied to the output layer: it takes the statistics of 'lm_head'",
+            if (!quiet)
+                fr_info("'%s' is tied to the output layer: it takes the statistics of 'lm_head'",
                     t->name);
         } else {
             snprintf(out->skip_reason, sizeof out->skip_reason, "%s", reason);
@@ -40,11 +41,11 @@ fr_status fr_calib_lookup_weight(fr_calib_file *cf, const fr_tensor *t, int64_t 
 }
 
 fr_status fr_calib_lookup_expert_weight(fr_calib_file *cf, const fr_tensor *t, int64_t expert,
-                                        int64_t n_experts, int64_t cols, fr_calib_stats *out,
-                                        fr_error *err)
+                                        int64_t n_experts, int64_t cols, int quiet,
+                                        fr_calib_stats *out, fr_error *err)
 {
     fr_status st = fr_calib_lookup_expert(cf, t->name, cols, expert, n_experts, out, err);
-    if (st == FR_OK && out->found && out->fallback)
+    if (st == FR_OK && out->found && out->fallback && !quiet)
         fr_warn("'%s': module '%s', expert %lld received no calibration tokens: it takes the "
                 "token-weighted mean of the other experts' statistics",
                 fr_calib_path(cf), out->module, (long long)expert);

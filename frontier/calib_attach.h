@@ -27,10 +27,11 @@ int fr_calib_has_lm_head(const fr_tensor *tensors, size_t n);
  * (an info line says so); when lm_head has none either, the skip reason is
  * the embedding's own. *matched (may be NULL) is the name the statistics
  * were found under, for fr_calib_unmatched: t->name or "lm_head.weight".
- * Errors are fr_calib_lookup's. */
+ * quiet: no info or warning lines (an MPI worker repeating rank 0's
+ * lookups). Errors are fr_calib_lookup's. */
 fr_status fr_calib_lookup_weight(fr_calib_file *cf, const fr_tensor *t, int64_t cols,
-                                 int has_lm_head, fr_calib_stats *out, const char **matched,
-                                 fr_error *err);
+                                 int has_lm_head, int quiet, fr_calib_stats *out,
+                                 const char **matched, fr_error *err);
 
 /* Expert e of the expert stack t (n_experts experts of [rows, cols],
  * docs/formats.md "Expert tensors"): fr_calib_lookup_expert under the
@@ -40,7 +41,7 @@ fr_status fr_calib_lookup_weight(fr_calib_file *cf, const fr_tensor *t, int64_t 
  * fr_calib_lookup_expert's (another expert count; statistics without an
  * expert axis). */
 fr_status fr_calib_lookup_expert_weight(fr_calib_file *cf, const fr_tensor *t, int64_t expert,
-                                        int64_t n_experts, int64_t cols, fr_calib_stats *out,
-                                        fr_error *err);
+                                        int64_t n_experts, int64_t cols, int quiet,
+                                        fr_calib_stats *out, fr_error *err);
 
 #endif

@@ -471,7 +471,7 @@ static fr_status attach_statistics(plan *p, fr_error *err)
             int64_t e = 0;
             for (; e < q->experts; e++) {
                 if ((st = fr_calib_lookup_expert_weight(p->calib, q->t, e, q->experts, q->cols,
-                                                        &cs, err)) != FR_OK)
+                                                        0, &cs, err)) != FR_OK)
                     return st;
                 if (!cs.found) {
                     snprintf(q->stats_why, sizeof q->stats_why, "expert %lld: %.400s", (long long)e,
@@ -487,7 +487,7 @@ static fr_status attach_statistics(plan *p, fr_error *err)
             }
             continue;
         }
-        if ((st = fr_calib_lookup_weight(p->calib, q->t, q->cols, has_lm_head, &cs, NULL, err)) !=
+        if ((st = fr_calib_lookup_weight(p->calib, q->t, q->cols, has_lm_head, 0, &cs, NULL, err)) !=
             FR_OK)
             return st;
         if (cs.found) {

@@ -774,9 +774,9 @@ static fr_status attach_calibration(fr_sweep *sw, fr_error *err)
             names[k] = it->tensor->name;
             const expert_group *g = &sw->groups[sw->item_group[k]];
             if ((st = fr_calib_lookup_expert_weight(sw->calib, it->tensor, sw->item_expert[k],
-                                                    g->n_experts, it->cols, &cs, err)) != FR_OK)
+                                                    g->n_experts, it->cols, 0, &cs, err)) != FR_OK)
                 goto done;
-        } else if ((st = fr_calib_lookup_weight(sw->calib, it->tensor, it->cols, has_lm_head,
+        } else if ((st = fr_calib_lookup_weight(sw->calib, it->tensor, it->cols, has_lm_head, 0,
                                                 &cs, &names[k], err)) != FR_OK) {
             goto done;
         }

@@ -817,17 +817,16 @@ static fr_status worker_calib(fr_calib_file *cf, const fr_source *src, const fr_
     fr_calib_stats cs;
     fr_status st;
     /* the planner's lookups (frontier/calib_attach.c), so both find the same
-     * statistics: an expert of a stack takes its expert's slice; rank 0
-     * prints the lines (a tied embedding, a zero-token expert) */
+     * statistics: an expert of a stack takes its expert's slice, a tied
+     * embedding lm_head's; quiet, since rank 0 prints the lines */
     if (t->expert) {
         const fr_tensor *stack = &src->tensors[t->tensor];
-        st = fr_calib_lookup_expert(cf, stack->name, it->cols, (int64_t)t->expert - 1,
-                                    stack->shape[0], &cs, err);
+        st = fr_calib_lookup_expert_weight(cf, stack, (int64_t)t->expert - 1, stack->shape[0],
+                                           it->cols, 1, &cs, err);
     } else {
-        st = fr_calib_lookup(cf, it->tensor->name, it->cols, &cs, err);
-        if (st == FR_OK && !cs.found && it->tensor->cls == FR_CLASS_EMBED &&
-            !fr_calib_has_lm_head(src->tensors, src->n_tensors))
-            st = fr_calib_lookup(cf, "lm_head.weight", it->cols, &cs, err);
+        st = fr_calib_lookup_weight(cf, it->tensor, it->cols,
+                                    fr_calib_has_lm_head(src->tensors, src->n_tensors), 1, &cs,
+                                    NULL, err);
     }
     if (st != FR_OK)
         return st;
