@@ -53,6 +53,7 @@ extern "C" {
 #define FR_KG_DAMP 0.01
 #define FR_KG_RETRIES 3
 #define FR_KG_LEAF 64         /* diagonal blocks the inverse starts from */
+#define FR_KG_AHEAD 4         /* U rows in flight in the warp column loop (divides 32) */
 
 /* One cuBLAS and one cuSOLVER handle for the process (created on first
  * use; the stream is set per call under the lock). */
@@ -299,8 +300,9 @@ __device__ static inline void fr_kg_warp_bounds(const float (&v)[R][S], int k0, 
  * row r's), lane r computes q and err = (x - q) / U_ii of row r, the R
  * errors go back to every lane by shuffles, and every lane updates its
  * columns j > c, w_j -= err U_ij: the CPU's float32 operations, in its
- * order, so the results equal fr_kgptq_block's bit for bit. U's row of
- * column c + 1 is loaded while column c runs; q and err collect in shared
+ * order, so the results equal fr_kgptq_block's bit for bit. U's rows of
+ * the next FR_KG_AHEAD columns are in flight while column c runs (a ring of
+ * registers); q and err collect in shared
  * memory and leave coalesced at the end of the block.
  */
 template <int R, int S, int WARPS>
@@ -339,73 +341,83 @@ static __global__ void __launch_bounds__(WARPS * 32) fr_kgptq_warp(fr_kg_args a)
         }
         __syncwarp();
     }
-    float uc[S], un[S];
-    float dc = a.u[a.i1 * a.n + a.i1], dn = 0.0f;
+    /* U's rows of columns c .. c + FR_KG_AHEAD - 1 in a ring (slot c %
+     * FR_KG_AHEAD, a constant in the unrolled loop): row c + FR_KG_AHEAD is
+     * loaded when column c is done, so a load has FR_KG_AHEAD columns of
+     * work to arrive */
+    float ur[FR_KG_AHEAD][S], dr[FR_KG_AHEAD];
 #pragma unroll
-    for (int k = 0; k < S; k++) {
-        const int j = 32 * k + lane;
-        uc[k] = j < nb ? a.u[a.i1 * a.n + a.i1 + j] : 0.0f;
-        un[k] = 0.0f;
+    for (int d = 0; d < FR_KG_AHEAD; d++) {
+        const int64_t i = a.i1 + d;
+        dr[d] = d < nb ? a.u[i * a.n + i] : 0.0f;
+#pragma unroll
+        for (int k = 0; k < S; k++) {
+            const int j = 32 * k + lane;
+            ur[d][k] = d < nb && j < nb ? a.u[i * a.n + a.i1 + j] : 0.0f;
+        }
     }
     float s_cur = 0.0f, z_cur = 0.0f;
 #pragma unroll
     for (int k = 0; k < S; k++) {
-        for (int o = 0; o < 32; o++) {
-            const int c = 32 * k + o;
-            if (c >= nb)
-                break;
-            const int64_t i = a.i1 + c;
-            if (c + 1 < nb) {
-                dn = a.u[(i + 1) * a.n + i + 1];
+        for (int o0 = 0; o0 < 32; o0 += FR_KG_AHEAD) {
 #pragma unroll
-                for (int kk = 0; kk < S; kk++) {
-                    const int j = 32 * kk + lane;
-                    un[kk] = j < nb ? a.u[(i + 1) * a.n + a.i1 + j] : 0.0f;
+            for (int d = 0; d < FR_KG_AHEAD; d++) {
+                const int o = o0 + d, c = 32 * k + o;
+                if (c >= nb)
+                    goto done;
+                if (!stat && !refscale && c % g == 0) {
+                    /* a group starts (i1 and c are multiples of g >= 32): its
+                     * slots k.. */
+                    float lo = 0.0f, hi = 0.0f;
+                    fr_kg_warp_bounds<R, S>(v, k, k + g / 32, &lo, &hi);
+                    if (lane < R)
+                        fr_kg_qparams(a.bits, a.sym, lo, hi, &s_cur, &z_cur);
+                }
+                float x = 0.0f;
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const float t = __shfl_sync(0xffffffffu, v[r][k], o);
+                    if (lane == r)
+                        x = t;
+                }
+                float sc = s_cur, zc = z_cur;
+                if (stat) {
+                    const int64_t gi = (int)pcol[c] / g;
+                    sc = lane < R && row < a.rows ? a.S[row * a.G + gi] : 0.0f;
+                    zc = lane < R && row < a.rows ? a.Z[row * a.G + gi] : 0.0f;
+                } else if (refscale) {
+                    sc = lane < R ? sblk[warp][lane][c / g] : 0.0f;
+                    zc = lane < R ? zblk[warp][lane][c / g] : 0.0f;
+                }
+                const float q = fr_kg_dequant(a.bits, a.sym, sc, zc, x);
+                const float e = (x - q) / dr[d];
+                if (lane < R) {
+                    qbuf[warp][lane][c] = q;
+                    ebuf[warp][lane][c] = e;
+                }
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const float er = __shfl_sync(0xffffffffu, e, r);
+#pragma unroll
+                    for (int kk = 0; kk < S; kk++)
+                        if (32 * kk + lane > c)
+                            v[r][kk] -= er * ur[d][kk];
+                }
+                /* the ring slot takes column c + FR_KG_AHEAD's row */
+                const int cn = c + FR_KG_AHEAD;
+                if (cn < nb) {
+                    const int64_t in = a.i1 + cn;
+                    dr[d] = a.u[in * a.n + in];
+#pragma unroll
+                    for (int kk = 0; kk < S; kk++) {
+                        const int j = 32 * kk + lane;
+                        ur[d][kk] = j < nb ? a.u[in * a.n + a.i1 + j] : 0.0f;
+                    }
                 }
             }
-            if (!stat && !refscale && i % a.g == 0) {
-                /* a group starts (c is a multiple of 32): its slots k.. */
-                float lo = 0.0f, hi = 0.0f;
-                fr_kg_warp_bounds<R, S>(v, k, k + g / 32, &lo, &hi);
-                if (lane < R)
-                    fr_kg_qparams(a.bits, a.sym, lo, hi, &s_cur, &z_cur);
-            }
-            float x = 0.0f;
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const float t = __shfl_sync(0xffffffffu, v[r][k], o);
-                if (lane == r)
-                    x = t;
-            }
-            float sc = s_cur, zc = z_cur;
-            if (stat) {
-                const int64_t gi = pcol[c] / a.g;
-                sc = lane < R && row < a.rows ? a.S[row * a.G + gi] : 0.0f;
-                zc = lane < R && row < a.rows ? a.Z[row * a.G + gi] : 0.0f;
-            } else if (refscale) {
-                sc = lane < R ? sblk[warp][lane][c / g] : 0.0f;
-                zc = lane < R ? zblk[warp][lane][c / g] : 0.0f;
-            }
-            const float q = fr_kg_dequant(a.bits, a.sym, sc, zc, x);
-            const float e = (x - q) / dc;
-            if (lane < R) {
-                qbuf[warp][lane][c] = q;
-                ebuf[warp][lane][c] = e;
-            }
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const float er = __shfl_sync(0xffffffffu, e, r);
-#pragma unroll
-                for (int kk = 0; kk < S; kk++)
-                    if (32 * kk + lane > c)
-                        v[r][kk] -= er * uc[kk];
-            }
-            dc = dn;
-#pragma unroll
-            for (int kk = 0; kk < S; kk++)
-                uc[kk] = un[kk];
         }
     }
+done:
     __syncwarp();
     for (int r = 0; r < R; r++) {
         if (r0 + r >= a.rows)
