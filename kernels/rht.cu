@@ -86,8 +86,8 @@ static __global__ void __launch_bounds__(FR_KRHT_THREADS)
     __shared__ float buf[FR_KRHT_SHARED_COLS];
     __shared__ float scale[64];
     const int t = threadIdx.x;
-    if (t < 63)
-        scale[t] = 1.0f / sqrtf((float)((int64_t)1 << t)); /* fwht's 1/sqrtf(n) */
+    for (int k = t; k < 63; k += blockDim.x)
+        scale[k] = 1.0f / sqrtf((float)((int64_t)1 << k)); /* fwht's 1/sqrtf(n) */
     const int in_shared = cols <= FR_KRHT_SHARED_COLS;
     const int64_t top = fr_krht_top((uint64_t)cols), pairs = cols / 2;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
