@@ -292,6 +292,102 @@ static void check_rht_gptq_fails(const fr_registry *reg)
     fr_cuda_free(hat_dev);
 }
 
+#ifndef FRONTIER_EMULATED_CUDA
+/* Device time of one quantize_cuda call of configuration `name` (the whole
+ * call: the host's signs and uploads included), the median of 5 after a
+ * warm-up; H (may be NULL) from host memory, as the executor passes it. */
+static double time_quantize(const fr_registry *reg, const char *name, const void *w_dev,
+                            float *hat_dev, int64_t rows, int64_t cols, const float *h)
+{
+    fr_error err;
+    const fr_config_ref *ref = find_config(reg, name);
+    CHECK_MSG(ref != NULL, "no configuration '%s'", name);
+    if (!ref)
+        return NAN;
+    frontier_calib calib = {.cols = cols, .hessian = h};
+    fr_cuda_timer *tm = NULL;
+    GPU_OK(fr_cuda_timer_create(&tm, NULL, &err));
+    double t[6];
+    for (int k = 0; k < 6; k++) {
+        frontier_call call;
+        fr_call_init(&call, pool, 1, "timing", name);
+        GPU_OK(fr_cuda_timer_start(tm, &err));
+        GPU_OK(fr_quantizer_quantize_cuda(reg, ref, w_dev, FRONTIER_DTYPE_BF16, hat_dev, rows,
+                                          cols, h ? &calib : NULL, "timing", NULL, &call, &err));
+        GPU_OK(fr_cuda_timer_stop(tm, &t[k], &err));
+        fr_call_release(&call);
+    }
+    fr_cuda_timer_free(tm);
+    /* median of t[1..5] */
+    for (int i = 1; i < 6; i++)
+        for (int j = i + 1; j < 6; j++)
+            if (t[j] < t[i]) {
+                double x = t[i];
+                t[i] = t[j];
+                t[j] = x;
+            }
+    return t[3] * 1e3;
+}
+
+/* Where the time goes on Llama-8B shapes (bf16 weights; H = 0.9^|i-j|, a
+ * positive definite Kac-Murdock-Szego matrix, so no real statistics are
+ * needed): the rotation alone, rht+ against its base, rht+gptq against gptq. */
+static void report_timings(const fr_registry *reg)
+{
+    fr_error err;
+    static const int64_t shapes[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+        uint16_t *w = malloc((size_t)n * sizeof *w);
+        for (int64_t i = 0; i < n; i++)
+            w[i] = gpu_to_bf16((float)(0.02 * gpu_normal(&rng)));
+        void *w_dev = NULL;
+        float *hat_dev = NULL, *signs_dev = NULL;
+        float *signs = malloc((size_t)cols * sizeof *signs);
+        fr_rht_signs(signs, cols, FR_RHT_SEED);
+        GPU_OK(fr_cuda_malloc(&w_dev, (size_t)n * 2, &err));
+        GPU_OK(fr_cuda_malloc((void **)&hat_dev, (size_t)n * sizeof(float), &err));
+        GPU_OK(fr_cuda_malloc((void **)&signs_dev, (size_t)cols * sizeof(float), &err));
+        GPU_OK(fr_cuda_upload(w_dev, w, (size_t)n * 2, &err));
+        GPU_OK(fr_cuda_upload(signs_dev, signs, (size_t)cols * sizeof(float), &err));
+        fr_cuda_timer *tm = NULL;
+        GPU_OK(fr_cuda_timer_create(&tm, NULL, &err));
+        double rot = 0.0;
+        GPU_OK(fr_cuda_rht_rows(w_dev, FRONTIER_DTYPE_BF16, hat_dev, rows, cols, signs_dev, 0,
+                                NULL, &err));
+        GPU_OK(fr_cuda_timer_start(tm, &err));
+        for (int k = 0; k < 10; k++)
+            GPU_OK(fr_cuda_rht_rows(w_dev, FRONTIER_DTYPE_BF16, hat_dev, rows, cols, signs_dev,
+                                    0, NULL, &err));
+        GPU_OK(fr_cuda_timer_stop(tm, &rot, &err));
+        fr_cuda_timer_free(tm);
+        rot = rot * 1e3 / 10.0;
+        printf("timing %5lldx%-5lld bf16: rotation %.3f ms (%.0f GB/s read + written); "
+               "int4-g128-sym %.3f ms, rht+int4-g128-sym %.3f ms\n",
+               (long long)rows, (long long)cols, rot, (double)n * 6.0 / (rot * 1e-3) / 1e9,
+               time_quantize(reg, "int4-g128-sym", w_dev, hat_dev, rows, cols, NULL),
+               time_quantize(reg, "rht+int4-g128-sym", w_dev, hat_dev, rows, cols, NULL));
+        if (cols == 4096) {
+            float *h = malloc((size_t)(cols * cols) * sizeof *h);
+            for (int64_t i = 0; i < cols; i++)
+                for (int64_t j = 0; j < cols; j++)
+                    h[i * cols + j] = (float)pow(0.9, (double)llabs(i - j));
+            printf("timing %5lldx%-5lld bf16: gptq-int4-g128-sym %.2f ms, "
+                   "rht+gptq-int4-g128-sym %.2f ms\n",
+                   (long long)rows, (long long)cols,
+                   time_quantize(reg, "gptq-int4-g128-sym", w_dev, hat_dev, rows, cols, h),
+                   time_quantize(reg, "rht+gptq-int4-g128-sym", w_dev, hat_dev, rows, cols, h));
+            free(h);
+        }
+        fr_cuda_free(w_dev);
+        fr_cuda_free(hat_dev);
+        fr_cuda_free(signs_dev);
+        free(signs);
+        free(w);
+    }
+}
+#endif
+
 int main(void)
 {
     gpu_require_device();
@@ -351,6 +447,9 @@ int main(void)
     for (size_t k = 0; k < sizeof g / sizeof g[0]; k++)
         check_rht_gptq(&reg, g[k].name, g[k].rows, g[k].cols, g[k].dead);
     check_rht_gptq_fails(&reg);
+#ifndef FRONTIER_EMULATED_CUDA
+    report_timings(&reg);
+#endif
     printf("rht+gptq GPU vs CPU: worst relative difference %.2e (rel_err), %.2e (out_rel_err), "
            "at most %lld reconstructions differ; tolerance %.0e\n",
            worst_rel, worst_out, (long long)worst_differ, FR_GPTQ_TOL);
