@@ -156,7 +156,7 @@ const fr_ggml_type fr_rht_ggml_types[] = {{NULL, NULL}};
 
 #ifdef FRONTIER_HAVE_CUDA
 /* kernels/rht.cu: the rotation on the device with the CPU's float32
- * operations, around the base's own quantize_cuda (docs/gpu.md, "RHT"). */
+ * operations, around the base's own quantize_cuda (docs/gpu.md, "RHT on the GPU"). */
 int fr_rht_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
                          int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
                          frontier_call *call);

@@ -47,7 +47,7 @@ const fr_ggml_type fr_rht_gptq_ggml_types[] = {{NULL, NULL}};
 
 #ifdef FRONTIER_HAVE_CUDA
 /* kernels/rht.cu: W and H rotated on the device as here, then GPTQ's
- * device path (kernels/gptq.cu; docs/gpu.md, "RHT"). */
+ * device path (kernels/gptq.cu; docs/gpu.md, "RHT on the GPU"). */
 int fr_rht_gptq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,
                               float *w_hat, int64_t rows, int64_t cols,
                               const frontier_calib *calib, void *stream, frontier_call *call);
