@@ -89,6 +89,12 @@ if [ $BUILT -eq 0 ]; then
   fi
   step sweep-calib 90 "$CTLOG/sweep-calib.log" bash tests/gpu/sweep_calib_gpu.sh "$BUILD/frontier" \
     data/stories260K
+  # rht+ / rht+gptq on the device (kernels/rht.cu): the worst differences
+  if [ -x "$BUILD/tests/gpu/test_gpu_rht" ]; then
+    step gpu-rht 60 "$CTLOG/gpu-rht.log" "$BUILD/tests/gpu/test_gpu_rht"
+  fi
+  step sweep-rht 90 "$CTLOG/sweep-rht.log" bash tests/gpu/sweep_rht_gpu.sh "$BUILD/frontier" \
+    data/stories260K device
 fi
 
 # ---- 3. benchmarks ----
@@ -189,6 +195,12 @@ fi
   fi
   if [ -f "$CTLOG/sweep-calib.log" ]; then
     grep -E "rows compared|^FAIL" "$CTLOG/sweep-calib.log" | head -5
+  fi
+  if [ -f "$CTLOG/gpu-rht.log" ]; then
+    grep -E "^rotation:|^rht\+gptq GPU vs CPU|FAIL|check failed" "$CTLOG/gpu-rht.log" | head -5
+  fi
+  if [ -f "$CTLOG/sweep-rht.log" ]; then
+    grep -E "rht\+ rows|^FAIL" "$CTLOG/sweep-rht.log" | head -5
   fi
   python3 - "$OUT" "${E2E_WALL:-nan}" <<'PY'
 import json, os, sys
