@@ -267,6 +267,83 @@ static void check_awq_fails(const fr_registry *reg)
     fr_cuda_free(hat_dev);
 }
 
+#ifndef FRONTIER_EMULATED_CUDA
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The whole call on a layer-sized tensor (H uploaded from the host, the
+ * 20 output errors, the search): the GPU's median of 3 after a warm-up,
+ * the CPU reference once; the two choices printed. H from 64 tokens (rank
+ * 64: awq needs no positive definite H) keeps the test's own set-up short. */
+static void time_awq(const fr_registry *reg, const char *name, int64_t rows, int64_t cols)
+{
+    fr_error err;
+    const fr_config_ref *ref = find_config(reg, name);
+    CHECK(ref != NULL);
+    if (!ref)
+        return;
+    const frontier_quantizer *q = fr_config_quantizer(reg, ref);
+    const int64_t n = rows * cols;
+    float *w = malloc((size_t)n * sizeof *w), *cpu = malloc((size_t)n * sizeof *cpu),
+          *gpu = malloc((size_t)n * sizeof *gpu);
+    float *h = malloc((size_t)(cols * cols) * sizeof *h), *ma = malloc((size_t)cols * sizeof *ma);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (float)(0.02 * gpu_normal(&rng) * (i % 97 == 3 ? 6.0 : 1.0));
+    make_calib(cols, 64, 0, h, ma, NULL);
+    frontier_calib calib = {.cols = cols, .hessian = h, .act_mean_abs = ma};
+    const fr_int_params *ip = fr_wrap_int_base(ref->cfg->impl);
+    void *w_dev = NULL;
+    float *hat_dev = NULL;
+    GPU_OK(fr_cuda_malloc(&w_dev, (size_t)n * sizeof(float), &err));
+    GPU_OK(fr_cuda_malloc((void **)&hat_dev, (size_t)n * sizeof(float), &err));
+    GPU_OK(fr_cuda_upload(w_dev, w, (size_t)n * sizeof(float), &err));
+    fr_awq_choice gc, cc;
+    double t[4];
+    for (int r = 0; r < 4; r++) {
+        double t0 = now_s();
+        GPU_OK(fr_cuda_awq(w_dev, FRONTIER_DTYPE_F32, hat_dev, rows, cols, &calib, ip, NULL, &gc,
+                           &err));
+        t[r] = now_s() - t0;
+    }
+    qsort(t + 1, 3, sizeof t[0], cmp_double);
+    GPU_OK(fr_cuda_download(gpu, hat_dev, (size_t)n * sizeof(float), &err));
+    frontier_call call;
+    fr_call_init(&call, pool, 1, "awq", name);
+    call.quantizer = q->name;
+    double t0 = now_s();
+    int rc = fr_awq_quantize_choice(ref->cfg, w, cpu, rows, cols, &calib, &call, &cc);
+    double t_cpu = now_s() - t0;
+    CHECK_MSG(rc == FRONTIER_OK, "%s: quantize_cpu: %s", name, call.error);
+    fr_call_release(&call);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n; i++)
+        differ += !gpu_same_value(cpu[i], gpu[i]);
+    CHECK_MSG(gc.alpha != cc.alpha || differ == 0, "%s %lldx%lld: same exponent, %lld w^ differ",
+              name, (long long)rows, (long long)cols, (long long)differ);
+    printf("time %s %lldx%lld: gpu %.1f ms (median of 3, the whole call), cpu %.1f ms (%d "
+           "threads); exponent %d / %d, %lld of %lld w^ differ\n",
+           name, (long long)rows, (long long)cols, 1e3 * t[2], 1e3 * t_cpu, fr_pool_threads(pool),
+           cc.alpha, gc.alpha, (long long)differ, (long long)n);
+    fr_cuda_free(w_dev);
+    fr_cuda_free(hat_dev);
+    free(w);
+    free(cpu);
+    free(gpu);
+    free(h);
+    free(ma);
+}
+#endif
+
 int main(void)
 {
     gpu_require_device();
@@ -295,6 +372,9 @@ int main(void)
         check_awq(&reg, c[k].name, c[k].rows, c[k].cols, c[k].dtype, c[k].dead, c[k].sq_only,
                   c[k].plain);
     check_awq_fails(&reg);
+#ifndef FRONTIER_EMULATED_CUDA
+    time_awq(&reg, "awq-int4-g128-sym", 4096, 4096);
+#endif
     printf("AWQ GPU vs CPU: %d cases, %d exponent choices differ; worst relative difference "
            "%.2e (exponent errors), %.2e (rel_err), %.2e (out_rel_err)\n",
            n_cases, n_flips, worst_err, worst_rel, worst_out);
