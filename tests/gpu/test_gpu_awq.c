@@ -19,13 +19,18 @@
  * In the CPU emulation (gpu_emu.awq) the output errors are OpenBLAS's in the
  * CPU's chunks, so there the errors and every choice must be the CPU's bits
  * (FR_AWQ_EXACT). Prints the worst differences and the flips. Without a
- * device: exit 77.
+ * device: exit 77. With a model and its calibration file as arguments
+ * (data/stories260K), every tensor with statistics under four awq
+ * configurations the same way, with the least margin between the CPU's
+ * best and next exponent printed.
  */
 #include "gpu_test.h"
 
+#include "core/calib.h"
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
+#include "core/source.h"
 #include "frontier/metrics.h"
 #include "kernels/awq.h"
 #include "quantizers/builtin.h"
@@ -37,6 +42,7 @@
 static fr_pool *pool;
 static uint64_t rng;
 static double worst_err = 0.0, worst_rel = 0.0, worst_out = 0.0;
+static double least_margin_random = INFINITY;
 static int n_cases = 0, n_flips = 0;
 
 /* H = X^T X / T and mean |x| (or mean x^2) of T correlated tokens whose
@@ -106,6 +112,22 @@ static void metrics(const float *w, const float *w_hat, int64_t rows, int64_t co
     GPU_OK(fr_output_error_term(w, w_hat, rows, cols, h, pool, &out_t, &err));
     *rel = sqrt(s.sq_err / s.sq_ref);
     *orel = sqrt(out_t / ref_t);
+}
+
+/* The relative gap between the least and the second least of the CPU's 20
+ * exponent errors: how close a choice is to flipping. */
+static double choice_margin(const fr_awq_choice *c)
+{
+    double best = INFINITY, second = INFINITY;
+    for (int k = 0; k < FR_AWQ_GRID; k++) {
+        if (c->err[k] < best) {
+            second = best;
+            best = c->err[k];
+        } else if (c->err[k] < second && c->err[k] != best) {
+            second = c->err[k];
+        }
+    }
+    return (second - best) / best;
 }
 
 static void check_awq(const fr_registry *reg, const char *name, int64_t rows, int64_t cols,
@@ -187,6 +209,7 @@ static void check_awq(const fr_registry *reg, const char *name, int64_t rows, in
     double d_rel = fabs(rel_g - rel_c) / rel_c, d_out = fabs(orel_g - orel_c) / orel_c;
     worst_rel = fmax(worst_rel, d_rel);
     worst_out = fmax(worst_out, d_out);
+    least_margin_random = fmin(least_margin_random, choice_margin(&cc));
     n_cases++;
     if (gc.alpha == cc.alpha) {
         CHECK_MSG(differ == 0, "%s: same exponent %d, yet %lld of %lld w^ differ", name, cc.alpha,
@@ -267,6 +290,100 @@ static void check_awq_fails(const fr_registry *reg)
     fr_cuda_free(hat_dev);
 }
 
+/*
+ * Every 2-D tensor of a model with statistics in a calibration file
+ * (data/stories260K and its calib.safetensors), under the listed awq
+ * configurations: the CPU's and the device's exponent, the same bits where
+ * they agree, flips counted; the least margin between the CPU's best and
+ * second best exponent printed (what a flip would have to overcome).
+ */
+static void check_model(const fr_registry *reg, const char *model, const char *calib_path)
+{
+    static const char *names[] = {"awq-int4-g32-sym", "awq-int3-g64-asym", "awq-int4-g128-asym",
+                                  "awq-int2-gC-sym"};
+    fr_error err;
+    fr_source *src = NULL;
+    fr_calib_file *cf = NULL;
+    GPU_OK(fr_source_open(model, &src, &err));
+    GPU_OK(fr_calib_open(calib_path, &cf, &err));
+    int pairs = 0, flips = 0, equal_ties = 0;
+    double least_margin = INFINITY, model_err = 0.0;
+    for (size_t t = 0; t < src->n_tensors; t++) {
+        const fr_tensor *tensor = &src->tensors[t];
+        if (tensor->ndim != 2 || tensor->skip_reason)
+            continue;
+        int64_t rows, cols;
+        fr_tensor_matrix(tensor, &rows, &cols);
+        fr_calib_stats st;
+        GPU_OK(fr_calib_lookup(cf, tensor->name, cols, &st, &err));
+        if (!st.found || !fr_awq_calib_ok(&st.calib, cols))
+            continue;
+        const int64_t n = rows * cols;
+        float *w = malloc((size_t)n * sizeof *w), *cpu = malloc((size_t)n * sizeof *cpu),
+              *gpu = malloc((size_t)n * sizeof *gpu);
+        GPU_OK(fr_tensor_load_f32(src, tensor, w, &err));
+        void *w_dev = NULL;
+        float *hat_dev = NULL;
+        GPU_OK(fr_cuda_malloc(&w_dev, (size_t)n * sizeof(float), &err));
+        GPU_OK(fr_cuda_malloc((void **)&hat_dev, (size_t)n * sizeof(float), &err));
+        GPU_OK(fr_cuda_upload(w_dev, w, (size_t)n * sizeof(float), &err));
+        for (size_t c = 0; c < sizeof names / sizeof names[0]; c++) {
+            const fr_config_ref *ref = find_config(reg, names[c]);
+            CHECK(ref != NULL);
+            if (!ref)
+                continue;
+            const frontier_quantizer *q = fr_config_quantizer(reg, ref);
+            fr_awq_choice cc, gc;
+            frontier_call call;
+            fr_call_init(&call, pool, 1, tensor->name, names[c]);
+            call.quantizer = q->name;
+            int rc = fr_awq_quantize_choice(ref->cfg, w, cpu, rows, cols, &st.calib, &call, &cc);
+            CHECK_MSG(rc == FRONTIER_OK, "%s %s: quantize_cpu: %s", tensor->name, names[c],
+                      call.error);
+            fr_call_release(&call);
+            GPU_OK(fr_cuda_awq(w_dev, FRONTIER_DTYPE_F32, hat_dev, rows, cols, &st.calib,
+                               fr_wrap_int_base(ref->cfg->impl), NULL, &gc, &err));
+            GPU_OK(fr_cuda_download(gpu, hat_dev, (size_t)n * sizeof(float), &err));
+            int64_t differ = 0;
+            for (int64_t i = 0; i < n; i++)
+                differ += !gpu_same_value(cpu[i], gpu[i]);
+            for (int k = 0; k < FR_AWQ_GRID; k++)
+                model_err = fmax(model_err, fabs(gc.err[k] - cc.err[k]) / cc.err[k]);
+            double margin = choice_margin(&cc);
+            least_margin = fmin(least_margin, margin);
+            for (int k = 0; k < FR_AWQ_GRID; k++)
+                equal_ties += k != cc.alpha && cc.err[k] == cc.err[cc.alpha];
+            pairs++;
+            if (gc.alpha != cc.alpha) {
+                flips++;
+                printf("flip: %s %s: exponent %d on the cpu, %d on the device (margin %.2e)\n",
+                       tensor->name, names[c], cc.alpha, gc.alpha, margin);
+#ifdef FRONTIER_EMULATED_CUDA
+                CHECK_MSG(0, "%s %s: the emulation chose another exponent", tensor->name,
+                          names[c]);
+#endif
+            } else {
+                CHECK_MSG(differ == 0, "%s %s: same exponent %d, %lld w^ differ", tensor->name,
+                          names[c], cc.alpha, (long long)differ);
+            }
+        }
+        fr_cuda_free(w_dev);
+        fr_cuda_free(hat_dev);
+        free(w);
+        free(cpu);
+        free(gpu);
+        fr_tensor_release(src, tensor);
+        fr_calib_release(cf, &st);
+    }
+    CHECK_MSG(pairs > 0, "no tensor of %s has awq's statistics in %s", model, calib_path);
+    printf("%s: %d (tensor, configuration) pairs, %d exponent choices differ; exponent errors "
+           "within %.2e; least margin between the best and the next exponent %.2e (%d exact "
+           "ties with the best)\n",
+           model, pairs, flips, model_err, least_margin, equal_ties);
+    fr_calib_close(cf);
+    fr_source_close(src);
+}
+
 #ifndef FRONTIER_EMULATED_CUDA
 static double now_s(void)
 {
@@ -344,7 +461,7 @@ static void time_awq(const fr_registry *reg, const char *name, int64_t rows, int
 }
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
     gpu_require_device();
     fr_error err;
@@ -372,12 +489,15 @@ int main(void)
         check_awq(&reg, c[k].name, c[k].rows, c[k].cols, c[k].dtype, c[k].dead, c[k].sq_only,
                   c[k].plain);
     check_awq_fails(&reg);
+    if (argc == 3)
+        check_model(&reg, argv[1], argv[2]);
 #ifndef FRONTIER_EMULATED_CUDA
     time_awq(&reg, "awq-int4-g128-sym", 4096, 4096);
 #endif
     printf("AWQ GPU vs CPU: %d cases, %d exponent choices differ; worst relative difference "
-           "%.2e (exponent errors), %.2e (rel_err), %.2e (out_rel_err)\n",
-           n_cases, n_flips, worst_err, worst_rel, worst_out);
+           "%.2e (exponent errors), %.2e (rel_err), %.2e (out_rel_err); least margin between "
+           "the best and the next exponent %.2e\n",
+           n_cases, n_flips, worst_err, worst_rel, worst_out, least_margin_random);
     fr_registry_free(&reg);
     fr_pool_destroy(pool);
     return fr_test_finish("test_gpu_awq");
