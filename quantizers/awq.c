@@ -25,7 +25,6 @@
 #include "common.h"
 #include "wrap.h"
 
-
 static int awq_accept(int family, const frontier_config *base, int variant, const char **suffix)
 {
     (void)variant;

@@ -242,7 +242,8 @@ static void check_awq(const fr_registry *reg, const char *name, int64_t rows, in
     free(gpu2);
 }
 
-/* A NaN weight and statistics without activations: the CPU's code and message. */
+/* A NaN weight, statistics without activations, an H that makes every
+ * output error non-finite: the CPU's code and message. */
 static void check_awq_fails(const fr_registry *reg)
 {
     fr_error err;
@@ -263,13 +264,17 @@ static void check_awq_fails(const fr_registry *reg)
     GPU_OK(fr_cuda_malloc(&w_dev, sizeof w, &err));
     GPU_OK(fr_cuda_malloc((void **)&hat_dev, sizeof out, &err));
     GPU_OK(fr_cuda_upload(w_dev, w, sizeof w, &err));
-    for (int variant = 0; variant < 2; variant++) {
-        frontier_calib calib = {.cols = cols, .hessian = h, .act_mean_abs = variant ? NULL : ma};
-        if (variant) {
+    static const char *what[] = {"non-finite", "no activations", "H with an Inf"};
+    for (int variant = 0; variant < 3; variant++) {
+        frontier_calib calib = {.cols = cols, .hessian = h,
+                                .act_mean_abs = variant == 1 ? NULL : ma};
+        if (variant == 1) {
             w[3 * cols + 17] = 0.5f;
             w[4 * cols + 2] = 0.25f;
             GPU_OK(fr_cuda_upload(w_dev, w, sizeof w, &err));
         }
+        if (variant == 2) /* no exponent has a finite output error */
+            h[5 * cols + 5] = INFINITY;
         frontier_call call;
         char cpu_msg[sizeof call.error];
         fr_call_init(&call, pool, 1, "awq", ref->cfg->name);
@@ -280,10 +285,9 @@ static void check_awq_fails(const fr_registry *reg)
         int rc_gpu = q->quantize_cuda(ref->cfg, w_dev, FRONTIER_DTYPE_F32, hat_dev, rows, cols,
                                       &calib, NULL, &call);
         CHECK_MSG(rc_cpu != FRONTIER_OK && rc_gpu == rc_cpu && !strcmp(cpu_msg, call.error),
-                  "%s: cpu %d (%s), gpu %d (%s)", variant ? "no activations" : "non-finite",
-                  rc_cpu, cpu_msg, rc_gpu, call.error);
-        printf("%s: cpu and gpu both fail (%d): %s\n", variant ? "no activations" : "non-finite",
-               rc_gpu, call.error);
+                  "%s: cpu %d (%s), gpu %d (%s)", what[variant], rc_cpu, cpu_msg, rc_gpu,
+                  call.error);
+        printf("%s: cpu and gpu both fail (%d): %s\n", what[variant], rc_gpu, call.error);
         fr_call_release(&call);
     }
     fr_cuda_free(w_dev);
