@@ -20,12 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "awq.h"
 #include "builtin.h"
 #include "common.h"
 #include "wrap.h"
-
-#define AWQ_GRID 20
-#define AWQ_CHUNK_ROWS 64
 
 static int awq_accept(int family, const frontier_config *base, int variant, const char **suffix)
 {
@@ -115,8 +113,8 @@ static double out_error(const float *w, const float *w_hat, const float *h, int6
                         int64_t cols, float *d, float *g)
 {
     double total = 0.0;
-    for (int64_t r0 = 0; r0 < rows; r0 += AWQ_CHUNK_ROWS) {
-        int64_t nr = rows - r0 < AWQ_CHUNK_ROWS ? rows - r0 : AWQ_CHUNK_ROWS;
+    for (int64_t r0 = 0; r0 < rows; r0 += FR_AWQ_CHUNK_ROWS) {
+        int64_t nr = rows - r0 < FR_AWQ_CHUNK_ROWS ? rows - r0 : FR_AWQ_CHUNK_ROWS;
         for (int64_t i = 0; i < nr * cols; i++)
             d[i] = w[r0 * cols + i] - w_hat[r0 * cols + i];
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cols, (int)cols, 1.0f,
@@ -127,17 +125,43 @@ static double out_error(const float *w, const float *w_hat, const float *h, int6
     return total;
 }
 
-static int awq_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat,
-                            int64_t rows, int64_t cols, const frontier_calib *calib,
-                            frontier_call *call)
+int fr_awq_calib_ok(const frontier_calib *calib, int64_t cols)
+{
+    return calib && calib->cols == cols && calib->hessian &&
+           (calib->act_mean_abs || calib->act_mean_sq);
+}
+
+void fr_awq_act_means(const frontier_calib *calib, int64_t cols, float *m)
+{
+    for (int64_t j = 0; j < cols; j++)
+        m[j] = calib->act_mean_abs ? calib->act_mean_abs[j] : sqrtf(calib->act_mean_sq[j]);
+}
+
+void fr_awq_scales(const float *m, int64_t cols, int k, float *s)
+{
+    float a = (float)k / (float)FR_AWQ_GRID;
+    float smax = 0.0f, smin = INFINITY;
+    for (int64_t j = 0; j < cols; j++) {
+        float v = powf(m[j], a);
+        s[j] = v < 1e-4f ? 1e-4f : v;
+        smax = s[j] > smax ? s[j] : smax;
+        smin = s[j] < smin ? s[j] : smin;
+    }
+    float norm = sqrtf(smax * smin);
+    for (int64_t j = 0; j < cols; j++)
+        s[j] = s[j] / norm;
+}
+
+int fr_awq_quantize_choice(const frontier_config *cfg, const float *w, float *w_hat, int64_t rows,
+                           int64_t cols, const frontier_calib *calib, frontier_call *call,
+                           fr_awq_choice *choice)
 {
     int rc = fr_q_check_call(&awq_quantizer, cfg, w, w_hat, rows, cols, call);
     if (rc == FRONTIER_OK)
         rc = fr_wrap_check_finite(w, rows, cols, call);
     if (rc != FRONTIER_OK)
         return rc;
-    if (!calib || calib->cols != cols || !calib->hessian ||
-        !(calib->act_mean_abs || calib->act_mean_sq))
+    if (!fr_awq_calib_ok(calib, cols))
         return fr_q_fail(call, FRONTIER_ERR_INVALID,
                          "needs a Hessian and per-channel activation statistics for %lld inputs",
                          (long long)cols);
@@ -146,43 +170,47 @@ static int awq_quantize_cpu(const frontier_config *cfg, const float *w, float *w
     float *s = fr_q_scratch(call, (size_t)cols * sizeof *s);
     float *best_s = fr_q_scratch(call, (size_t)cols * sizeof *best_s);
     float *scaled = fr_q_scratch(call, (size_t)(rows * cols) * sizeof *scaled);
-    float *d = fr_q_scratch(call, (size_t)(AWQ_CHUNK_ROWS * cols) * sizeof *d);
-    float *g = fr_q_scratch(call, (size_t)(AWQ_CHUNK_ROWS * cols) * sizeof *g);
+    float *d = fr_q_scratch(call, (size_t)(FR_AWQ_CHUNK_ROWS * cols) * sizeof *d);
+    float *g = fr_q_scratch(call, (size_t)(FR_AWQ_CHUNK_ROWS * cols) * sizeof *g);
     if (!m || !s || !best_s || !scaled || !d || !g)
         return fr_q_fail(call, FRONTIER_ERR_NOMEM, "out of memory");
-    for (int64_t j = 0; j < cols; j++)
-        m[j] = calib->act_mean_abs ? calib->act_mean_abs[j] : sqrtf(calib->act_mean_sq[j]);
+    fr_awq_act_means(calib, cols, m);
 
     awq_job job = {.p = p, .w = w, .h = calib->hessian, .s = s, .w_hat = w_hat, .rows = rows,
                    .cols = cols, .group = fr_wrap_group_cols(p, cols), .scaled = scaled};
     job.groups_per_row = fr_q_ceil_div(cols, job.group);
     double best_e = INFINITY;
-    for (int k = 0; k < AWQ_GRID; k++) {
-        float a = (float)k / (float)AWQ_GRID;
-        float smax = 0.0f, smin = INFINITY;
-        for (int64_t j = 0; j < cols; j++) {
-            float v = powf(m[j], a);
-            s[j] = v < 1e-4f ? 1e-4f : v;
-            smax = s[j] > smax ? s[j] : smax;
-            smin = s[j] < smin ? s[j] : smin;
-        }
-        float norm = sqrtf(smax * smin);
-        for (int64_t j = 0; j < cols; j++)
-            s[j] = s[j] / norm;
+    int best_k = -1;
+    for (int k = 0; k < FR_AWQ_GRID; k++) {
+        fr_awq_scales(m, cols, k, s);
         job.clip = 0;
         fr_q_parallel_for(call, rows * job.groups_per_row, fr_q_grain(job.group), awq_groups, &job);
         double e = out_error(w, w_hat, calib->hessian, rows, cols, d, g);
+        if (choice)
+            choice->err[k] = e;
         if (e < best_e) {
             best_e = e;
+            best_k = k;
             memcpy(best_s, s, (size_t)cols * sizeof *s);
         }
     }
+    if (choice)
+        choice->alpha = best_k;
+    if (best_k < 0)
+        return fr_q_fail(call, FRONTIER_ERR_INVALID, FR_AWQ_NO_FINITE_ERROR);
     job.s = best_s;
     job.clip = 1;
     fr_q_parallel_for(call, rows * job.groups_per_row, fr_q_grain(job.group * 16), awq_groups, &job);
     if (atomic_load(&job.unclipped))
         return fr_q_fail(call, FRONTIER_ERR_NOMEM, "out of memory in the clipping search");
     return FRONTIER_OK;
+}
+
+static int awq_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat,
+                            int64_t rows, int64_t cols, const frontier_calib *calib,
+                            frontier_call *call)
+{
+    return fr_awq_quantize_choice(cfg, w, w_hat, rows, cols, calib, call, NULL);
 }
 
 static int awq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
@@ -192,6 +220,21 @@ static int awq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 }
 
 const fr_ggml_type fr_awq_ggml_types[] = {{NULL, NULL}};
+
+#ifdef FRONTIER_HAVE_CUDA
+/* kernels/awq.cu: the same search on the device (the scales from the host,
+ * kernels for the scaled rounding and the clipping search, the output
+ * errors with cuBLAS; docs/gpu.md, "AWQ on the GPU"). In the CPU emulation
+ * of tests/gpu/emu the output errors are OpenBLAS's, in this file's chunks. */
+int fr_awq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
+                         int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
+                         frontier_call *call);
+#define AWQ_CUDA_FLAG FRONTIER_Q_HAS_CUDA
+#define AWQ_CUDA_FN fr_awq_quantize_cuda
+#else
+#define AWQ_CUDA_FLAG 0
+#define AWQ_CUDA_FN NULL
+#endif
 
 const frontier_quantizer *fr_awq_entry(const frontier_host_api *host)
 {
@@ -204,11 +247,13 @@ const frontier_quantizer *fr_awq_entry(const frontier_host_api *host)
         .description = "activation-aware per-channel scaling plus clipping search over the int "
                        "group/row configurations (needs mean |x| and H)",
         .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS,
+        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS |
+                 AWQ_CUDA_FLAG,
         .n_configs = awq_list.n_configs,
         .configs = awq_list.configs,
         .size_bits = awq_size_bits,
         .quantize_cpu = awq_quantize_cpu,
+        .quantize_cuda = AWQ_CUDA_FN,
     };
     return &awq_quantizer;
 }

@@ -1,0 +1,398 @@
+/*
+ * AWQ on the device (kernels/awq.h): the search of quantizers/awq.c step
+ * by step.
+ *
+ *   host:   m_j from the statistics and the 20 scale vectors s_k
+ *           (fr_awq_act_means / fr_awq_scales: the CPU's own functions, so
+ *           the same bits), uploaded with H once per call;
+ *   device: the weights' non-finite check (a warp per row, the first bad
+ *           element as the CPU reports it);
+ *           for each exponent k: fr_kaw_groups without the search (a warp
+ *           per group: W' = W s, the group's range with the CPU's
+ *           comparisons, x^ = Q(x') / s with fr_wrap_int_qparams /
+ *           fr_wrap_int_dequant), then tr(dW H dW^T) (fr_cuda_output_term,
+ *           cuBLAS FP32; the emulation: the CPU's 64-row OpenBLAS chunks);
+ *   host:   the least error (the first of equal ones);
+ *   device: fr_kaw_groups with the clipping search under the chosen s: per
+ *           group and shrink, dw_g in double, dw_g^T H_gg dw_g with each
+ *           lane summing rows of H_gg sequentially and lane 0 adding the
+ *           products in row order: the CPU's double sums, so the CPU's
+ *           choice of shrink and its bits given the same exponent.
+ */
+#include <float.h>
+#include <math.h>
+#include <new>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "kcommon.cuh"
+#include "awq.h"
+#include "outerr.h"
+
+extern "C" {
+#include "core/call.h"
+#include "quantizers/wrap.h"
+}
+
+#include <cuda_fp16.h>
+#ifdef FRONTIER_EMULATED_CUDA
+#include <cblas.h>
+#endif
+
+#define FR_KAW_WARPS 8                   /* warps per thread block */
+#define FR_KAW_SHARED 256                /* groups up to this many columns keep dw in shared memory */
+#define FR_KAW_SCRATCH (128u << 20)      /* bytes of dw scratch for longer (row) groups */
+#ifndef FRONTIER_EMULATED_CUDA
+#define FR_KAW_MAX_BLOCKS 4096
+#else
+/* the emulation runs blocks one after the other: fewer, longer-lived warps
+ * (the grid-stride loop makes the result independent of the grid) */
+#define FR_KAW_MAX_BLOCKS 4
+#endif
+
+__device__ static inline float fr_kaw_load(const void *w, int dtype, int64_t i)
+{
+    if (dtype == FRONTIER_DTYPE_F32)
+        return ((const float *)w)[i];
+    uint16_t v = ((const uint16_t *)w)[i];
+    if (dtype == FRONTIER_DTYPE_BF16)
+        return __uint_as_float((uint32_t)v << 16);
+    return __half2float(__ushort_as_half(v));
+}
+
+/* first[r] = the first column of row r whose weight is not finite
+ * (fr_q_nonfinite's test), INT64_MAX when none: a warp per row. */
+static __global__ void fr_kaw_finite(const void *w, int dtype, int64_t rows, int64_t cols,
+                                     int64_t *first)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t nw = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
+         r += nw) {
+        long long f = INT64_MAX;
+        for (int64_t c = lane; c < cols; c += 32) {
+            float x = fr_kaw_load(w, dtype, r * cols + c);
+            if (!(x - x == 0.0f)) {
+                f = c;
+                break;
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            long long of = __shfl_xor_sync(0xffffffffu, f, o);
+            f = of < f ? of : f;
+        }
+        if (lane == 0)
+            first[r] = f;
+    }
+}
+
+typedef struct fr_kaw_args {
+    const void *w;        /* rows x cols, stored dtype */
+    int dtype;
+    const float *s;       /* [cols] the exponent's scales */
+    const float *h;       /* [cols x cols] H (the search only) */
+    float *w_hat;         /* rows x cols float32 */
+    double *dw;           /* [warps x group] scratch for groups over FR_KAW_SHARED */
+    fr_int_params p;
+    int64_t rows, cols, group, groups_per_row;
+    int clip;             /* 0: Q(W s) / s; 1: with the clipping search */
+} fr_kaw_args;
+
+/*
+ * Every group of the int base (awq_groups of quantizers/awq.c), a warp
+ * per group (grid-stride). Without the search: x' = x s, the range of x'
+ * (lanes stride, then a butterfly with the CPU's comparisons from +0, so
+ * the bounds are the CPU's exactly), x^ = Q(x') / s. With it: for each
+ * shrink f_k, dw_i = x_i - Q_k(x'_i) / s_i in double (the CPU's
+ * expression), t_i = sum_j H[start+i][start+j] dw_j sequentially in j by
+ * lane i mod 32, and e = sum_i dw_i t_i added by lane 0 in order of i: the
+ * CPU's group_out_error operation for operation, so the same least shrink.
+ */
+static __global__ void __launch_bounds__(FR_KAW_WARPS * 32) fr_kaw_groups(fr_kaw_args a)
+{
+    __shared__ double sdw[FR_KAW_WARPS][FR_KAW_SHARED];
+    __shared__ double prod[FR_KAW_WARPS][32];
+    __shared__ int sbest[FR_KAW_WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t gw = (int64_t)blockIdx.x * FR_KAW_WARPS + warp;
+    const int64_t nw = (int64_t)gridDim.x * FR_KAW_WARPS;
+    const int64_t n_groups = a.rows * a.groups_per_row;
+    double *dw = a.group <= FR_KAW_SHARED ? sdw[warp] : a.dw + gw * a.group;
+    for (int64_t u = gw; u < n_groups; u += nw) {
+        const int64_t row = u / a.groups_per_row, start = (u % a.groups_per_row) * a.group;
+        const int64_t n = a.cols - start < a.group ? a.cols - start : a.group;
+        const int64_t base = row * a.cols + start;
+        const float *s = a.s + start;
+        float lo = 0.0f, hi = 0.0f;
+        for (int64_t i = lane; i < n; i += 32) {
+            float xs = fr_kaw_load(a.w, a.dtype, base + i) * s[i];
+            lo = xs < lo ? xs : lo;
+            hi = xs > hi ? xs : hi;
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            float ol = __shfl_xor_sync(0xffffffffu, lo, o), oh = __shfl_xor_sync(0xffffffffu, hi, o);
+            lo = ol < lo ? ol : lo;
+            hi = oh > hi ? oh : hi;
+        }
+        int best = 0;
+        if (a.clip) {
+            double best_e = INFINITY;
+            for (int k = 0; k < FR_WRAP_SHRINKS; k++) {
+                float slo, shi;
+                fr_wrap_shrunk(lo, hi, fr_wrap_shrink(k), &slo, &shi);
+                fr_int_qparams qp = fr_wrap_int_qparams(&a.p, slo, shi);
+                for (int64_t i = lane; i < n; i += 32) {
+                    float x = fr_kaw_load(a.w, a.dtype, base + i);
+                    float xs = x * s[i];
+                    dw[i] = (double)x - (double)(fr_wrap_int_dequant(&a.p, qp, xs) / s[i]);
+                }
+                __syncwarp();
+                double e = 0.0; /* lane 0's */
+                for (int64_t i0 = 0; i0 < n; i0 += 32) {
+                    const int64_t i = i0 + lane;
+                    double pr = 0.0;
+                    if (i < n) {
+                        const float *hr = a.h + (start + i) * a.cols + start;
+                        double t = 0.0;
+                        for (int64_t j = 0; j < n; j++)
+                            t += (double)hr[j] * dw[j];
+                        pr = dw[i] * t;
+                    }
+                    prod[warp][lane] = pr;
+                    __syncwarp();
+                    if (lane == 0) {
+                        const int m = n - i0 < 32 ? (int)(n - i0) : 32;
+                        for (int c = 0; c < m; c++)
+                            e += prod[warp][c];
+                    }
+                    __syncwarp();
+                }
+                if (lane == 0 && e < best_e) {
+                    best_e = e;
+                    best = k;
+                }
+            }
+            if (lane == 0)
+                sbest[warp] = best;
+            __syncwarp();
+            best = sbest[warp];
+            __syncwarp();
+        }
+        float slo, shi;
+        fr_wrap_shrunk(lo, hi, fr_wrap_shrink(best), &slo, &shi);
+        fr_int_qparams qp = fr_wrap_int_qparams(&a.p, slo, shi);
+        for (int64_t i = lane; i < n; i += 32) {
+            float xs = fr_kaw_load(a.w, a.dtype, base + i) * s[i];
+            a.w_hat[base + i] = fr_wrap_int_dequant(&a.p, qp, xs) / s[i];
+        }
+    }
+}
+
+#ifndef FRONTIER_EMULATED_CUDA
+/* The output error of one exponent: kernels/outerr.h (cuBLAS, FP32). */
+typedef fr_cuda_blas fr_kaw_blas;
+
+static fr_status fr_kaw_blas_open(cudaStream_t s, int64_t cols, fr_kaw_blas **b, fr_error *err)
+{
+    (void)cols;
+    return fr_cuda_blas_create((void *)s, 0, b, err);
+}
+
+static void fr_kaw_blas_close(fr_kaw_blas *b)
+{
+    fr_cuda_blas_destroy(b);
+}
+
+static fr_status fr_kaw_out_error(fr_kaw_blas *b, cudaStream_t s, const void *w, int dtype,
+                                  const float *w_hat, int64_t rows, int64_t cols, const float *h,
+                                  double *e, fr_error *err)
+{
+    (void)s;
+    return fr_cuda_output_term(b, w, dtype, w_hat, rows, cols, h, e, err);
+}
+#else
+/* The emulation: quantizers/awq.c's out_error on the emulated device
+ * memory (host memory), its chunks and its sequential sum. */
+typedef struct fr_kaw_blas {
+    std::vector<float> d, g;
+} fr_kaw_blas;
+
+static fr_status fr_kaw_blas_open(cudaStream_t s, int64_t cols, fr_kaw_blas **b, fr_error *err)
+{
+    (void)s;
+    *b = new (std::nothrow) fr_kaw_blas;
+    if (!*b)
+        return fr_fail(err, FR_E_NOMEM, "awq: cannot allocate the output error's scratch");
+    (*b)->d.resize((size_t)(FR_AWQ_CHUNK_ROWS * cols));
+    (*b)->g.resize((size_t)(FR_AWQ_CHUNK_ROWS * cols));
+    return FR_OK;
+}
+
+static void fr_kaw_blas_close(fr_kaw_blas *b)
+{
+    delete b;
+}
+
+static fr_status fr_kaw_out_error(fr_kaw_blas *b, cudaStream_t s, const void *w, int dtype,
+                                  const float *w_hat, int64_t rows, int64_t cols, const float *h,
+                                  double *e, fr_error *err)
+{
+    fr_status st = FR_OK;
+    float *d = b->d.data(), *g = b->g.data();
+    double total = 0.0;
+    FR_CU(cudaStreamSynchronize(s));
+    for (int64_t r0 = 0; r0 < rows; r0 += FR_AWQ_CHUNK_ROWS) {
+        int64_t nr = rows - r0 < FR_AWQ_CHUNK_ROWS ? rows - r0 : FR_AWQ_CHUNK_ROWS;
+        for (int64_t i = 0; i < nr * cols; i++)
+            d[i] = fr_kaw_load(w, dtype, r0 * cols + i) - w_hat[r0 * cols + i];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cols, (int)cols, 1.0f,
+                    d, (int)cols, h, (int)cols, 0.0f, g, (int)cols);
+        for (int64_t i = 0; i < nr * cols; i++)
+            total += (double)d[i] * (double)g[i];
+    }
+    *e = total;
+cleanup:
+    return st;
+}
+#endif
+
+extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t rows,
+                                 int64_t cols, const frontier_calib *calib,
+                                 const fr_int_params *p, void *stream, fr_awq_choice *choice,
+                                 fr_error *err)
+{
+    fr_status st = FR_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    float *h_d = NULL, *s_d = NULL;
+    double *dw = NULL;
+    int64_t *first_d = NULL;
+    fr_kaw_blas *blas = NULL;
+    std::vector<float> m, sc;
+    std::vector<int64_t> first;
+    double best_e = INFINITY;
+    int best_k = -1;
+    if (choice) {
+        choice->alpha = -1;
+        for (int k = 0; k < FR_AWQ_GRID; k++)
+            choice->err[k] = NAN;
+    }
+    if (rows <= 0 || cols <= 0)
+        return FR_OK;
+    if (!fr_awq_calib_ok(calib, cols))
+        return fr_fail(err, FR_E_USAGE,
+                       "needs a Hessian and per-channel activation statistics for %lld inputs",
+                       (long long)cols);
+    if (cols > INT32_MAX / FR_KOUT_ROWS)
+        return fr_fail(err, FR_E_USAGE, "awq on the gpu: %lld input columns are more than "
+                       "cublas takes", (long long)cols);
+    const int64_t group = fr_wrap_group_cols(p, cols);
+    const int64_t gpr = (cols + group - 1) / group;
+    const int64_t n_groups = rows * gpr;
+    int64_t blocks = (n_groups + FR_KAW_WARPS - 1) / FR_KAW_WARPS;
+    if (blocks > FR_KAW_MAX_BLOCKS)
+        blocks = FR_KAW_MAX_BLOCKS;
+    if (group > FR_KAW_SHARED) {
+        /* row groups: dw of every resident warp in device memory, bounded */
+        int64_t cap = (int64_t)(FR_KAW_SCRATCH / ((size_t)group * sizeof(double))) / FR_KAW_WARPS;
+        blocks = blocks < cap ? blocks : cap;
+        if (blocks < 1)
+            blocks = 1;
+    }
+    fr_kaw_args a;
+    memset(&a, 0, sizeof a);
+    a.w = w;
+    a.dtype = dtype;
+    a.w_hat = w_hat;
+    a.p = *p;
+    a.rows = rows;
+    a.cols = cols;
+    a.group = group;
+    a.groups_per_row = gpr;
+
+    /* the weights first, as the CPU checks them */
+    const int fin_blocks = (int)((rows + 7) / 8 < 4096 ? (rows + 7) / 8 : 4096);
+    first.assign((size_t)rows, INT64_MAX);
+    FR_CU(cudaMallocAsync((void **)&first_d, (size_t)rows * sizeof(int64_t), s));
+    FR_LAUNCH(fr_kaw_finite<<<fin_blocks, 256, 0, s>>>(w, dtype, rows, cols, first_d));
+    FR_CU(cudaMemcpyAsync(first.data(), first_d, (size_t)rows * sizeof(int64_t),
+                          cudaMemcpyDeviceToHost, s));
+    FR_CU(cudaStreamSynchronize(s));
+    for (int64_t r = 0; r < rows; r++)
+        if (first[(size_t)r] != INT64_MAX) {
+            st = fr_fail(err, FR_E_USAGE, "non-finite weight at row %lld, column %lld",
+                         (long long)r, (long long)first[(size_t)r]);
+            goto cleanup;
+        }
+
+    /* the scales on the host, the CPU's function; H and the scales up */
+    m.resize((size_t)cols);
+    sc.resize((size_t)(FR_AWQ_GRID * cols));
+    fr_awq_act_means(calib, cols, m.data());
+    for (int k = 0; k < FR_AWQ_GRID; k++)
+        fr_awq_scales(m.data(), cols, k, sc.data() + (size_t)k * (size_t)cols);
+    FR_CU(cudaMallocAsync((void **)&h_d, (size_t)(cols * cols) * sizeof(float), s));
+    FR_CU(cudaMallocAsync((void **)&s_d, sc.size() * sizeof(float), s));
+    FR_CU(cudaMemcpyAsync(h_d, calib->hessian, (size_t)(cols * cols) * sizeof(float),
+                          cudaMemcpyHostToDevice, s));
+    FR_CU(cudaMemcpyAsync(s_d, sc.data(), sc.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+    if (group > FR_KAW_SHARED)
+        FR_CU(cudaMallocAsync((void **)&dw, (size_t)(blocks * FR_KAW_WARPS * group) * sizeof(double),
+                              s));
+    a.h = h_d;
+    a.dw = dw;
+    FR_TRY(fr_kaw_blas_open(s, cols, &blas, err));
+
+    for (int k = 0; k < FR_AWQ_GRID; k++) {
+        double e = 0.0;
+        a.s = s_d + (size_t)k * (size_t)cols;
+        a.clip = 0;
+        FR_LAUNCH(fr_kaw_groups<<<(int)blocks, FR_KAW_WARPS * 32, 0, s>>>(a));
+        FR_TRY(fr_kaw_out_error(blas, s, w, dtype, w_hat, rows, cols, h_d, &e, err));
+        if (choice)
+            choice->err[k] = e;
+        if (e < best_e) {
+            best_e = e;
+            best_k = k;
+        }
+    }
+    if (choice)
+        choice->alpha = best_k;
+    if (best_k < 0) {
+        st = fr_fail(err, FR_E_USAGE, FR_AWQ_NO_FINITE_ERROR);
+        goto cleanup;
+    }
+    a.s = s_d + (size_t)best_k * (size_t)cols;
+    a.clip = 1;
+    FR_LAUNCH(fr_kaw_groups<<<(int)blocks, FR_KAW_WARPS * 32, 0, s>>>(a));
+    FR_CU(cudaStreamSynchronize(s));
+cleanup:
+    fr_kaw_blas_close(blas);
+    {
+        void *bufs[] = {h_d, s_d, dw, first_d};
+        for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
+            if (bufs[k])
+                cudaFreeAsync(bufs[k], s);
+        cudaStreamSynchronize(s);
+    }
+    return st;
+}
+
+/* The descriptor's quantize_cuda (quantizers/awq.c sets it): the wrapped
+ * int configuration's parameters, the statistics in host memory. */
+extern "C" int fr_awq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,
+                                    float *w_hat, int64_t rows, int64_t cols,
+                                    const frontier_calib *calib, void *stream,
+                                    frontier_call *call)
+{
+    fr_error err;
+    fr_error_clear(&err);
+    const fr_wrap_params *wp = (const fr_wrap_params *)cfg->impl;
+    const fr_int_params *ip = wp ? fr_wrap_int_base(wp) : NULL;
+    if (!ip || ip->granularity == FR_INT_TENSOR) {
+        fr_fail(&err, FR_E_USAGE, "configuration '%s' has no int group or row base", cfg->name);
+        return fr_kreport(call, FR_E_USAGE, &err);
+    }
+    fr_status st = fr_cuda_awq(w, dtype, w_hat, rows, cols, calib, ip, stream, NULL, &err);
+    return fr_kreport(call, st, &err);
+}
