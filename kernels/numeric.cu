@@ -1,8 +1,9 @@
 /*
  * The numeric-flag reduction (kernels/numeric.h): per group shape, a warp
- * takes one piece of a group row (G lanes per group, 32 / G groups side by
- * side when groups are narrower than a warp), each lane every G-th element
- * of it, the lanes' (amax, hi, lo) reduced with shuffles. A piece that is a
+ * takes pieces of group rows (G lanes per group, 32 / G groups side by side
+ * when groups are narrower than a warp's 256 elements), each lane 8
+ * consecutive elements at a time (1 when the columns do not allow 16-byte
+ * loads), the lanes' (amax, hi, lo) reduced with shuffles. A piece that is a
  * whole group (one row, at most FR_KNUM_PIECE columns) goes straight into
  * the lane's running extremes; the pieces of a larger group are merged in
  * its (amax, hi, -lo) slot with atomicMax on the float bits (all three are
@@ -100,19 +101,47 @@ __device__ __forceinline__ void fr_knum_flush(const fr_knum_args &a, int lane, f
     }
 }
 
+/* The (amax, hi, -lo) of a group's piece into its slot (multi shapes). */
+__device__ __forceinline__ void fr_knum_slot(unsigned *acc, int64_t slot, float amax, float hi,
+                                             float lo)
+{
+    if (slot < 0)
+        return;
+    unsigned *p = acc + 3 * slot;
+    atomicMax(&p[0], __float_as_uint(amax));
+    atomicMax(&p[1], __float_as_uint(hi));
+    atomicMax(&p[2], __float_as_uint(0.0f - lo)); /* +0, never -0 */
+}
+
+/*
+ * One shape over one chunk. Each warp takes a contiguous range of warp
+ * items (one piece of up to 32 / G groups of a row), each lane E = 8
+ * consecutive elements at a time (one or two 16-byte loads: VEC, when
+ * tile_cols and cols are multiples of 8 and the chunk is aligned) or 1.
+ * A lane group's leader keeps the last multi-piece slot it touched and
+ * merges the next piece into it locally while the slot stays the same (a
+ * row's pieces, a tensor's rows), so the slots see few atomics.
+ */
+template <int DT, bool VEC>
 static __global__ void __launch_bounds__(FR_K_THREADS) fr_knum_chunk_kernel(const fr_knum_args a)
 {
+    constexpr int E = VEC ? FR_K_PER_LANE : 1;
     const int lane = threadIdx.x & 31;
     const int sub_lane = lane % a.g, grp = lane / a.g;
     const int64_t warps = (int64_t)gridDim.x * FR_K_WARPS;
+    const int64_t warp = (int64_t)blockIdx.x * FR_K_WARPS + (threadIdx.x >> 5);
     const int64_t n_items = a.chunk_rows * a.ipr;
+    const int64_t per_warp = n_items / warps + (n_items % warps != 0);
+    const int64_t item0 = warp * per_warp;
+    const int64_t item1 = item0 + per_warp < n_items ? item0 + per_warp : n_items;
     float max_a = 0.0f, min_a = __uint_as_float(FR_KNUM_INF_BITS);
     float max_r = 0.0f, min_r = __uint_as_float(FR_KNUM_INF_BITS);
     unsigned long long nz = 0, sub = 0, negz = 0;
     unsigned maxmag = 0;
+    int64_t pend = -1; /* multi: the slot of the pending piece */
+    float p_amax = 0.0f, p_hi = 0.0f, p_lo = 0.0f;
     /* every lane of a warp runs the same items (the shuffles need them all) */
-    for (int64_t item = (int64_t)blockIdx.x * FR_K_WARPS + (threadIdx.x >> 5); item < n_items;
-         item += warps) {
+    for (int64_t item = item0; item < item1; item++) {
         const int64_t r = fr_kdiv(item, a.ipr);
         const int64_t rem = item - r * a.ipr;
         const int64_t tg = fr_kdiv(rem, a.p);
@@ -126,21 +155,30 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_knum_chunk_kernel(cons
                 c1 = (j + 1) * a.tc;
             if (c1 > a.cols)
                 c1 = a.cols;
-            const int64_t base = r * a.cols;
-            for (int64_t c = c0 + sub_lane; c < c1; c += a.g) {
-                const float x = fr_kelem(a.w, a.dtype, base + c);
-                const float ax = fabsf(x);
-                amax = ax > amax ? ax : amax;
-                hi = x > hi ? x : hi;
-                lo = x < lo ? x : lo;
-                if (a.head) {
-                    const unsigned u = __float_as_uint(x), mag = u & 0x7fffffffu;
-                    maxmag = mag > maxmag ? mag : maxmag;
-                    if (mag == 0) {
-                        negz += u != 0;
-                    } else {
-                        nz++;
-                        sub += mag < 0x00800000u;
+            for (int64_t c = c0 + (int64_t)sub_lane * E; c < c1; c += (int64_t)a.g * E) {
+                float x[E];
+                if constexpr (VEC) {
+                    uint32_t raw[fr_kraw_words<DT>::n];
+                    fr_kload<DT>(a.w, a.cols, r, c, true, true, raw);
+                    fr_kconvert<DT>(raw, x);
+                } else {
+                    x[0] = fr_kelem(a.w, DT, r * a.cols + c);
+                }
+#pragma unroll
+                for (int e = 0; e < E; e++) {
+                    const float ax = fabsf(x[e]);
+                    amax = ax > amax ? ax : amax;
+                    hi = x[e] > hi ? x[e] : hi;
+                    lo = x[e] < lo ? x[e] : lo;
+                    if (a.head) {
+                        const unsigned u = __float_as_uint(x[e]), mag = u & 0x7fffffffu;
+                        maxmag = mag > maxmag ? mag : maxmag;
+                        if (mag == 0) {
+                            negz += u != 0;
+                        } else {
+                            nz++;
+                            sub += mag < 0x00800000u;
+                        }
                     }
                 }
             }
@@ -158,13 +196,23 @@ static __global__ void __launch_bounds__(FR_K_THREADS) fr_knum_chunk_kernel(cons
             if (!a.multi) {
                 fr_knum_extremes(amax, hi - lo, max_a, min_a, max_r, min_r);
             } else {
-                unsigned *slot = a.acc + 3 * (fr_kdiv(a.row0 + r, a.tr) * a.ntc + j);
-                atomicMax(&slot[0], __float_as_uint(amax));
-                atomicMax(&slot[1], __float_as_uint(hi));
-                atomicMax(&slot[2], __float_as_uint(0.0f - lo)); /* +0, never -0 */
+                const int64_t slot = fr_kdiv(a.row0 + r, a.tr) * a.ntc + j;
+                if (slot != pend) {
+                    fr_knum_slot(a.acc, pend, p_amax, p_hi, p_lo);
+                    pend = slot;
+                    p_amax = amax;
+                    p_hi = hi;
+                    p_lo = lo;
+                } else {
+                    p_amax = amax > p_amax ? amax : p_amax;
+                    p_hi = hi > p_hi ? hi : p_hi;
+                    p_lo = lo < p_lo ? lo : p_lo;
+                }
             }
         }
     }
+    if (a.multi && a.ext)
+        fr_knum_slot(a.acc, pend, p_amax, p_hi, p_lo);
     fr_knum_flush(a, lane, max_a, min_a, max_r, min_r, nz, sub, negz, maxmag);
 }
 
@@ -235,6 +283,21 @@ cleanup:
     return st;
 }
 
+/* Lanes per group, groups per warp item, pieces: for 8 elements per lane
+ * when tile_cols and cols allow (vec), else 1. */
+static void fr_knum_geometry(fr_knum_shape *s, int64_t cols)
+{
+    const int e = s->tc % 8 == 0 && cols % 8 == 0 ? FR_K_PER_LANE : 1;
+    s->ntc = cols / s->tc + (cols % s->tc != 0);
+    s->g = 32;
+    while (s->g > 1 && (int64_t)s->g * e > s->tc)
+        s->g >>= 1;
+    s->t = 32 / s->g;
+    s->p = s->tc > FR_KNUM_PIECE ? s->tc / FR_KNUM_PIECE + (s->tc % FR_KNUM_PIECE != 0) : 1;
+    s->width = s->p > 1 ? FR_KNUM_PIECE : s->tc;
+    s->ipr = (s->ntc / s->t + (s->ntc % s->t != 0)) * s->p;
+}
+
 fr_status fr_cuda_numeric_begin(fr_cuda_numeric *nm, const int64_t *tile_rows,
                                 const int64_t *tile_cols, size_t n_shapes, int64_t rows,
                                 int64_t cols, fr_error *err)
@@ -256,15 +319,7 @@ fr_status fr_cuda_numeric_begin(fr_cuda_numeric *nm, const int64_t *tile_rows,
         memset(s, 0, sizeof *s);
         s->tr = tile_rows[k] < 1 ? 1 : tile_rows[k];
         s->tc = tile_cols[k] < 1 ? 1 : tile_cols[k];
-        s->ntc = cols / s->tc + (cols % s->tc != 0);
-        /* lanes per group: 32, or the largest power of two <= a narrower group */
-        s->g = 32;
-        while (s->g > s->tc)
-            s->g >>= 1;
-        s->t = 32 / s->g;
-        s->p = s->tc > FR_KNUM_PIECE ? s->tc / FR_KNUM_PIECE + (s->tc % FR_KNUM_PIECE != 0) : 1;
-        s->width = s->p > 1 ? FR_KNUM_PIECE : s->tc;
-        s->ipr = (s->ntc / s->t + (s->ntc % s->t != 0)) * s->p;
+        fr_knum_geometry(s, cols);
         s->multi = (s->tr > 1 && rows > 1) || s->p > 1;
         if (s->multi) {
             s->n_groups = (rows / s->tr + (rows % s->tr != 0)) * s->ntc;
@@ -303,14 +358,7 @@ fr_status fr_cuda_numeric_chunk(fr_cuda_numeric *nm, const void *w, int dtype, i
             memset(&facts_only, 0, sizeof facts_only);
             facts_only.tr = 1;
             facts_only.tc = nm->cols > FR_KNUM_PIECE ? FR_KNUM_PIECE : nm->cols;
-            facts_only.ntc = nm->cols / facts_only.tc + (nm->cols % facts_only.tc != 0);
-            facts_only.g = 32;
-            while (facts_only.g > facts_only.tc)
-                facts_only.g >>= 1;
-            facts_only.t = 32 / facts_only.g;
-            facts_only.p = 1;
-            facts_only.width = facts_only.tc;
-            facts_only.ipr = facts_only.ntc / facts_only.t + (facts_only.ntc % facts_only.t != 0);
+            fr_knum_geometry(&facts_only, nm->cols);
             s = &facts_only;
         }
         fr_knum_args a;
@@ -333,7 +381,19 @@ fr_status fr_cuda_numeric_chunk(fr_cuda_numeric *nm, const void *w, int dtype, i
         a.ext = nm->n_shapes ? ext + 4 * k : NULL;
         a.head = k == 0 ? head : NULL;
         const unsigned grid = fr_kgrid(chunk_rows * s->ipr, FR_K_WARPS, FR_K_GRID);
-        FR_LAUNCH(fr_knum_chunk_kernel<<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+        const bool vec = s->tc % 8 == 0 && nm->cols % 8 == 0 && ((uintptr_t)w & 15u) == 0;
+        if (dtype == FRONTIER_DTYPE_F32 && vec)
+            FR_LAUNCH(fr_knum_chunk_kernel<FRONTIER_DTYPE_F32, true><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+        else if (dtype == FRONTIER_DTYPE_F32)
+            FR_LAUNCH(fr_knum_chunk_kernel<FRONTIER_DTYPE_F32, false><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+        else if (dtype == FRONTIER_DTYPE_F16 && vec)
+            FR_LAUNCH(fr_knum_chunk_kernel<FRONTIER_DTYPE_F16, true><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+        else if (dtype == FRONTIER_DTYPE_F16)
+            FR_LAUNCH(fr_knum_chunk_kernel<FRONTIER_DTYPE_F16, false><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+        else if (vec)
+            FR_LAUNCH(fr_knum_chunk_kernel<FRONTIER_DTYPE_BF16, true><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+        else
+            FR_LAUNCH(fr_knum_chunk_kernel<FRONTIER_DTYPE_BF16, false><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
     }
 cleanup:
     return st;
