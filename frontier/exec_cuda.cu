@@ -22,7 +22,8 @@
  *   copy stream:  wait until task j-2 has finished with dev[b], then
  *                 pinned[b] -> dev[b]
  *   compute:      wait for the copy, then (generate synthetic data,)
- *                 statistics, fused sweep, results -> pinned host
+ *                 statistics, fused sweep, the numeric flags' reduction
+ *                 (kernels/numeric.h), results -> pinned host
  *   host:         harvest task j-1 while the GPU runs task j
  *
  * so the transfer of tensor j+1 and the host's staging of j+2 overlap the
@@ -33,6 +34,11 @@
  * Device memory is then bounded by two buffers of the cap (or of one row
  * slab, if a single slab is larger) plus the statistics (about 1/16 of the
  * largest tensor's bf16 size).
+ *
+ * The numeric flags of the fused and plugin rows (frontier/numeric_flags.h)
+ * come from the device reduction of each tensor to its group extremes and
+ * counts; the rules are evaluated here on the host with the CPU's code
+ * (fr_numeric_evaluate), so GPU rows carry the CPU's flags bit for bit.
  */
 #include <math.h>
 #include <stdio.h>
