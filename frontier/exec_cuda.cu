@@ -22,7 +22,8 @@
  *   copy stream:  wait until task j-2 has finished with dev[b], then
  *                 pinned[b] -> dev[b]
  *   compute:      wait for the copy, then (generate synthetic data,)
- *                 statistics, fused sweep, results -> pinned host
+ *                 statistics, fused sweep, the numeric flags' reduction
+ *                 (kernels/numeric.h), results -> pinned host
  *   host:         harvest task j-1 while the GPU runs task j
  *
  * so the transfer of tensor j+1 and the host's staging of j+2 overlap the
@@ -33,6 +34,11 @@
  * Device memory is then bounded by two buffers of the cap (or of one row
  * slab, if a single slab is larger) plus the statistics (about 1/16 of the
  * largest tensor's bf16 size).
+ *
+ * The numeric flags of the fused and plugin rows (frontier/numeric_flags.h)
+ * come from the device reduction of each tensor to its group extremes and
+ * counts; the rules are evaluated here on the host with the CPU's code
+ * (fr_numeric_evaluate), so GPU rows carry the CPU's flags bit for bit.
  */
 #include <math.h>
 #include <stdio.h>
@@ -41,6 +47,7 @@
 #include <time.h>
 
 #include "kernels/kcommon.cuh"
+#include "kernels/numeric.h"
 #include "kernels/outerr.h"
 
 extern "C" {
@@ -50,6 +57,7 @@ extern "C" {
 #include "core/registry.h"
 #include "core/synthetic.h"
 #include "frontier/executor.h"
+#include "frontier/numeric_flags.h"
 }
 
 #define FR_X_DEFAULT_CAP ((size_t)1 << 30)
@@ -100,6 +108,19 @@ typedef struct fr_x_item {
     double out_ref;                 /* tr(W H W^T) */
     fr_status out_status;           /* the terms could not be computed: the rows fail */
     char out_error[256];
+    /* numeric flags (frontier/numeric_flags.h) of the fused and plugin
+     * configurations, from the device reduction (kernels/numeric.h); the
+     * CPU part's come from fr_exec_cpu */
+    fr_scale_rule *num_rules;       /* per configuration index */
+    const fr_scale_rule **num_refs; /* of the n_num configurations measured here */
+    size_t *num_cfg;                /* their configuration indices */
+    size_t n_num;
+    fr_group_extremes *num_shapes;
+    size_t *num_shape_of, n_num_shapes;
+    int64_t *num_tr, *num_tc;
+    int num_ok;                     /* the reduction runs: the flags below are set */
+    uint32_t *num_flags;            /* per configuration index, 0: not examined */
+    fr_scale_detail *num_detail;
 } fr_x_item;
 
 typedef struct fr_x_task {
@@ -129,7 +150,12 @@ typedef struct fr_x {
     size_t results_cap;
     cudaEvent_t h2d_done[2], compute_done[2];
     cudaEvent_t x_start[2], x_end[2], c_start[2], c_gen[2], c_end[2];
-    int has_copy[2], has_gen[2];
+    cudaEvent_t n_start[2], n_end[2];
+    int has_copy[2], has_gen[2], has_num[2];
+    /* the numeric-flag reduction and its results on the host (pinned) */
+    fr_cuda_numeric *numeric;
+    void *num_host[2];
+    size_t num_bytes;
     fr_kwork work;
     fr_cuda_run_stats stats;
     /* the CPU part */
@@ -272,6 +298,78 @@ static void fr_x_chunk(fr_x *X, fr_x_item *xi)
     }
 }
 
+/* The scale rules of the configurations measured here (fused, then
+ * plugin) and their distinct group shapes (frontier/numeric_flags.h). */
+static fr_status fr_x_numeric_plan(fr_x_item *xi)
+{
+    const fr_sweep_item *it = xi->it;
+    size_t n = it->n_configs;
+    xi->num_rules = (fr_scale_rule *)calloc(n + 1, sizeof *xi->num_rules);
+    xi->num_refs = (const fr_scale_rule **)calloc(n + 1, sizeof *xi->num_refs);
+    xi->num_cfg = (size_t *)calloc(n + 1, sizeof *xi->num_cfg);
+    xi->num_shapes = (fr_group_extremes *)calloc(n + 1, sizeof *xi->num_shapes);
+    xi->num_shape_of = (size_t *)calloc(n + 1, sizeof *xi->num_shape_of);
+    xi->num_tr = (int64_t *)calloc(n + 1, sizeof *xi->num_tr);
+    xi->num_tc = (int64_t *)calloc(n + 1, sizeof *xi->num_tc);
+    xi->num_flags = (uint32_t *)calloc(n + 1, sizeof *xi->num_flags);
+    xi->num_detail = (fr_scale_detail *)calloc(n + 1, sizeof *xi->num_detail);
+    if (!xi->num_rules || !xi->num_refs || !xi->num_cfg || !xi->num_shapes ||
+        !xi->num_shape_of || !xi->num_tr || !xi->num_tc || !xi->num_flags || !xi->num_detail)
+        return FR_E_NOMEM;
+    xi->n_num = 0;
+    for (size_t k = 0; k < xi->n_fused + xi->n_plugin; k++) {
+        size_t c = k < xi->n_fused ? xi->fused_idx[k] : xi->plugin_idx[k - xi->n_fused];
+        fr_scale_rule_parse(it->configs[c]->cfg->params_json, &xi->num_rules[c]);
+        xi->num_refs[xi->n_num] = &xi->num_rules[c];
+        xi->num_cfg[xi->n_num++] = c;
+    }
+    xi->n_num_shapes = fr_numeric_shapes(xi->num_refs, xi->n_num, it->rows, it->cols,
+                                         xi->num_shapes, xi->num_shape_of);
+    for (size_t k = 0; k < xi->n_num_shapes; k++) {
+        xi->num_tr[k] = xi->num_shapes[k].tile_rows;
+        xi->num_tc[k] = xi->num_shapes[k].tile_cols;
+    }
+    xi->num_ok = 1;
+    return FR_OK;
+}
+
+/* The flags from the reduced values the device left in host memory. */
+static void fr_x_numeric_flags(fr_x_item *xi, const void *host)
+{
+    fr_cuda_numeric_head head;
+    memcpy(&head, host, sizeof head);
+    const uint32_t *words = (const uint32_t *)((const uint8_t *)host + sizeof head);
+    for (size_t k = 0; k < xi->n_num_shapes; k++) {
+        fr_group_extremes *e = &xi->num_shapes[k];
+        memcpy(&e->max_amax, &words[4 * k], sizeof(float));
+        memcpy(&e->min_amax, &words[4 * k + 1], sizeof(float));
+        memcpy(&e->max_range, &words[4 * k + 2], sizeof(float));
+        memcpy(&e->min_range, &words[4 * k + 3], sizeof(float));
+    }
+    fr_numeric_totals t;
+    t.n_nonzero = (int64_t)head.n_nonzero;
+    t.n_subnormal = (int64_t)head.n_subnormal;
+    t.n_neg_zero = (int64_t)head.n_neg_zero;
+    t.max_mag = head.max_mag;
+    uint32_t *flags = (uint32_t *)calloc(xi->n_num + 1, sizeof *flags);
+    fr_scale_detail *detail = (fr_scale_detail *)calloc(xi->n_num + 1, sizeof *detail);
+    if (!flags || !detail) {
+        free(flags);
+        free(detail);
+        xi->num_ok = 0; /* not examined, as the CPU leaves a tensor without memory */
+        return;
+    }
+    fr_tensor_facts facts;
+    fr_numeric_evaluate(xi->num_refs, xi->n_num, xi->num_shapes, xi->num_shape_of, &t, flags,
+                        detail, &facts);
+    for (size_t k = 0; k < xi->n_num; k++) {
+        xi->num_flags[xi->num_cfg[k]] = flags[k];
+        xi->num_detail[xi->num_cfg[k]] = detail[k];
+    }
+    free(flags);
+    free(detail);
+}
+
 static fr_status fr_x_build_tasks(fr_x *X, fr_error *err)
 {
     size_t n = 0;
@@ -294,6 +392,10 @@ static fr_status fr_x_build_tasks(fr_x *X, fr_error *err)
         xi->acc = (fr_kpart *)calloc(xi->n_fused + 1, sizeof *xi->acc);
         if (!xi->acc)
             return fr_fail(err, FR_E_NOMEM, "cannot allocate error sums");
+        if (fr_x_numeric_plan(xi) != FR_OK)
+            return fr_fail(err, FR_E_NOMEM, "cannot allocate the numeric flags' plan");
+        if (FR_CUDA_NUMERIC_BYTES(xi->n_num_shapes) > X->num_bytes)
+            X->num_bytes = FR_CUDA_NUMERIC_BYTES(xi->n_num_shapes);
         xi->acc[xi->n_fused].max_abs = -INFINITY; /* -(first non-finite index) */
         for (int pass = xi->two_pass ? 1 : 2; pass <= 2; pass++)
             for (int64_t c = 0; c < xi->n_chunks; c++)
@@ -327,12 +429,15 @@ static fr_status fr_x_open(fr_x *X, fr_error *err)
         FR_CU(cudaEventCreate(&X->c_start[b]));
         FR_CU(cudaEventCreate(&X->c_gen[b]));
         FR_CU(cudaEventCreate(&X->c_end[b]));
+        FR_CU(cudaEventCreate(&X->n_start[b]));
+        FR_CU(cudaEventCreate(&X->n_end[b]));
         /* recorded once so the first waits on them return at once */
         FR_CU(cudaEventRecord(X->h2d_done[b], X->copy));
         FR_CU(cudaEventRecord(X->compute_done[b], X->compute));
     }
     FR_CU(cudaMemGetInfo(&free_b, &total_b));
     fr_kwork_init(&X->work, X->compute);
+    FR_TRY(fr_cuda_numeric_create((void *)X->compute, &X->numeric, err));
     /* the cap may not take more than a quarter of free memory per buffer */
     if (X->cap > free_b / 4 && free_b / 4 >= ((size_t)64 << 20))
         X->cap = free_b / 4;
@@ -351,6 +456,8 @@ static fr_status fr_x_alloc_buffers(fr_x *X, fr_error *err)
         FR_CU(cudaHostAlloc((void **)&X->results_host[b],
                             (X->results_cap ? X->results_cap : 1) * sizeof(fr_kpart),
                             cudaHostAllocDefault));
+        if (X->num_bytes)
+            FR_CU(cudaHostAlloc(&X->num_host[b], X->num_bytes, cudaHostAllocDefault));
     }
 cleanup:
     return st;
@@ -365,6 +472,8 @@ static void fr_x_close(fr_x *X)
         cudaFree(X->h_dev);
         cudaFree(X->w_hat_dev);
         fr_kwork_free(&X->work);
+        fr_cuda_numeric_destroy(X->numeric);
+        X->numeric = NULL;
         cudaStreamSynchronize(X->compute);
     }
     if (X->copy)
@@ -376,8 +485,11 @@ static void fr_x_close(fr_x *X)
             cudaFreeHost(X->pinned[b]);
         if (X->results_host[b])
             cudaFreeHost(X->results_host[b]);
+        if (X->num_host[b])
+            cudaFreeHost(X->num_host[b]);
         cudaEvent_t *evs[] = {&X->h2d_done[b], &X->compute_done[b], &X->x_start[b], &X->x_end[b],
-                              &X->c_start[b], &X->c_gen[b], &X->c_end[b]};
+                              &X->c_start[b], &X->c_gen[b], &X->c_end[b], &X->n_start[b],
+                              &X->n_end[b]};
         for (size_t k = 0; k < sizeof evs / sizeof evs[0]; k++)
             if (*evs[k])
                 cudaEventDestroy(*evs[k]);
@@ -588,7 +700,7 @@ static fr_status fr_x_enqueue(fr_x *X, size_t j, fr_error *err)
     const int first_task = t->chunk == 0 && (t->pass == 1 || !xi->two_pass);
     const int last_pass1 = t->chunk == xi->n_chunks - 1 && (t->pass == 1 || !xi->two_pass);
     fr_kview view = {X->dev[b], xi->dev_dtype, it->rows, it->cols, row0, rows};
-    X->has_copy[b] = X->has_gen[b] = 0;
+    X->has_copy[b] = X->has_gen[b] = X->has_num[b] = 0;
 
     /* host -> device */
     if (xi->source != FR_X_SYNTHETIC && !xi->failed_stage) {
@@ -656,6 +768,33 @@ static fr_status fr_x_enqueue(fr_x *X, size_t j, fr_error *err)
             FR_CU(cudaMemcpyAsync(X->results_host[b], X->work.results.p, 2 * sizeof(fr_kpart),
                                   cudaMemcpyDeviceToHost, X->compute));
         }
+        if (xi->num_ok) {
+            /* the numeric flags' reduction, one read of the chunk per group
+             * shape (docs/gpu.md, "Numeric flags") */
+            FR_CU(cudaEventRecord(X->n_start[b], X->compute));
+            X->has_num[b] = 1;
+            if (t->chunk == 0) {
+                fr_error nerr;
+                fr_error_clear(&nerr);
+                fr_status nst = fr_cuda_numeric_begin(X->numeric, xi->num_tr, xi->num_tc,
+                                                      xi->n_num_shapes, it->rows, it->cols, &nerr);
+                if (nst == FR_E_NOMEM) {
+                    cudaGetLastError();
+                    xi->num_ok = 0; /* not examined, as the CPU leaves a tensor without memory */
+                    fr_log(FRONTIER_LOG_DEBUG, "%s: '%s': no device memory for the numeric flags",
+                           X->device_name, it->tensor->name);
+                } else if (nst != FR_OK) {
+                    st = nst;
+                    *err = nerr;
+                    goto cleanup;
+                }
+            }
+            if (xi->num_ok)
+                FR_TRY(fr_cuda_numeric_chunk(X->numeric, X->dev[b], xi->dev_dtype, row0, rows, err));
+            if (xi->num_ok && t->chunk == xi->n_chunks - 1)
+                FR_TRY(fr_cuda_numeric_end(X->numeric, X->num_host[b], err));
+            FR_CU(cudaEventRecord(X->n_end[b], X->compute));
+        }
         if (xi->calib_gpu)
             fr_x_run_outputs(X, xi, X->dev[b]);
         if (xi->n_plugin)
@@ -669,6 +808,15 @@ cleanup:
 }
 
 /* ---- results ---- */
+
+static void fr_x_numeric_outcome(const fr_x_item *xi, fr_sweep_outcome *o)
+{
+    if (!xi->num_ok)
+        return; /* flags 0: not examined */
+    o->flags = xi->num_flags[o->config];
+    o->scale_largest = xi->num_detail[o->config].largest;
+    o->scale_smallest = xi->num_detail[o->config].smallest;
+}
 
 static void fr_x_emit(fr_x *X, size_t i)
 {
@@ -715,6 +863,7 @@ static void fr_x_emit(fr_x *X, size_t i)
         o.sums.max_abs_err = xi->acc[k].max_abs;
         o.out_sq_err = xi->calib_gpu && o.status == FR_OK ? xi->out_fused[k] : NAN;
         o.out_sq_ref = xi->calib_gpu && o.status == FR_OK ? xi->out_ref : NAN;
+        fr_x_numeric_outcome(xi, &o);
         o.seconds = per_config;
         snprintf(o.device, sizeof o.device, "%s", X->device_name);
         sink->outcome(sink->ctx, &o);
@@ -729,6 +878,7 @@ static void fr_x_emit(fr_x *X, size_t i)
         o.sums = xi->plugin_sums[k];
         o.out_sq_err = xi->calib_gpu && o.status == FR_OK ? xi->out_plugin[k] : NAN;
         o.out_sq_ref = xi->calib_gpu && o.status == FR_OK ? xi->out_ref : NAN;
+        fr_x_numeric_outcome(xi, &o);
         o.seconds = xi->plugin_seconds / (double)xi->n_plugin;
         snprintf(o.device, sizeof o.device, "%s", X->device_name);
         sink->outcome(sink->ctx, &o);
@@ -758,6 +908,10 @@ static fr_status fr_x_harvest(fr_x *X, size_t j, fr_error *err)
         FR_CU(cudaEventElapsedTime(&ms, X->x_start[b], X->x_end[b]));
         X->stats.h2d_s += ms * 1e-3;
     }
+    if (X->has_num[b]) {
+        FR_CU(cudaEventElapsedTime(&ms, X->n_start[b], X->n_end[b]));
+        X->stats.numeric_s += ms * 1e-3;
+    }
     if (t->pass == 2 && !xi->failed_stage) {
         const size_t n = xi->n_fused;
         const fr_kpart *r = X->results_host[b];
@@ -783,6 +937,8 @@ static fr_status fr_x_harvest(fr_x *X, size_t j, fr_error *err)
         X->stats.elements += (uint64_t)(xi->it->rows * xi->it->cols);
         if (xi->n_chunks > 1)
             X->stats.chunked_tensors++;
+        if (xi->num_ok && !xi->failed_stage)
+            fr_x_numeric_flags(xi, X->num_host[b]);
         fr_x_emit(X, t->item);
     }
 cleanup:
@@ -961,6 +1117,15 @@ cleanup:
             free(xi->converted);
             free(xi->out_fused);
             free(xi->out_plugin);
+            free(xi->num_rules);
+            free(xi->num_refs);
+            free(xi->num_cfg);
+            free(xi->num_shapes);
+            free(xi->num_shape_of);
+            free(xi->num_tr);
+            free(xi->num_tc);
+            free(xi->num_flags);
+            free(xi->num_detail);
         }
     }
     free(X.x);

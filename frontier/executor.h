@@ -66,6 +66,7 @@ typedef struct fr_cuda_run_stats {
     double generate_s;   /* of which: synthetic tensors generated on the device */
     double h2d_s;        /* copy stream busy time (host -> device transfers) */
     double stage_s;      /* host time spent filling the pinned staging buffers */
+    double numeric_s;    /* of gpu_s: the numeric flags' reduction (kernels/numeric.h) */
     uint64_t h2d_bytes;
     uint64_t tensor_bytes; /* bytes of every tensor evaluated (as stored) */
     uint64_t elements;

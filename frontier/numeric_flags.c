@@ -132,12 +132,8 @@ done:
 
 /* ---- the examination ---- */
 
-/* Group statistics of one shape over the whole tensor. */
-typedef struct shape_stats {
-    int64_t tile_rows, tile_cols; /* resolved (no zeros) */
-    float max_amax, min_amax;     /* min over groups that are not all zero */
-    float max_range, min_range;
-} shape_stats;
+/* Group statistics of one shape over the whole tensor (numeric_flags.h). */
+typedef fr_group_extremes shape_stats;
 
 /* One pass: every tile's amax and range, reduced to the extremes. */
 static int shape_pass(const float *w, int64_t rows, int64_t cols, shape_stats *s)
@@ -261,45 +257,12 @@ static uint32_t scale_flags(const fr_scale_rule *r, const shape_stats *s, float 
     return f;
 }
 
-int fr_numeric_examine(const float *w, int64_t rows, int64_t cols,
-                       const fr_scale_rule *const *rules, size_t n, uint32_t *flags,
-                       fr_scale_detail *detail, fr_tensor_facts *facts)
+size_t fr_numeric_shapes(const fr_scale_rule *const *rules, size_t n, int64_t rows, int64_t cols,
+                         fr_group_extremes *shapes, size_t *shape_of)
 {
-    int64_t numel = rows * cols;
-    memset(facts, 0, sizeof *facts);
-    for (size_t c = 0; c < n; c++)
-        flags[c] = 0;
-    /* the tensor facts: one pass over the bits */
-    int64_t n_nonzero = 0;
-    uint32_t max_mag = 0; /* the magnitude's bits order like its value (finite w) */
-    for (int64_t i = 0; i < numel; i++) {
-        uint32_t u;
-        memcpy(&u, &w[i], sizeof u);
-        uint32_t mag = u & 0x7fffffffu;
-        max_mag = mag > max_mag ? mag : max_mag;
-        if (mag == 0) {
-            facts->n_neg_zero += u != 0;
-            continue;
-        }
-        n_nonzero++;
-        facts->n_subnormal += mag < 0x00800000u;
-    }
-    facts->flags = FR_ROW_CHECKED | (n_nonzero == 0 ? FR_ROW_ALL_ZERO : 0) |
-                   (facts->n_subnormal ? FR_ROW_SUBNORMAL : 0) |
-                   (facts->n_neg_zero ? FR_ROW_NEG_ZERO : 0);
-
-    /* one pass per distinct group shape */
-    shape_stats *shapes = calloc(n + 1, sizeof *shapes);
-    size_t *shape_of = calloc(n + 1, sizeof *shape_of);
     size_t n_shapes = 0;
-    int rc = 0;
-    if (!shapes || !shape_of) {
-        rc = -1;
-        goto done;
-    }
-    float amax_tensor;
-    memcpy(&amax_tensor, &max_mag, sizeof amax_tensor);
     for (size_t c = 0; c < n; c++) {
+        shape_of[c] = 0;
         if (rules[c]->kind == FR_SCALE_NONE)
             continue;
         int64_t tr = rules[c]->tile_rows ? rules[c]->tile_rows : rows;
@@ -312,27 +275,83 @@ int fr_numeric_examine(const float *w, int64_t rows, int64_t cols,
         while (k < n_shapes && (shapes[k].tile_rows != tr || shapes[k].tile_cols != tc))
             k++;
         if (k == n_shapes) {
-            shapes[k].tile_rows = tr;
-            shapes[k].tile_cols = tc;
-            if (shape_pass(w, rows, cols, &shapes[k]) != 0) {
-                rc = -1;
-                goto done;
-            }
+            shapes[k] = (fr_group_extremes){.tile_rows = tr,
+                                            .tile_cols = tc,
+                                            .max_amax = 0.0f,
+                                            .min_amax = INFINITY,
+                                            .max_range = 0.0f,
+                                            .min_range = INFINITY};
             n_shapes++;
         }
         shape_of[c] = k;
     }
+    return n_shapes;
+}
+
+void fr_numeric_evaluate(const fr_scale_rule *const *rules, size_t n,
+                         const fr_group_extremes *shapes, const size_t *shape_of,
+                         const fr_numeric_totals *totals, uint32_t *flags,
+                         fr_scale_detail *detail, fr_tensor_facts *facts)
+{
+    memset(facts, 0, sizeof *facts);
+    facts->n_subnormal = totals->n_subnormal;
+    facts->n_neg_zero = totals->n_neg_zero;
+    facts->flags = FR_ROW_CHECKED | (totals->n_nonzero == 0 ? FR_ROW_ALL_ZERO : 0) |
+                   (facts->n_subnormal ? FR_ROW_SUBNORMAL : 0) |
+                   (facts->n_neg_zero ? FR_ROW_NEG_ZERO : 0);
+    float amax_tensor;
+    memcpy(&amax_tensor, &totals->max_mag, sizeof amax_tensor);
     for (size_t c = 0; c < n; c++) {
         fr_scale_detail d;
-        flags[c] = facts->flags |
-                   (rules[c]->kind == FR_SCALE_NONE
-                        ? FR_ROW_SCALE_UNCHECKED
-                        : scale_flags(rules[c], &shapes[shape_of[c]], amax_tensor, &d));
-        if (rules[c]->kind == FR_SCALE_NONE)
+        const fr_scale_rule *r = rules[c];
+        flags[c] = facts->flags | (r->kind == FR_SCALE_NONE
+                                       ? FR_ROW_SCALE_UNCHECKED
+                                       : scale_flags(r, &shapes[shape_of[c]], amax_tensor, &d));
+        if (r->kind == FR_SCALE_NONE)
             d.largest = d.smallest = NAN;
         if (detail)
             detail[c] = d;
     }
+}
+
+int fr_numeric_examine(const float *w, int64_t rows, int64_t cols,
+                       const fr_scale_rule *const *rules, size_t n, uint32_t *flags,
+                       fr_scale_detail *detail, fr_tensor_facts *facts)
+{
+    int64_t numel = rows * cols;
+    memset(facts, 0, sizeof *facts);
+    for (size_t c = 0; c < n; c++)
+        flags[c] = 0;
+    /* the tensor facts: one pass over the bits */
+    fr_numeric_totals t = {0};
+    for (int64_t i = 0; i < numel; i++) {
+        uint32_t u;
+        memcpy(&u, &w[i], sizeof u);
+        uint32_t mag = u & 0x7fffffffu;
+        t.max_mag = mag > t.max_mag ? mag : t.max_mag; /* the magnitude's bits order like its value */
+        if (mag == 0) {
+            t.n_neg_zero += u != 0;
+            continue;
+        }
+        t.n_nonzero++;
+        t.n_subnormal += mag < 0x00800000u;
+    }
+
+    /* one pass per distinct group shape */
+    shape_stats *shapes = calloc(n + 1, sizeof *shapes);
+    size_t *shape_of = calloc(n + 1, sizeof *shape_of);
+    int rc = 0;
+    if (!shapes || !shape_of) {
+        rc = -1;
+        goto done;
+    }
+    size_t n_shapes = fr_numeric_shapes(rules, n, rows, cols, shapes, shape_of);
+    for (size_t k = 0; k < n_shapes; k++)
+        if (shape_pass(w, rows, cols, &shapes[k]) != 0) {
+            rc = -1;
+            goto done;
+        }
+    fr_numeric_evaluate(rules, n, shapes, shape_of, &t, flags, detail, facts);
 done:
     if (rc != 0)
         for (size_t c = 0; c < n; c++)
@@ -471,11 +490,6 @@ int fr_numeric_stream_end(fr_numeric_stream *st, uint32_t *flags, fr_scale_detai
     memset(facts, 0, sizeof *facts);
     size_t n = st ? st->n : 0;
     if (rc == 0) {
-        facts->n_subnormal = st->n_subnormal;
-        facts->n_neg_zero = st->n_neg_zero;
-        facts->flags = FR_ROW_CHECKED | (st->n_nonzero == 0 ? FR_ROW_ALL_ZERO : 0) |
-                       (facts->n_subnormal ? FR_ROW_SUBNORMAL : 0) |
-                       (facts->n_neg_zero ? FR_ROW_NEG_ZERO : 0);
         for (size_t k = 0; k < st->n_shapes; k++) {
             shape_stats *sh = &st->shapes[k];
             if (sh->tile_rows != 0)
@@ -493,20 +507,11 @@ int fr_numeric_stream_end(fr_numeric_stream *st, uint32_t *flags, fr_scale_detai
                     sh->min_range = range;
             }
         }
-        float amax_tensor;
-        memcpy(&amax_tensor, &st->max_mag, sizeof amax_tensor);
-        for (size_t c = 0; c < n; c++) {
-            fr_scale_detail d;
-            const fr_scale_rule *r = st->rules[c];
-            flags[c] = facts->flags |
-                       (r->kind == FR_SCALE_NONE
-                            ? FR_ROW_SCALE_UNCHECKED
-                            : scale_flags(r, &st->shapes[st->shape_of[c]], amax_tensor, &d));
-            if (r->kind == FR_SCALE_NONE)
-                d.largest = d.smallest = NAN;
-            if (detail)
-                detail[c] = d;
-        }
+        fr_numeric_totals t = {.n_nonzero = st->n_nonzero,
+                               .n_subnormal = st->n_subnormal,
+                               .n_neg_zero = st->n_neg_zero,
+                               .max_mag = st->max_mag};
+        fr_numeric_evaluate(st->rules, n, st->shapes, st->shape_of, &t, flags, detail, facts);
     } else {
         for (size_t c = 0; c < n; c++)
             flags[c] = 0;

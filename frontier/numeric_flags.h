@@ -80,6 +80,38 @@ void fr_numeric_stream_add(fr_numeric_stream *st, const float *w, int64_t row0, 
 int fr_numeric_stream_end(fr_numeric_stream *st, uint32_t *flags, fr_scale_detail *detail,
                           fr_tensor_facts *facts);
 
+/* ---- the rule evaluation on reduced values, from any source ----
+ *
+ * What every examination reduces a tensor to: per distinct group shape the
+ * largest group amax (and asymmetric range) and the smallest nonzero one,
+ * and the tensor's counts. The CPU's passes above compute them; the CUDA
+ * executor gets the same values from a device reduction (kernels/numeric.h)
+ * and hands them here, so GPU rows carry the CPU's flags bit for bit. */
+typedef struct fr_group_extremes {
+    int64_t tile_rows, tile_cols; /* resolved: >= 1 (0 of a rule: every row / column) */
+    float max_amax, min_amax;     /* min over groups that are not all zero, else +inf */
+    float max_range, min_range;
+} fr_group_extremes;
+
+typedef struct fr_numeric_totals {
+    int64_t n_nonzero, n_subnormal, n_neg_zero;
+    uint32_t max_mag;             /* largest |x| as float32 bits (finite x) */
+} fr_numeric_totals;
+
+/* The distinct group shapes of the n rules on a rows x cols tensor, in
+ * the order of first use: shapes (n entries at most) receive the resolved
+ * tile sizes (extremes set to their identities), shape_of[c] the shape of
+ * rule c (0 for a rule without one). Returns the number of shapes. */
+size_t fr_numeric_shapes(const fr_scale_rule *const *rules, size_t n, int64_t rows, int64_t cols,
+                         fr_group_extremes *shapes, size_t *shape_of);
+
+/* The flags (and quotients, detail may be NULL) of the n configurations
+ * from the reduced values, exactly as fr_numeric_examine decides them. */
+void fr_numeric_evaluate(const fr_scale_rule *const *rules, size_t n,
+                         const fr_group_extremes *shapes, const size_t *shape_of,
+                         const fr_numeric_totals *totals, uint32_t *flags,
+                         fr_scale_detail *detail, fr_tensor_facts *facts);
+
 /* The warning lines of one tensor (tensor_flags: the FR_ROW_* tensor facts
  * of its rows): one for a tensor fact worth a warning (all zero, or else
  * subnormals; -0 alone is not) and one per (problem, scale dtype) naming

@@ -428,6 +428,7 @@ static void write_device_stats(const char *path, const fr_cuda_run_stats *s, con
         {"generate_s", s->generate_s},
         {"h2d_s", s->h2d_s},
         {"stage_s", s->stage_s},
+        {"numeric_s", s->numeric_s},
         {"h2d_bytes", (double)s->h2d_bytes},
         {"tensor_bytes", (double)s->tensor_bytes},
         {"elements", (double)s->elements},

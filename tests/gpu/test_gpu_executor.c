@@ -7,7 +7,9 @@
  * CPU's status and sums within 1e-6 relative; the sink's norm and done
  * callbacks once per tensor; two GPU runs bitwise identical; and the same
  * again with a tiny staging cap, so that tensors stream in row chunks and
- * in two passes.
+ * in two passes. The numeric flags (docs/dataset.md "Numeric flags") and
+ * the scale quotients of the warning lines must equal the CPU's bit for bit,
+ * every row examined.
  *
  * With FRONTIER_TEST_CUDA_PLUGIN=FILE.so (a built-in family built as a
  * plugin, which brings its own quantize_cuda / sweep_cuda), a registry of
@@ -33,6 +35,8 @@ typedef struct collected {
     int *done, *norms, *skipped;
     double *norm;
     char (*device)[16]; /* [item][config] */
+    uint32_t *flags;    /* [item][config]: numeric flags */
+    double (*scale)[2]; /* [item][config]: the largest and smallest scale quotients */
 } collected;
 
 static void on_outcome(void *ctx, const fr_sweep_outcome *o)
@@ -45,6 +49,9 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
     if (o->status != FR_OK)
         fprintf(stderr, "  outcome item %zu config %zu: %s\n", o->item, o->config, o->error);
     snprintf(c->device[k], sizeof c->device[k], "%s", o->device);
+    c->flags[k] = o->flags;
+    c->scale[k][0] = o->scale_largest;
+    c->scale[k][1] = o->scale_smallest;
 }
 
 static void on_skipped(void *ctx, size_t item, fr_status st, const char *reason)
@@ -83,7 +90,9 @@ static void collected_init(collected *c, size_t n_items, size_t max_configs)
     c->skipped = calloc(n_items, sizeof *c->skipped);
     c->norm = calloc(n_items, sizeof *c->norm);
     c->device = calloc(n, sizeof *c->device);
-    if (!c->device || !c->sums || !c->status || !c->seen || !c->done || !c->norms || !c->skipped || !c->norm) {
+    c->flags = calloc(n, sizeof *c->flags);
+    c->scale = calloc(n, sizeof *c->scale);
+    if (!c->flags || !c->scale || !c->device || !c->sums || !c->status || !c->seen || !c->done || !c->norms || !c->skipped || !c->norm) {
         fprintf(stderr, "FAIL: out of memory\n");
         exit(1);
     }
@@ -99,6 +108,8 @@ static void collected_free(collected *c)
     free(c->skipped);
     free(c->norm);
     free(c->device);
+    free(c->flags);
+    free(c->scale);
 }
 
 /* the CUDA executor's staging cap for the next run (0: its default), and
@@ -181,6 +192,18 @@ static void compare(const char *what, const fr_sweep_item *items, const collecte
                       "max %.17g/%.17g",
                       what, name, items[i].tensor->name, g->sq_err, h->sq_err, g->sq_hat, h->sq_hat,
                       g->dot, h->dot, g->max_abs_err, h->max_abs_err);
+            /* the numeric flags and quotients, bit for bit (NaN: no quotient) */
+            if (gpu->status[k] == FR_OK) {
+                CHECK_MSG(gpu->flags[k] == cpu->flags[k] && (gpu->flags[k] & 1u),
+                          "%s: %s on '%s': flags %#x on %s, %#x on the cpu", what, name,
+                          items[i].tensor->name, (unsigned)gpu->flags[k], gpu->device[k],
+                          (unsigned)cpu->flags[k]);
+                CHECK_MSG(!memcmp(gpu->scale[k], cpu->scale[k], sizeof gpu->scale[k]),
+                          "%s: %s on '%s': scale quotients %.9g / %.9g on %s, %.9g / %.9g on "
+                          "the cpu",
+                          what, name, items[i].tensor->name, gpu->scale[k][0], gpu->scale[k][1],
+                          gpu->device[k], cpu->scale[k][0], cpu->scale[k][1]);
+            }
         }
     }
 }

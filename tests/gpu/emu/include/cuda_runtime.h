@@ -111,6 +111,27 @@ static inline void __syncwarp(unsigned mask = 0xffffffffu)
     (void)emu_shfl_xor(0, 1);
 }
 
+/* atomics: every thread is a fiber of one OS thread, switched only at a
+ * barrier or a shuffle, so a read-modify-write is atomic as written */
+static inline unsigned atomicMax(unsigned *p, unsigned v)
+{
+    unsigned old = *p;
+    *p = v > old ? v : old;
+    return old;
+}
+static inline unsigned atomicMin(unsigned *p, unsigned v)
+{
+    unsigned old = *p;
+    *p = v < old ? v : old;
+    return old;
+}
+static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
+{
+    unsigned long long old = *p;
+    *p = old + v;
+    return old;
+}
+
 template <typename T> static inline T __ldg(const T *p)
 {
     return *p;
