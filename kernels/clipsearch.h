@@ -19,6 +19,7 @@ extern "C" {
 #endif
 
 #include "core/error.h"
+#include "core/hd.h"
 #include "quantizers/int_group.h"
 
 /* FR_E_USAGE "non-finite weight at row R, column C" for the first NaN or
@@ -41,6 +42,23 @@ fr_status fr_cuda_clip_search(const void *w, int dtype, float *w_hat, int64_t ro
  * first; enqueued on the stream. */
 fr_status fr_cuda_hqq(const void *w, int dtype, float *w_hat, int64_t rows, int64_t cols,
                       const fr_int_params *p, void *stream, fr_error *err);
+
+/*
+ * The exhaustive check of the shrink's power (quantizers/hqq.h fr_hqq_pow)
+ * on the device against the host (tests/gpu/test_gpu_clip.c):
+ * digest[k] = sum mod 2^64 of fr_hqq_pow_mix(u, bits of fr_hqq_pow(u)) over
+ * the float bit patterns u = first + FR_HQQ_DIGEST_SPAN k + i, i <
+ * FR_HQQ_DIGEST_SPAN, u < first + count; ceil(count / FR_HQQ_DIGEST_SPAN)
+ * entries into host memory. One thread per entry (no atomics); synchronous.
+ */
+#define FR_HQQ_DIGEST_SPAN 4096
+FR_HD uint64_t fr_hqq_pow_mix(uint32_t u, uint32_t r)
+{
+    uint64_t x = ((uint64_t)u << 32 | r) * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    return x * 0xbf58476d1ce4e5b9ull;
+}
+fr_status fr_cuda_hqq_pow_digest(uint32_t first, uint64_t count, uint64_t *digest, fr_error *err);
 
 #ifdef __cplusplus
 }

@@ -137,6 +137,37 @@ cleanup:
     return st;
 }
 
+static __global__ void fr_khqq_pow_digest(uint32_t first, uint64_t count, uint64_t n_digest,
+                                          uint64_t *digest)
+{
+    for (uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n_digest;
+         k += (uint64_t)gridDim.x * blockDim.x) {
+        uint64_t sum = 0;
+        for (uint64_t i = k * FR_HQQ_DIGEST_SPAN; i < (k + 1) * FR_HQQ_DIGEST_SPAN && i < count; i++) {
+            uint32_t u = (uint32_t)(first + i);
+            sum += fr_hqq_pow_mix(u, fr_f32_to_bits(fr_hqq_pow(fr_bits_to_f32(u))));
+        }
+        digest[k] = sum;
+    }
+}
+
+extern "C" fr_status fr_cuda_hqq_pow_digest(uint32_t first, uint64_t count, uint64_t *digest,
+                                            fr_error *err)
+{
+    fr_status st = FR_OK;
+    const uint64_t n = (count + FR_HQQ_DIGEST_SPAN - 1) / FR_HQQ_DIGEST_SPAN;
+    uint64_t *d = NULL;
+    FR_CU(cudaMalloc((void **)&d, (size_t)(n ? n : 1) * sizeof *d));
+    FR_LAUNCH(fr_khqq_pow_digest<<<(int)(n / 256 + 1 < 4096 ? n / 256 + 1 : 4096), 256, 0,
+                                       (cudaStream_t)0>>>(
+        first, count, n, d));
+    FR_CU(cudaMemcpy(digest, d, (size_t)n * sizeof *d, cudaMemcpyDeviceToHost));
+cleanup:
+    if (d)
+        cudaFree(d);
+    return st;
+}
+
 /* The descriptor's quantize_cuda (quantizers/hqq.c sets it). */
 extern "C" int fr_hqq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,
                                     float *w_hat, int64_t rows, int64_t cols,

@@ -16,11 +16,15 @@
  */
 #include "gpu_test.h"
 
+#include <time.h>
+
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
 #include "frontier/metrics.h"
 #include "quantizers/builtin.h"
+#include "quantizers/hqq.h"
+#include "kernels/clipsearch.h"
 
 static fr_pool *pool;
 static uint64_t rng;
@@ -178,6 +182,80 @@ static void check_refusal(const fr_registry *reg, const char *name, int nonfinit
     fr_cuda_free(hat_dev);
 }
 
+/* fr_hqq_pow on the device against the host: every float input of the
+ * shrink (b = |e| + 1e-8 >= 1e-8f, up to FLT_MAX), compared through
+ * digests of 4096 inputs each; FRONTIER_GPU_TEST_QUICK (the emulation):
+ * three spans of 2^16 inputs (near 1e-8, 1 and 1e4). */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct pow_job {
+    uint32_t first;
+    uint64_t count;
+    uint64_t *digest;
+} pow_job;
+
+static void pow_range(void *arg, int64_t begin, int64_t end)
+{
+    pow_job *job = arg;
+    for (int64_t k = begin; k < end; k++) {
+        uint64_t sum = 0;
+        for (uint64_t i = (uint64_t)k * FR_HQQ_DIGEST_SPAN;
+             i < (uint64_t)(k + 1) * FR_HQQ_DIGEST_SPAN && i < job->count; i++) {
+            uint32_t u = (uint32_t)(job->first + i);
+            sum += fr_hqq_pow_mix(u, fr_f32_to_bits(fr_hqq_pow(fr_bits_to_f32(u))));
+        }
+        job->digest[k] = sum;
+    }
+}
+
+static void check_pow(void)
+{
+    fr_error err;
+    const char *quick = getenv("FRONTIER_GPU_TEST_QUICK");
+    uint32_t lo = fr_f32_to_bits(0.0f + 1e-8f), hi = fr_f32_to_bits(3.40282347e38f);
+    uint32_t spans[3][2] = {{lo, 1u << 16}, {fr_f32_to_bits(1.0f) - (1u << 15), 1u << 16},
+                            {fr_f32_to_bits(1e4f), 1u << 16}};
+    int n_spans = 3;
+    if (!(quick && *quick && strcmp(quick, "0"))) {
+        spans[0][0] = lo;
+        spans[0][1] = hi - lo + 1;
+        n_spans = 1;
+    }
+    uint64_t inputs = 0, bad = 0, blocks = 0;
+    double t0 = now_s();
+    for (int sp = 0; sp < n_spans; sp++) {
+        uint64_t count = spans[sp][1];
+        uint64_t n = (count + FR_HQQ_DIGEST_SPAN - 1) / FR_HQQ_DIGEST_SPAN;
+        uint64_t *dev = malloc((size_t)n * sizeof *dev), *host = malloc((size_t)n * sizeof *host);
+        GPU_OK(fr_cuda_hqq_pow_digest(spans[sp][0], count, dev, &err));
+        pow_job job = {spans[sp][0], count, host};
+        fr_parallel_for(pool, (int64_t)n, 16, pow_range, &job);
+        for (uint64_t k = 0; k < n; k++)
+            if (dev[k] != host[k]) {
+                if (bad < 5)
+                    printf("fr_hqq_pow: device and host differ in inputs 0x%08llx..+%d\n",
+                           (unsigned long long)(spans[sp][0] + k * FR_HQQ_DIGEST_SPAN),
+                           FR_HQQ_DIGEST_SPAN);
+                bad++;
+            }
+        inputs += count;
+        blocks += n;
+        free(dev);
+        free(host);
+    }
+    printf("fr_hqq_pow: %llu float inputs%s, %llu of %llu digests of %d inputs differ between "
+           "device and host (%.1f s)\n",
+           (unsigned long long)inputs, n_spans == 1 ? " (every float in [1e-8, FLT_MAX])" : "",
+           (unsigned long long)bad, (unsigned long long)blocks, FR_HQQ_DIGEST_SPAN,
+           now_s() - t0);
+    CHECK_MSG(bad == 0, "fr_hqq_pow: %llu digests differ", (unsigned long long)bad);
+}
+
 int main(void)
 {
     gpu_require_device();
@@ -207,6 +285,7 @@ int main(void)
     check_refusal(&reg, "imat-int3-g64-asym", 2);
     check_refusal(&reg, "hqq-int2-g32-asym", 1);
     check_refusal(&reg, "imat-int4-g128-sym", 0);
+    check_pow();
     printf("mse/imat/hqq GPU vs CPU: %lld of %lld reconstructions differ, worst relative "
            "rel_err difference %.2e (required: 0)\n",
            (long long)total_differ, (long long)total_elems, worst_rel);
