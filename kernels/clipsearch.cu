@@ -6,8 +6,8 @@
  * same order, so the chosen shrink factor and every w^ are the CPU's bit
  * for bit:
  *
- *   16 threads per group (a block of 256 threads takes 16 groups at a time,
- *   grid-stride): the group's lo/hi from 16 strided partials (min and max
+ *   16 threads per group (a block of 256 threads takes 16 groups a round,
+ *   grid-stride, two block barriers a round): the group's lo/hi from 16 strided partials (min and max
  *   with the CPU's comparisons from 0 are exact in any order, -0.0 never
  *   becomes a bound); thread k < 11 then sums candidate k's weighted squared
  *   error over the group sequentially in element order, as the CPU's loop
@@ -36,7 +36,7 @@ extern "C" {
 #define FR_KC_THREADS 256
 #define FR_KC_LANES 16                          /* threads per group */
 #define FR_KC_SLOTS (FR_KC_THREADS / FR_KC_LANES) /* groups per block at a time */
-#define FR_KC_MAX_GRID 8192
+#define FR_KC_MAX_GRID 1024
 #define FR_KF_GRID 1024
 
 __device__ static inline float fr_kc_load(const void *w, int dtype, int64_t i)
@@ -52,8 +52,8 @@ __device__ static inline float fr_kc_load(const void *w, int dtype, int64_t i)
 /* ---- the non-finite check ---- */
 
 /* part[block] = the least index of a NaN or Inf among the block's elements
- * (INT64_MAX: none); a thread's first hit is its least, the block's is a
- * fixed tree. */
+ * (INT64_MAX: none); a thread's first hit is its least, thread 0 takes the
+ * least of the block's (a minimum: exact in any order). */
 static __global__ void __launch_bounds__(256) fr_kfinite(const void *w, int dtype, int64_t n,
                                                          int64_t *part)
 {
@@ -69,13 +69,11 @@ static __global__ void __launch_bounds__(256) fr_kfinite(const void *w, int dtyp
     }
     least[threadIdx.x] = first;
     __syncthreads();
-    for (int o = 128; o > 0; o >>= 1) {
-        if ((int)threadIdx.x < o && least[threadIdx.x + o] < least[threadIdx.x])
-            least[threadIdx.x] = least[threadIdx.x + o];
-        __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int t = 1; t < 256; t++)
+            first = least[t] < first ? least[t] : first;
+        part[blockIdx.x] = first;
     }
-    if (threadIdx.x == 0)
-        part[blockIdx.x] = least[0];
 }
 
 extern "C" fr_status fr_cuda_check_finite(const void *w, int dtype, int64_t rows, int64_t cols,
@@ -84,7 +82,8 @@ extern "C" fr_status fr_cuda_check_finite(const void *w, int dtype, int64_t rows
     fr_status st = FR_OK;
     cudaStream_t s = (cudaStream_t)stream;
     const int64_t n = rows * cols;
-    const int grid = (int)(n / 256 + 1 < FR_KF_GRID ? n / 256 + 1 : FR_KF_GRID);
+    /* at least 16 elements per thread */
+    const int grid = (int)(n / 4096 + 1 < FR_KF_GRID ? n / 4096 + 1 : FR_KF_GRID);
     int64_t *part = NULL, host[FR_KF_GRID], first = INT64_MAX;
     if (n <= 0)
         return FR_OK;
@@ -119,12 +118,19 @@ typedef struct fr_kc_args {
 
 static __global__ void __launch_bounds__(FR_KC_THREADS) fr_kclip_search(fr_kc_args a)
 {
-    __shared__ double err[FR_KC_SLOTS][FR_KC_LANES];
-    __shared__ float plo[FR_KC_SLOTS][FR_KC_LANES], phi[FR_KC_SLOTS][FR_KC_LANES];
+    /* two banks, alternating by round: a bank is written again only two
+     * rounds later, after two barriers every thread has passed, so no
+     * barrier is needed at the end of a round */
+    __shared__ double err_b[2][FR_KC_SLOTS][FR_KC_LANES];
+    __shared__ float plo_b[2][FR_KC_SLOTS][FR_KC_LANES], phi_b[2][FR_KC_SLOTS][FR_KC_LANES];
     const int slot = (int)threadIdx.x / FR_KC_LANES, k = (int)threadIdx.x % FR_KC_LANES;
     const fr_int_params *p = &a.p;
+    int bank = 0;
     for (int64_t first = (int64_t)blockIdx.x * FR_KC_SLOTS; first < a.n_groups;
-         first += (int64_t)gridDim.x * FR_KC_SLOTS) {
+         first += (int64_t)gridDim.x * FR_KC_SLOTS, bank ^= 1) {
+        double(*err)[FR_KC_LANES] = err_b[bank];
+        float(*plo)[FR_KC_LANES] = plo_b[bank];
+        float(*phi)[FR_KC_LANES] = phi_b[bank];
         const int64_t gi = first + slot;
         int64_t n = 0, start = 0, at = 0;
         if (gi < a.n_groups) {
@@ -178,7 +184,6 @@ static __global__ void __launch_bounds__(FR_KC_THREADS) fr_kclip_search(fr_kc_ar
         }
         for (int64_t i = k; i < n; i += FR_KC_LANES)
             a.w_hat[at + i] = fr_wrap_int_dequant(p, qp, fr_kc_load(a.w, a.dtype, at + i));
-        __syncthreads(); /* err, plo, phi are reused by the next groups */
     }
 }
 

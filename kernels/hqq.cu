@@ -22,7 +22,7 @@ extern "C" {
 #include <cuda_fp16.h>
 
 #define FR_KH_THREADS 128
-#define FR_KH_MAX_GRID 8192
+#define FR_KH_MAX_GRID 2048
 
 __device__ static inline float fr_kh_load(const void *w, int dtype, int64_t i)
 {

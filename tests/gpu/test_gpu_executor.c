@@ -133,8 +133,19 @@ static void run(int gpu, const fr_registry *reg, const fr_sweep_item *items, siz
 static const fr_registry *the_registry;
 
 /* all_gpu: every row must come from the GPU (a plugin with CUDA functions) */
+/* A configuration without a kernel whose quantizer has a data-free CUDA
+ * path (mse-, hqq-: quantize_cuda) runs on the GPU too, unless its tensor
+ * is larger than the staging cap (cap > 0), which sends it to the CPU. */
+static int plugin_gpu(const fr_sweep_item *it, const fr_config_ref *ref, size_t cap)
+{
+    const frontier_quantizer *q = fr_config_quantizer(the_registry, ref);
+    return fr_quantizer_has_cuda(q) &&
+           !(q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)) &&
+           (cap == 0 || it->tensor->nbytes <= cap);
+}
+
 static void compare(const char *what, const fr_sweep_item *items, const collected *gpu,
-                    const collected *cpu, double tol, int all_gpu)
+                    const collected *cpu, double tol, int all_gpu, size_t cap)
 {
     for (size_t i = 0; i < gpu->n_items; i++) {
         CHECK_MSG(gpu->done[i] == 1, "%s: item %zu done %d times", what, i, gpu->done[i]);
@@ -148,9 +159,12 @@ static void compare(const char *what, const fr_sweep_item *items, const collecte
             const char *name = items[i].configs[c]->cfg->name;
             CHECK_MSG(gpu->seen[k] == 1, "%s: %s on '%s' reported %d times", what, name,
                       items[i].tensor->name, gpu->seen[k]);
-            /* built-ins with a kernel run on the GPU, the rest on the CPU */
-            const char *want =
-                all_gpu || fr_cuda_has_kernel(the_registry, items[i].configs[c]) ? "cuda:0" : "cpu";
+            /* built-ins with a kernel or a data-free CUDA path run on the GPU,
+             * the rest on the CPU */
+            const char *want = all_gpu || fr_cuda_has_kernel(the_registry, items[i].configs[c]) ||
+                                       plugin_gpu(&items[i], items[i].configs[c], cap)
+                                   ? "cuda:0"
+                                   : "cpu";
             CHECK_MSG(!strcmp(gpu->device[k], want), "%s: %s on '%s' ran on '%s', not '%s'", what,
                       name, items[i].tensor->name, gpu->device[k], want);
             CHECK_MSG(gpu->status[k] == cpu->status[k], "%s: %s on '%s' status %d vs cpu %d",
@@ -218,10 +232,10 @@ int main(int argc, char **argv)
     collected cpu, gpu, again, chunked;
     run(0, &reg, items, n_items, n_cfgs, &cpu);
     run(1, &reg, items, n_items, n_cfgs, &gpu);
-    compare("cuda vs cpu", items, &gpu, &cpu, 1e-6, 0);
+    compare("cuda vs cpu", items, &gpu, &cpu, 1e-6, 0, 0);
 
     run(1, &reg, items, n_items, n_cfgs, &again);
-    compare("cuda run to run", items, &again, &gpu, 0.0, 0);
+    compare("cuda run to run", items, &again, &gpu, 0.0, 0, 0);
 
     /* a 64 KiB cap: the 300x1000 bf16 tensor and the others stream in row
      * chunks, two passes when a configuration needs whole-tensor statistics */
@@ -230,7 +244,7 @@ int main(int argc, char **argv)
     cuda_buffer_bytes = 0;
     const fr_cuda_run_stats s = last_stats;
     CHECK_MSG(s.chunked_tensors > 0, "the 64 KiB cap chunked no tensor");
-    compare("cuda chunked vs cpu", items, &chunked, &cpu, 1e-6, 0);
+    compare("cuda chunked vs cpu", items, &chunked, &cpu, 1e-6, 0, 64 << 10);
 
     collected_free(&cpu);
     collected_free(&gpu);
@@ -257,7 +271,7 @@ int main(int argc, char **argv)
         CHECK_MSG(ps.plugin_configs == (uint64_t)(n_pitems * preg.n_configs),
                   "plugin path: %llu (tensor, config) pairs through the plugin's CUDA functions",
                   (unsigned long long)ps.plugin_configs);
-        compare("plugin cuda vs cpu", pitems, &pg, &pc, 1e-6, 1);
+        compare("plugin cuda vs cpu", pitems, &pg, &pc, 1e-6, 1, 0);
         collected_free(&pc);
         collected_free(&pg);
         free(pcfgs);
