@@ -19,12 +19,8 @@
 
 #include "builtin.h"
 #include "common.h"
+#include "hqq.h"
 #include "wrap.h"
-
-#define HQQ_ITERS 20
-#define HQQ_P 0.7f
-#define HQQ_BETA 10.0f
-#define HQQ_KAPPA 1.01f
 
 static int hqq_accept(int family, const frontier_config *base, int variant, const char **suffix)
 {
@@ -61,9 +57,9 @@ static void hqq_group(const fr_int_params *p, const float *x, float *x_hat, int6
         return;
     }
     const float s = qp.s;
-    float z = qp.z, beta = HQQ_BETA, best_z = qp.z;
+    float z = qp.z, beta = FR_HQQ_BETA, best_z = qp.z;
     double best = INFINITY;
-    for (int it = 0; it < HQQ_ITERS; it++) {
+    for (int it = 0; it < FR_HQQ_ITERS; it++) {
         double err = hqq_error(x, n, s, z, levels);
         if (!(err < best))
             break;
@@ -75,12 +71,12 @@ static void hqq_group(const fr_int_params *p, const float *x, float *x_hat, int6
             q = q < 0.0f ? 0.0f : (q > levels ? levels : q);
             float e = x[i] - (q - z) * s;
             float a = fabsf(e);
-            float shrunk = a - powf(a + 1e-8f, HQQ_P - 1.0f) / beta;
+            float shrunk = a - fr_hqq_pow(a + 1e-8f) / beta;
             float we = shrunk > 0.0f ? copysignf(shrunk, e) : 0.0f;
             zsum += (double)(q - (x[i] - we) / s);
         }
         z = (float)(zsum / (double)n);
-        beta *= HQQ_KAPPA;
+        beta *= FR_HQQ_KAPPA;
     }
     float zh = fr_round_fp16(best_z);
     if (!(hqq_error(x, n, s, zh, levels) <= hqq_error(x, n, s, qp.z, levels)))
@@ -116,6 +112,19 @@ static int hqq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_hqq_ggml_types[] = {{NULL, NULL}};
 
+#ifdef FRONTIER_HAVE_CUDA
+/* kernels/hqq.cu: the same iteration on the device, one thread per group
+ * (docs/gpu.md, "mse-, imat- and hqq- on the GPU"). */
+int fr_hqq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
+                         int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
+                         frontier_call *call);
+#define HQQ_CUDA_FLAG FRONTIER_Q_HAS_CUDA
+#define HQQ_CUDA_FN fr_hqq_quantize_cuda
+#else
+#define HQQ_CUDA_FLAG 0
+#define HQQ_CUDA_FN NULL
+#endif
+
 const frontier_quantizer *fr_hqq_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&hqq_list, host))
@@ -128,11 +137,12 @@ const frontier_quantizer *fr_hqq_entry(const frontier_host_api *host)
                        "asym configurations (HQQ; p 0.7, beta 10, kappa 1.01, 20 iterations; "
                        "fp16 zero points)",
         .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC,
+        .flags = FRONTIER_Q_DETERMINISTIC | HQQ_CUDA_FLAG,
         .n_configs = hqq_list.n_configs,
         .configs = hqq_list.configs,
         .size_bits = hqq_size_bits,
         .quantize_cpu = hqq_quantize_cpu,
+        .quantize_cuda = HQQ_CUDA_FN,
     };
     return &hqq_quantizer;
 }

@@ -10,6 +10,7 @@
  */
 #include "builtin.h"
 #include "common.h"
+#include "imat.h"
 #include "wrap.h"
 
 static int imat_accept(int family, const frontier_config *base, int variant, const char **suffix)
@@ -21,6 +22,21 @@ static int imat_accept(int family, const frontier_config *base, int variant, con
 
 static fr_wrap_list imat_list = {.prefix = "imat-", .method = "imat", .accept = imat_accept};
 static frontier_quantizer imat_quantizer;
+
+int fr_imat_weights(const frontier_calib *calib, int64_t cols, float *out)
+{
+    if (!calib->hessian && !calib->act_mean_abs)
+        return 0;
+    for (int64_t j = 0; j < cols; j++) {
+        if (calib->hessian) {
+            out[j] = calib->hessian[j * cols + j];
+        } else {
+            float a = calib->act_mean_abs[j];
+            out[j] = a * a;
+        }
+    }
+    return 1;
+}
 
 static int imat_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat,
                              int64_t rows, int64_t cols, const frontier_calib *calib,
@@ -34,16 +50,8 @@ static int imat_quantize_cpu(const frontier_config *cfg, const float *w, float *
         float *d = fr_q_scratch(call, (size_t)cols * sizeof *d);
         if (!d)
             return fr_q_fail(call, FRONTIER_ERR_NOMEM, "out of memory");
-        for (int64_t j = 0; j < cols; j++) {
-            if (calib->hessian) {
-                d[j] = calib->hessian[j * cols + j];
-            } else if (calib->act_mean_abs) {
-                float a = calib->act_mean_abs[j];
-                d[j] = a * a;
-            } else {
-                return fr_q_fail(call, FRONTIER_ERR_INVALID, "needs activation statistics");
-            }
-        }
+        if (!fr_imat_weights(calib, cols, d))
+            return fr_q_fail(call, FRONTIER_ERR_INVALID, "needs activation statistics");
         weight = d;
     }
     return fr_wrap_search_tensor(&imat_quantizer, cfg, w, w_hat, rows, cols, weight, call);
@@ -57,6 +65,19 @@ static int imat_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols
 
 const fr_ggml_type fr_imat_ggml_types[] = {{NULL, NULL}};
 
+#ifdef FRONTIER_HAVE_CUDA
+/* kernels/clipsearch.cu: the same search on the device, these weights
+ * uploaded (docs/gpu.md, "mse-, imat- and hqq- on the GPU"). */
+int fr_imat_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
+                          int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
+                          frontier_call *call);
+#define IMAT_CUDA_FLAG FRONTIER_Q_HAS_CUDA
+#define IMAT_CUDA_FN fr_imat_quantize_cuda
+#else
+#define IMAT_CUDA_FLAG 0
+#define IMAT_CUDA_FN NULL
+#endif
+
 const frontier_quantizer *fr_imat_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&imat_list, host))
@@ -68,11 +89,12 @@ const frontier_quantizer *fr_imat_entry(const frontier_host_api *host)
         .description = "importance-weighted clipping search over the int configurations, "
                        "weights diag(H) (llama.cpp imatrix style)",
         .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_ACT_STATS,
+        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_ACT_STATS | IMAT_CUDA_FLAG,
         .n_configs = imat_list.n_configs,
         .configs = imat_list.configs,
         .size_bits = imat_size_bits,
         .quantize_cpu = imat_quantize_cpu,
+        .quantize_cuda = IMAT_CUDA_FN,
     };
     return &imat_quantizer;
 }

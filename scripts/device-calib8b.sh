@@ -8,8 +8,8 @@
 #        2..4 bits) of ONE layer of the 8B shape (q, k, v, o, gate, up,
 #        down), FP32 output error;
 #   (c2) out_rel_err of every data-free configuration (2..8 bits) for the
-#        whole 8B model (32 layers), FP32;
-#   (c3) the same with --tf32.
+#        whole 8B model (32 layers) with --tf32;
+#   (c3) the same in FP32 (the default; the longest, so last).
 # Each writes its --device-stats JSON into $OUT (calib8b_*.json) and a row
 # count; the log is $OUT/device-calib8b.log.
 set -uo pipefail
@@ -75,7 +75,7 @@ run() {  # NAME LIMIT ARGS...
 }
 run calib8b_layer 200 --synthetic "$layer" --calib synthetic --bits 2..4 \
   --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq
-run calib8b_datafree_fp32 ${FP32_LIMIT:-240} --synthetic "$spec" --calib synthetic --bits 2..8 \
-  --quantizers int,fp8,nvfp4,mx,nf4
 run calib8b_datafree_tf32 120 --synthetic "$spec" --calib synthetic --tf32 --bits 2..8 \
+  --quantizers int,fp8,nvfp4,mx,nf4
+run calib8b_datafree_fp32 ${FP32_LIMIT:-240} --synthetic "$spec" --calib synthetic --bits 2..8 \
   --quantizers int,fp8,nvfp4,mx,nf4
