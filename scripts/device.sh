@@ -25,7 +25,7 @@ SUMMARY=$OUT/summary.txt
 BUILD=$ROOT/build-device
 PREFIX=/tmp/frontier-deps
 START=$(date +%s)
-DEADLINE=$((START + 570))
+DEADLINE=$((START + ${DEVICE_SECONDS:-570}))
 : > "$LOG"
 declare -a ROWS=()
 
