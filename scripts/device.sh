@@ -50,7 +50,12 @@ step() {
   log "== $name (limit ${limit}s): $shown"
   local t0=$(date +%s) rc
   [ "$file" != "$LOG" ] && : > "$file"
-  timeout --kill-after=10 "$limit" "$@" > >(tee -a "$file" >> "$LOG") 2>&1
+  if [ -n "${STEP_OWN_LOG:-}" ]; then
+    # a verbose step (ctest -V): its own log only, gzipped into $OUT at the end
+    timeout --kill-after=10 "$limit" "$@" >> "$file" 2>&1
+  else
+    timeout --kill-after=10 "$limit" "$@" > >(tee -a "$file" >> "$LOG") 2>&1
+  fi
   rc=$?
   sleep 0.2
   local dt=$(( $(date +%s) - t0 ))
@@ -83,7 +88,8 @@ BENCH=$BUILD/bench/bench_gpu
 # -V: every test's own lines (the measured GPU-vs-CPU differences, flips,
 # timings) go into the log; the summary greps the key ones
 if [ $BUILT -eq 0 ]; then
-  step gpu-tests 240 "$CTLOG/ctest-gpu.log" ctest --test-dir "$BUILD" -L gpu -V -j4
+  STEP_OWN_LOG=1 step gpu-tests 240 "$CTLOG/ctest-gpu.log" ctest --test-dir "$BUILD" -L gpu -V -j4
+  gzip -c "$CTLOG/ctest-gpu.log" > "$OUT/ctest-gpu.log.gz"
 fi
 
 # ---- 3. benchmarks ----
