@@ -51,16 +51,6 @@ extern "C" {
 #define FR_KAW_MAX_BLOCKS 4
 #endif
 
-__device__ static inline float fr_kaw_load(const void *w, int dtype, int64_t i)
-{
-    if (dtype == FRONTIER_DTYPE_F32)
-        return ((const float *)w)[i];
-    uint16_t v = ((const uint16_t *)w)[i];
-    if (dtype == FRONTIER_DTYPE_BF16)
-        return __uint_as_float((uint32_t)v << 16);
-    return __half2float(__ushort_as_half(v));
-}
-
 /* first[r] = the first column of row r whose weight is not finite
  * (fr_q_nonfinite's test), INT64_MAX when none: a warp per row. */
 static __global__ void fr_kaw_finite(const void *w, int dtype, int64_t rows, int64_t cols,
@@ -72,7 +62,7 @@ static __global__ void fr_kaw_finite(const void *w, int dtype, int64_t rows, int
          r += nw) {
         long long f = INT64_MAX;
         for (int64_t c = lane; c < cols; c += 32) {
-            float x = fr_kaw_load(w, dtype, r * cols + c);
+            float x = fr_kload1(w, dtype, r * cols + c);
             if (!(x - x == 0.0f)) {
                 f = c;
                 break;
@@ -126,7 +116,7 @@ static __global__ void __launch_bounds__(FR_KAW_WARPS * 32) fr_kaw_groups(fr_kaw
         const float *s = a.s + start;
         float lo = 0.0f, hi = 0.0f;
         for (int64_t i = lane; i < n; i += 32) {
-            float xs = fr_kaw_load(a.w, a.dtype, base + i) * s[i];
+            float xs = fr_kload1(a.w, a.dtype, base + i) * s[i];
             lo = xs < lo ? xs : lo;
             hi = xs > hi ? xs : hi;
         }
@@ -143,7 +133,7 @@ static __global__ void __launch_bounds__(FR_KAW_WARPS * 32) fr_kaw_groups(fr_kaw
                 fr_wrap_shrunk(lo, hi, fr_wrap_shrink(k), &slo, &shi);
                 fr_int_qparams qp = fr_wrap_int_qparams(&a.p, slo, shi);
                 for (int64_t i = lane; i < n; i += 32) {
-                    float x = fr_kaw_load(a.w, a.dtype, base + i);
+                    float x = fr_kload1(a.w, a.dtype, base + i);
                     float xs = x * s[i];
                     dw[i] = (double)x - (double)(fr_wrap_int_dequant(&a.p, qp, xs) / s[i]);
                 }
@@ -183,7 +173,7 @@ static __global__ void __launch_bounds__(FR_KAW_WARPS * 32) fr_kaw_groups(fr_kaw
         fr_wrap_shrunk(lo, hi, fr_wrap_shrink(best), &slo, &shi);
         fr_int_qparams qp = fr_wrap_int_qparams(&a.p, slo, shi);
         for (int64_t i = lane; i < n; i += 32) {
-            float xs = fr_kaw_load(a.w, a.dtype, base + i) * s[i];
+            float xs = fr_kload1(a.w, a.dtype, base + i) * s[i];
             a.w_hat[base + i] = fr_wrap_int_dequant(&a.p, qp, xs) / s[i];
         }
     }
@@ -245,7 +235,7 @@ static fr_status fr_kaw_out_error(fr_kaw_blas *b, cudaStream_t s, const void *w,
     for (int64_t r0 = 0; r0 < rows; r0 += FR_AWQ_CHUNK_ROWS) {
         int64_t nr = rows - r0 < FR_AWQ_CHUNK_ROWS ? rows - r0 : FR_AWQ_CHUNK_ROWS;
         for (int64_t i = 0; i < nr * cols; i++)
-            d[i] = fr_kaw_load(w, dtype, r0 * cols + i) - w_hat[r0 * cols + i];
+            d[i] = fr_kload1(w, dtype, r0 * cols + i) - w_hat[r0 * cols + i];
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cols, (int)cols, 1.0f,
                     d, (int)cols, h, (int)cols, 0.0f, g, (int)cols);
         for (int64_t i = 0; i < nr * cols; i++)

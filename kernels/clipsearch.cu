@@ -39,16 +39,6 @@ extern "C" {
 #define FR_KC_MAX_GRID 1024
 #define FR_KF_GRID 1024
 
-__device__ static inline float fr_kc_load(const void *w, int dtype, int64_t i)
-{
-    if (dtype == FRONTIER_DTYPE_F32)
-        return ((const float *)w)[i];
-    uint16_t v = ((const uint16_t *)w)[i];
-    if (dtype == FRONTIER_DTYPE_BF16)
-        return __uint_as_float((uint32_t)v << 16);
-    return __half2float(__ushort_as_half(v));
-}
-
 /* ---- the non-finite check ---- */
 
 /* part[block] = the least index of a NaN or Inf among the block's elements
@@ -61,7 +51,7 @@ static __global__ void __launch_bounds__(256) fr_kfinite(const void *w, int dtyp
     int64_t first = INT64_MAX;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        float x = fr_kc_load(w, dtype, i);
+        float x = fr_kload1(w, dtype, i);
         if (!(x - x == 0.0f)) { /* fr_q_nonfinite */
             first = i;
             break;
@@ -141,7 +131,7 @@ static __global__ void __launch_bounds__(FR_KC_THREADS) fr_kclip_search(fr_kc_ar
         /* fr_wrap_range: partials over i = k, k + 16, ..., then in lane order */
         float l = 0.0f, h = 0.0f;
         for (int64_t i = k; i < n; i += FR_KC_LANES) {
-            float v = fr_kc_load(a.w, a.dtype, at + i);
+            float v = fr_kload1(a.w, a.dtype, at + i);
             l = v < l ? v : l;
             h = v > h ? v : h;
         }
@@ -160,7 +150,7 @@ static __global__ void __launch_bounds__(FR_KC_THREADS) fr_kclip_search(fr_kc_ar
             fr_int_qparams qp = fr_wrap_int_qparams(p, slo, shi);
             double e = 0.0;
             for (int64_t i = 0; i < n; i++) {
-                float x = fr_kc_load(a.w, a.dtype, at + i);
+                float x = fr_kload1(a.w, a.dtype, at + i);
                 float r = fr_wrap_int_dequant(p, qp, x);
                 double d = (double)x - (double)r;
                 e += (a.wt ? (double)a.wt[start + i] : 1.0) * d * d;
@@ -183,7 +173,7 @@ static __global__ void __launch_bounds__(FR_KC_THREADS) fr_kclip_search(fr_kc_ar
             qp = fr_wrap_int_qparams(p, slo, shi);
         }
         for (int64_t i = k; i < n; i += FR_KC_LANES)
-            a.w_hat[at + i] = fr_wrap_int_dequant(p, qp, fr_kc_load(a.w, a.dtype, at + i));
+            a.w_hat[at + i] = fr_wrap_int_dequant(p, qp, fr_kload1(a.w, a.dtype, at + i));
     }
 }
 

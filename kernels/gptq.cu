@@ -82,16 +82,6 @@ static cusolverDnHandle_t fr_kg_solver;
     } while (0)
 #endif
 
-__device__ static inline float fr_kg_load(const void *w, int dtype, int64_t i)
-{
-    if (dtype == FRONTIER_DTYPE_F32)
-        return ((const float *)w)[i];
-    uint16_t v = ((const uint16_t *)w)[i];
-    if (dtype == FRONTIER_DTYPE_BF16)
-        return __uint_as_float((uint32_t)v << 16);
-    return __half2float(__ushort_as_half(v));
-}
-
 /* fr_wrap_int_qparams (quantizers/wrap.c) on the device. */
 __device__ static inline void fr_kg_qparams(int bits, int sym, float lo, float hi, float *s,
                                             float *z)
@@ -121,7 +111,7 @@ static __global__ void fr_kg_prep_w(const void *w, int dtype, const int64_t *per
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < rows * n;
          e += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = e / n, j = perm[e % n];
-        W[e] = dead[j] ? 0.0f : fr_kg_load(w, dtype, r * n + j);
+        W[e] = dead[j] ? 0.0f : fr_kload1(w, dtype, r * n + j);
     }
 }
 
@@ -136,7 +126,7 @@ static __global__ void fr_kg_static(const void *w, int dtype, const uint8_t *dea
         int64_t r = e / G, k = e % G, start = k * g, len = n - start < g ? n - start : g;
         float lo = 0.0f, hi = 0.0f;
         for (int64_t j = start; j < start + len; j++) {
-            float v = dead[j] ? 0.0f : fr_kg_load(w, dtype, r * n + j);
+            float v = dead[j] ? 0.0f : fr_kload1(w, dtype, r * n + j);
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }

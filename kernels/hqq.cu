@@ -24,23 +24,13 @@ extern "C" {
 #define FR_KH_THREADS 128
 #define FR_KH_MAX_GRID 2048
 
-__device__ static inline float fr_kh_load(const void *w, int dtype, int64_t i)
-{
-    if (dtype == FRONTIER_DTYPE_F32)
-        return ((const float *)w)[i];
-    uint16_t v = ((const uint16_t *)w)[i];
-    if (dtype == FRONTIER_DTYPE_BF16)
-        return __uint_as_float((uint32_t)v << 16);
-    return __half2float(__ushort_as_half(v));
-}
-
 /* hqq_error: mean |x - (clamp(rint(x / s + z), 0, L) - z) s| in double. */
 __device__ static double fr_kh_error(const void *w, int dtype, int64_t at, int64_t n, float s,
                                      float z, float levels)
 {
     double e = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        float x = fr_kh_load(w, dtype, at + i);
+        float x = fr_kload1(w, dtype, at + i);
         float q = rintf(x / s + z);
         q = q < 0.0f ? 0.0f : (q > levels ? levels : q);
         e += fabs((double)x - (double)((q - z) * s));
@@ -67,14 +57,14 @@ static __global__ void __launch_bounds__(FR_KH_THREADS) fr_khqq(fr_kh_args a)
         const int64_t at = gi / a.per_row * a.cols + start;
         float lo = 0.0f, hi = 0.0f; /* fr_wrap_range */
         for (int64_t i = 0; i < n; i++) {
-            float v = fr_kh_load(a.w, a.dtype, at + i);
+            float v = fr_kload1(a.w, a.dtype, at + i);
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
         fr_int_qparams qp = fr_wrap_int_qparams(p, lo, hi);
         if (qp.s == 0.0f) {
             for (int64_t i = 0; i < n; i++)
-                a.w_hat[at + i] = fr_wrap_int_dequant(p, qp, fr_kh_load(a.w, a.dtype, at + i));
+                a.w_hat[at + i] = fr_wrap_int_dequant(p, qp, fr_kload1(a.w, a.dtype, at + i));
             continue;
         }
         const float s = qp.s;
@@ -88,7 +78,7 @@ static __global__ void __launch_bounds__(FR_KH_THREADS) fr_khqq(fr_kh_args a)
             best_z = z;
             double zsum = 0.0;
             for (int64_t i = 0; i < n; i++) {
-                float x = fr_kh_load(a.w, a.dtype, at + i);
+                float x = fr_kload1(a.w, a.dtype, at + i);
                 float q = rintf(x / s + z);
                 q = q < 0.0f ? 0.0f : (q > levels ? levels : q);
                 float e = x - (q - z) * s;
@@ -105,7 +95,7 @@ static __global__ void __launch_bounds__(FR_KH_THREADS) fr_khqq(fr_kh_args a)
               fr_kh_error(a.w, a.dtype, at, n, s, qp.z, levels)))
             zh = qp.z;
         for (int64_t i = 0; i < n; i++) {
-            float x = fr_kh_load(a.w, a.dtype, at + i);
+            float x = fr_kload1(a.w, a.dtype, at + i);
             float q = rintf(x / s + zh);
             q = q < 0.0f ? 0.0f : (q > levels ? levels : q);
             a.w_hat[at + i] = (q - zh) * s;

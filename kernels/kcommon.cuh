@@ -13,6 +13,7 @@
 #ifndef FR_KCOMMON_CUH
 #define FR_KCOMMON_CUH
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +24,20 @@ extern "C" {
 }
 #include "launchers.h"
 #include "quantizers/families.h"
+
+/* Element i of a tensor in its stored dtype (F32, BF16 or F16) as float32,
+ * exactly (bf16 is the upper half of a float32, f16 the hardware
+ * conversion): the one-element load of the kernels that are not the fused
+ * sweep's (GPTQ, AWQ, the clipping searches, HQQ, RHT, the output terms). */
+__device__ static inline float fr_kload1(const void *w, int dtype, int64_t i)
+{
+    if (dtype == FRONTIER_DTYPE_F32)
+        return ((const float *)w)[i];
+    uint16_t v = ((const uint16_t *)w)[i];
+    if (dtype == FRONTIER_DTYPE_BF16)
+        return __uint_as_float((uint32_t)v << 16);
+    return __half2float(__ushort_as_half(v));
+}
 
 /* Records a failed CUDA call; returns FR_E_NOMEM for allocation failures,
  * FR_E_DEVICE otherwise. */

@@ -6,16 +6,6 @@
 #include "kcommon.cuh"
 #include "outerr.h"
 
-__device__ static inline float fr_kout_load(const void *w, int dtype, int64_t i)
-{
-    if (dtype == FRONTIER_DTYPE_F32)
-        return ((const float *)w)[i];
-    uint16_t v = ((const uint16_t *)w)[i];
-    if (dtype == FRONTIER_DTYPE_BF16)
-        return __uint_as_float((uint32_t)v << 16);
-    return __half2float(__ushort_as_half(v));
-}
-
 #ifndef FRONTIER_EMULATED_CUDA
 #include <cublas_v2.h>
 
@@ -93,7 +83,7 @@ static __global__ void fr_kout_diff(const void *w, int dtype, const float *w_hat
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        float x = fr_kout_load(w, dtype, first + i);
+        float x = fr_kload1(w, dtype, first + i);
         d[i] = w_hat ? x - w_hat[first + i] : x;
     }
 }
@@ -234,7 +224,7 @@ extern "C" fr_status fr_cuda_output_term(fr_cuda_blas *b, const void *w, int dty
     for (int64_t r0 = 0; r0 < rows; r0 += FR_KOUT_ROWS) {
         const int64_t nr = rows - r0 < FR_KOUT_ROWS ? rows - r0 : FR_KOUT_ROWS;
         for (int64_t i = 0; i < nr * cols; i++) {
-            float x = fr_kout_load(w, dtype, r0 * cols + i);
+            float x = fr_kload1(w, dtype, r0 * cols + i);
             b->d[i] = w_hat ? x - w_hat[r0 * cols + i] : x;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cols, (int)cols,

@@ -35,16 +35,6 @@ extern "C" {
 
 #define FR_KRHT_THREADS 256
 
-__device__ static inline float fr_krht_load(const void *w, int dtype, int64_t i)
-{
-    if (dtype == FRONTIER_DTYPE_F32)
-        return ((const float *)w)[i];
-    uint16_t v = ((const uint16_t *)w)[i];
-    if (dtype == FRONTIER_DTYPE_BF16)
-        return __uint_as_float((uint32_t)v << 16);
-    return __half2float(__ushort_as_half(v));
-}
-
 /* The largest power of two <= v (v > 0). */
 __device__ static inline int64_t fr_krht_top(uint64_t v)
 {
@@ -93,7 +83,7 @@ static __global__ void __launch_bounds__(FR_KRHT_THREADS)
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         float *x = in_shared ? buf : out + r * cols;
         for (int64_t j = t; j < cols; j += blockDim.x) {
-            float v = fr_krht_load(in, dtype, r * cols + j);
+            float v = fr_kload1(in, dtype, r * cols + j);
             x[j] = inverse ? v : v * signs[j];
         }
         __syncthreads();

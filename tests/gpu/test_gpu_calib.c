@@ -32,39 +32,6 @@
 static fr_pool *pool;
 static uint64_t rng;
 
-/* H = X^T X / T of T correlated tokens (AR(1) over the features, varied
- * scales), in double, rounded to float32; `dead` columns get zero rows and
- * columns (H_jj = 0). */
-static float *make_hessian(int64_t n, int64_t tokens, int dead)
-{
-    double *x = malloc((size_t)(tokens * n) * sizeof *x), *acc = calloc((size_t)(n * n), sizeof *acc);
-    float *h = malloc((size_t)(n * n) * sizeof *h);
-    double *scale = malloc((size_t)n * sizeof *scale);
-    for (int64_t j = 0; j < n; j++)
-        scale[j] = exp(0.5 * gpu_normal(&rng)) * (j % 17 == 0 ? 6.0 : 1.0);
-    for (int64_t t = 0; t < tokens; t++) {
-        double a = gpu_normal(&rng);
-        for (int64_t j = 0; j < n; j++) {
-            a = 0.8 * a + 0.6 * gpu_normal(&rng);
-            x[t * n + j] = (dead && j % 13 == 5) ? 0.0 : a * scale[j];
-        }
-    }
-    for (int64_t t = 0; t < tokens; t++)
-        for (int64_t i = 0; i < n; i++) {
-            double xi = x[t * n + i];
-            if (xi == 0.0)
-                continue;
-            for (int64_t j = 0; j < n; j++)
-                acc[i * n + j] += xi * x[t * n + j];
-        }
-    for (int64_t i = 0; i < n * n; i++)
-        h[i] = (float)(acc[i] / (double)tokens);
-    free(x);
-    free(acc);
-    free(scale);
-    return h;
-}
-
 static double trace_direct(const float *w, const float *w_hat, const float *h, int64_t rows,
                            int64_t cols)
 {
@@ -99,7 +66,7 @@ static void check_output_terms(int64_t rows, int64_t cols, int dtype)
         w[i] = v;
         w_hat[i] = v + (float)(0.002 * gpu_normal(&rng));
     }
-    float *h = make_hessian(cols, 2 * cols + 16, 0);
+    float *h = gpu_make_hessian(&rng, cols, 2 * cols + 16, 0);
     void *w_dev = NULL;
     float *hat_dev = NULL, *h_dev = NULL;
     const size_t wbytes = (size_t)n * (dtype == FRONTIER_DTYPE_BF16 ? 2 : 4);
@@ -162,7 +129,7 @@ static void check_gptq(const fr_registry *reg, const char *name, int64_t rows, i
           *gpu = malloc((size_t)n * sizeof *gpu);
     for (int64_t i = 0; i < n; i++)
         w[i] = (float)(0.02 * gpu_normal(&rng) * (i % 97 == 3 ? 5.0 : 1.0));
-    float *h = make_hessian(cols, cols + cols / 2, dead == 1);
+    float *h = gpu_make_hessian(&rng, cols, cols + cols / 2, dead == 1);
     if (dead == 2) {
         /* indefinite: H - 0.05 mean(diag) I needs the dampening raised once
          * (0.01 -> 0.1), on both sides */
@@ -256,7 +223,7 @@ static void check_gptq_loops(void)
               *out = malloc((size_t)n * sizeof *out);
         for (int64_t i = 0; i < n; i++)
             w[i] = (float)(0.02 * gpu_normal(&rng));
-        float *h = make_hessian(cols, cols + cols / 2, 0);
+        float *h = gpu_make_hessian(&rng, cols, cols + cols / 2, 0);
         void *w_dev = NULL;
         float *hat_dev = NULL;
         GPU_OK(fr_cuda_malloc(&w_dev, (size_t)n * sizeof(float), &err));

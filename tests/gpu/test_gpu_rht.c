@@ -34,39 +34,6 @@ static uint64_t rng;
 static double worst_rel = 0.0, worst_out = 0.0;
 static int64_t worst_differ = 0;
 
-/* H = X^T X / T of T correlated tokens (AR(1) over the features, varied
- * scales), rounded to float32 (as test_gpu_calib.c builds it); `dead`
- * columns get zero rows and columns. */
-static float *make_hessian(int64_t n, int64_t tokens, int dead)
-{
-    double *x = malloc((size_t)(tokens * n) * sizeof *x), *acc = calloc((size_t)(n * n), sizeof *acc);
-    float *h = malloc((size_t)(n * n) * sizeof *h);
-    double *scale = malloc((size_t)n * sizeof *scale);
-    for (int64_t j = 0; j < n; j++)
-        scale[j] = exp(0.5 * gpu_normal(&rng)) * (j % 17 == 0 ? 6.0 : 1.0);
-    for (int64_t t = 0; t < tokens; t++) {
-        double a = gpu_normal(&rng);
-        for (int64_t j = 0; j < n; j++) {
-            a = 0.8 * a + 0.6 * gpu_normal(&rng);
-            x[t * n + j] = (dead && j % 13 == 5) ? 0.0 : a * scale[j];
-        }
-    }
-    for (int64_t t = 0; t < tokens; t++)
-        for (int64_t i = 0; i < n; i++) {
-            double xi = x[t * n + i];
-            if (xi == 0.0)
-                continue;
-            for (int64_t j = 0; j < n; j++)
-                acc[i * n + j] += xi * x[t * n + j];
-        }
-    for (int64_t i = 0; i < n * n; i++)
-        h[i] = (float)(acc[i] / (double)tokens);
-    free(x);
-    free(acc);
-    free(scale);
-    return h;
-}
-
 static const fr_config_ref *find_config(const fr_registry *reg, const char *name)
 {
     for (size_t c = 0; c < reg->n_configs; c++)
@@ -203,7 +170,7 @@ static void check_rht(const fr_registry *reg, const char *name, int64_t rows, in
 {
     gpu_tensor t;
     gpu_tensor_random(&t, rows, cols, dtype, &rng, 0);
-    float *h = with_h ? make_hessian(cols, cols + 8, 0) : NULL;
+    float *h = with_h ? gpu_make_hessian(&rng, cols, cols + 8, 0) : NULL;
     double d_rel = 0.0, d_out = 0.0;
     int64_t differ = compare_quantize(reg, name, &t, h, &d_rel, &d_out);
     printf("%-24s %5lldx%-5lld %-4s%s: %lld of %lld w^ differ\n", name, (long long)rows,
@@ -227,7 +194,7 @@ static void check_rht_gptq(const fr_registry *reg, const char *name, int64_t row
     t.bytes = t.f32;
     for (int64_t i = 0; i < rows * cols; i++)
         t.f32[i] = (float)(0.02 * gpu_normal(&rng) * (i % 97 == 3 ? 5.0 : 1.0));
-    float *h = make_hessian(cols, cols + cols / 2, dead == 1);
+    float *h = gpu_make_hessian(&rng, cols, cols + cols / 2, dead == 1);
     if (dead == 2) {
         /* indefinite (the rotation keeps the spectrum): the dampening is
          * raised once on both sides */
