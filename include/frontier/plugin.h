@@ -86,7 +86,9 @@ typedef struct frontier_config {
 /*
  * Calibration statistics of one tensor's input (cols = input features).
  * Pointers are NULL when the statistic is not available. Host memory for
- * quantize_cpu, device memory for the GPU functions.
+ * every function, the GPU ones included (the struct and its arrays: a GPU
+ * function uploads what its kernels need; frontier's executor has always
+ * passed host pointers).
  */
 typedef struct frontier_calib {
     int64_t cols;
