@@ -82,26 +82,22 @@ static cusolverDnHandle_t fr_kg_solver;
     } while (0)
 #endif
 
-/* fr_wrap_int_qparams (quantizers/wrap.c) on the device. */
+/* The int rule of the wrapped configuration (quantizers/wrap.h, FR_HD):
+ * the scale and zero point of a range, and x^ under them. */
 __device__ static inline void fr_kg_qparams(int bits, int sym, float lo, float hi, float *s,
                                             float *z)
 {
-    if (sym) {
-        float amax = -lo > hi ? -lo : hi;
-        *s = fr_int_sym_scale(amax, fr_int_sym_qmax(bits));
-        *z = 0.0f;
-    } else {
-        float levels = fr_int_asym_levels(bits);
-        *s = fr_int_asym_scale(lo, hi, levels);
-        *z = fr_int_asym_zero(lo, *s, levels);
-    }
+    const fr_int_params p = {bits, FR_INT_GROUP, 0, sym};
+    const fr_int_qparams qp = fr_wrap_int_qparams(&p, lo, hi);
+    *s = qp.s;
+    *z = qp.z;
 }
 
 __device__ static inline float fr_kg_dequant(int bits, int sym, float s, float z, float x)
 {
-    if (sym)
-        return fr_int_sym_dequant(x, s, fr_int_sym_qmax(bits));
-    return fr_int_asym_dequant(x, s, z, fr_int_asym_levels(bits));
+    const fr_int_params p = {bits, FR_INT_GROUP, 0, sym};
+    const fr_int_qparams qp = {s, z};
+    return fr_wrap_int_dequant(&p, qp, x);
 }
 
 /* W[r][i] = w[r][perm[i]], dead columns 0. */

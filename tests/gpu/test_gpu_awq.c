@@ -91,14 +91,6 @@ static void make_calib(int64_t n, int64_t tokens, int dead, float *h, float *mea
     free(scale);
 }
 
-static const fr_config_ref *find_config(const fr_registry *reg, const char *name)
-{
-    for (size_t c = 0; c < reg->n_configs; c++)
-        if (!strcmp(reg->configs[c].cfg->name, name))
-            return &reg->configs[c];
-    return NULL;
-}
-
 /* rel_err and out_rel_err of w^ against w (the CPU's metrics). */
 static void metrics(const float *w, const float *w_hat, int64_t rows, int64_t cols, const float *h,
                     double *rel, double *orel)
@@ -134,7 +126,7 @@ static void check_awq(const fr_registry *reg, const char *name, int64_t rows, in
                       int dtype, int dead, int sq_only, int plain)
 {
     fr_error err;
-    const fr_config_ref *ref = find_config(reg, name);
+    const fr_config_ref *ref = fr_registry_find_config(reg, name);
     CHECK_MSG(ref != NULL, "no configuration '%s'", name);
     if (!ref)
         return;
@@ -248,7 +240,7 @@ static void check_awq_fails(const fr_registry *reg)
 {
     fr_error err;
     const int64_t rows = 5, cols = 64, n = rows * cols;
-    const fr_config_ref *ref = find_config(reg, "awq-int4-g32-sym");
+    const fr_config_ref *ref = fr_registry_find_config(reg, "awq-int4-g32-sym");
     CHECK(ref != NULL);
     if (!ref)
         return;
@@ -332,7 +324,7 @@ static void check_model(const fr_registry *reg, const char *model, const char *c
         GPU_OK(fr_cuda_malloc((void **)&hat_dev, (size_t)n * sizeof(float), &err));
         GPU_OK(fr_cuda_upload(w_dev, w, (size_t)n * sizeof(float), &err));
         for (size_t c = 0; c < sizeof names / sizeof names[0]; c++) {
-            const fr_config_ref *ref = find_config(reg, names[c]);
+            const fr_config_ref *ref = fr_registry_find_config(reg, names[c]);
             CHECK(ref != NULL);
             if (!ref)
                 continue;
@@ -409,7 +401,7 @@ static int cmp_double(const void *a, const void *b)
 static void time_awq(const fr_registry *reg, const char *name, int64_t rows, int64_t cols)
 {
     fr_error err;
-    const fr_config_ref *ref = find_config(reg, name);
+    const fr_config_ref *ref = fr_registry_find_config(reg, name);
     CHECK(ref != NULL);
     if (!ref)
         return;

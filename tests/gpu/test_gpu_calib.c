@@ -115,10 +115,7 @@ static void check_gptq(const fr_registry *reg, const char *name, int64_t rows, i
                        int dead)
 {
     fr_error err;
-    const fr_config_ref *ref = NULL;
-    for (size_t c = 0; c < reg->n_configs; c++)
-        if (!strcmp(reg->configs[c].cfg->name, name))
-            ref = &reg->configs[c];
+    const fr_config_ref *ref = fr_registry_find_config(reg, name);
     CHECK_MSG(ref != NULL, "no configuration '%s'", name);
     if (!ref)
         return;

@@ -31,14 +31,6 @@ static uint64_t rng;
 static int64_t total_differ = 0, total_elems = 0;
 static double worst_rel = 0.0;
 
-static const fr_config_ref *find(const fr_registry *reg, const char *name)
-{
-    for (size_t c = 0; c < reg->n_configs; c++)
-        if (!strcmp(reg->configs[c].cfg->name, name))
-            return &reg->configs[c];
-    return NULL;
-}
-
 /* which statistics imat gets: 0 act_sq_mean, 1 a Hessian and act_abs_mean
  * (the Hessian's diagonal wins), 2 act_abs_mean only */
 static void make_calib(frontier_calib *calib, int64_t cols, int kind, float **owned)
@@ -68,7 +60,7 @@ static void check_one(const fr_registry *reg, const char *name, int64_t rows, in
                       int dtype, int calib_kind)
 {
     fr_error err;
-    const fr_config_ref *ref = find(reg, name);
+    const fr_config_ref *ref = fr_registry_find_config(reg, name);
     CHECK_MSG(ref != NULL, "no configuration '%s'", name);
     if (!ref)
         return;
@@ -141,7 +133,7 @@ static void check_one(const fr_registry *reg, const char *name, int64_t rows, in
 static void check_refusal(const fr_registry *reg, const char *name, int nonfinite)
 {
     fr_error err;
-    const fr_config_ref *ref = find(reg, name);
+    const fr_config_ref *ref = fr_registry_find_config(reg, name);
     CHECK(ref != NULL);
     if (!ref)
         return;

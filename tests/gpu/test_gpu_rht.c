@@ -34,14 +34,6 @@ static uint64_t rng;
 static double worst_rel = 0.0, worst_out = 0.0;
 static int64_t worst_differ = 0;
 
-static const fr_config_ref *find_config(const fr_registry *reg, const char *name)
-{
-    for (size_t c = 0; c < reg->n_configs; c++)
-        if (!strcmp(reg->configs[c].cfg->name, name))
-            return &reg->configs[c];
-    return NULL;
-}
-
 /* fr_cuda_rht_rows against fr_rht_row on a rows x cols tensor in dtype. */
 static void check_rotation(int64_t rows, int64_t cols, int dtype, int inverse)
 {
@@ -106,7 +98,7 @@ static int64_t compare_quantize(const fr_registry *reg, const char *name, const 
                                 const float *h, double *d_rel, double *d_out)
 {
     fr_error err;
-    const fr_config_ref *ref = find_config(reg, name);
+    const fr_config_ref *ref = fr_registry_find_config(reg, name);
     CHECK_MSG(ref != NULL, "no configuration '%s'", name);
     if (!ref)
         return -1;
@@ -231,7 +223,7 @@ static void check_rht_gptq(const fr_registry *reg, const char *name, int64_t row
 static void check_rht_gptq_fails(const fr_registry *reg)
 {
     fr_error err;
-    const fr_config_ref *ref = find_config(reg, "rht+gptq-int4-g32-sym");
+    const fr_config_ref *ref = fr_registry_find_config(reg, "rht+gptq-int4-g32-sym");
     CHECK(ref != NULL);
     if (!ref)
         return;
@@ -267,7 +259,7 @@ static double time_quantize(const fr_registry *reg, const char *name, const void
                             float *hat_dev, int64_t rows, int64_t cols, const float *h)
 {
     fr_error err;
-    const fr_config_ref *ref = find_config(reg, name);
+    const fr_config_ref *ref = fr_registry_find_config(reg, name);
     CHECK_MSG(ref != NULL, "no configuration '%s'", name);
     if (!ref)
         return NAN;
