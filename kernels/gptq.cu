@@ -603,8 +603,8 @@ cleanup:
  * factor of A^-1 that the CPU computes as potrf(U) of potri(potrf(L) of A).
  * One potrf and L~^-1 in place by fr_kg_trinv (leaf kernel, batched DGEMM
  * levels: 3.3 ms for the whole factorisation at n = 4096 on the H200,
- * against about 7.6 with a trsm against the identity and 12.7 with
- * cuSOLVER's Xtrtri; docs/gpu.md), instead of potrf, potri and a second
+ * against 12.7 with cuSOLVER's Xtrtri; docs/gpu.md), instead of potrf,
+ * potri and a second
  * potrf, with one host synchronisation instead of three. The potrf
  * workspace serves the levels' products. The double values differ from
  * LAPACK's in the last bits (another float order), and so, rarely, do
