@@ -96,7 +96,7 @@ typedef struct fr_x_item {
     frontier_error_sums *plugin_sums;
     fr_status *plugin_status;
     char (*plugin_error)[256];
-    double plugin_seconds;
+    double *plugin_seconds; /* per plugin configuration: each ends in a host read */
     double gpu_ms;
     int failed_stage;       /* staging failed: skipped with stage_reason */
     fr_status stage_status;
@@ -211,9 +211,10 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
         xi->plugin_error = (char(*)[256])calloc(n + 1, 256);
         xi->out_fused = (double *)calloc(n + 1, sizeof(double));
         xi->out_plugin = (double *)calloc(n + 1, sizeof(double));
+        xi->plugin_seconds = (double *)calloc(n + 1, sizeof(double));
         if (!xi->specs || !xi->fused_idx || !xi->plugin_idx || !xi->cpu_idx || !xi->cpu_cfgs ||
             !xi->plugin_sums || !xi->plugin_status || !xi->plugin_error || !xi->out_fused ||
-            !xi->out_plugin)
+            !xi->out_plugin || !xi->plugin_seconds)
             return fr_fail(err, FR_E_NOMEM, "cannot allocate the cuda executor's plan");
         const fr_tensor *t = it->tensor;
         /* with a Hessian the output error runs on the GPU too (cuBLAS; OpenBLAS
@@ -565,7 +566,6 @@ static void fr_x_release_host(fr_x_item *xi)
 static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
 {
     const fr_sweep_item *it = xi->it;
-    double t0 = fr_x_now();
     float *w_hat = NULL;
     const size_t n = (size_t)(it->rows * it->cols);
     for (size_t k = 0; k < xi->n_plugin; k++) {
@@ -576,6 +576,7 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
         fr_error_clear(&perr);
         fr_call_init(&call, X->pool, X->opt->seed, it->tensor->name, ref->cfg->name);
         fr_status pst;
+        const double t0 = fr_x_now();
         /* the output error needs w^: quantize_cuda on a calibrated tensor */
         if (!xi->calib_gpu && FR_QUANTIZER_HAS(q, sweep_cuda) && q->sweep_cuda) {
             pst = fr_quantizer_sweep_cuda(X->reg, ref, dev, xi->dev_dtype, it->rows, it->cols,
@@ -606,23 +607,27 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
                     pst = xi->out_status;
                     snprintf(perr.msg, sizeof perr.msg, "%s", xi->out_error);
                 } else {
+                    const double o0 = fr_x_now();
                     pst = fr_cuda_output_term(X->blas, dev, xi->dev_dtype, w_hat, it->rows,
                                               it->cols, X->h_dev, &xi->out_plugin[k], &perr);
+                    X->stats.plugin_out_s += fr_x_now() - o0;
                     if (pst != FR_OK)
                         fr_error_prefix(&perr, "output error: ");
                 }
             }
         }
+        /* the error sums and the output term end in host reads; a failed
+         * call may leave work queued */
+        cudaStreamSynchronize(X->compute);
+        xi->plugin_seconds[k] = fr_x_now() - t0;
+        X->stats.plugin_s += xi->plugin_seconds[k];
         xi->plugin_status[k] = pst;
         if (pst != FR_OK)
             snprintf(xi->plugin_error[k], 256, "%.250s", perr.msg);
         fr_call_release(&call);
     }
-    if (w_hat) {
-        cudaStreamSynchronize(X->compute);
+    if (w_hat)
         cudaFree(w_hat);
-    }
-    xi->plugin_seconds = fr_x_now() - t0;
 }
 
 /* ---- the output error of a calibrated tensor (whole on the device) ---- */
@@ -654,6 +659,7 @@ static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
     fr_status st = FR_OK;
     const size_t n = (size_t)(it->rows * it->cols);
     const size_t hbytes = (size_t)(it->cols * it->cols) * sizeof(float);
+    const double t0 = fr_x_now();
     fr_error_clear(&perr);
     xi->out_status = FR_OK;
     if (!X->blas)
@@ -683,6 +689,7 @@ cleanup:
         snprintf(xi->out_error, sizeof xi->out_error, "output error of tensor '%.100s': %.120s",
                  it->tensor->name, perr.msg);
     }
+    X->stats.output_s += fr_x_now() - t0;
 }
 
 /* ---- one task ---- */
@@ -879,7 +886,7 @@ static void fr_x_emit(fr_x *X, size_t i)
         o.out_sq_err = xi->calib_gpu && o.status == FR_OK ? xi->out_plugin[k] : NAN;
         o.out_sq_ref = xi->calib_gpu && o.status == FR_OK ? xi->out_ref : NAN;
         fr_x_numeric_outcome(xi, &o);
-        o.seconds = xi->plugin_seconds / (double)xi->n_plugin;
+        o.seconds = xi->plugin_seconds[k];
         snprintf(o.device, sizeof o.device, "%s", X->device_name);
         sink->outcome(sink->ctx, &o);
     }
@@ -1117,6 +1124,7 @@ cleanup:
             free(xi->converted);
             free(xi->out_fused);
             free(xi->out_plugin);
+            free(xi->plugin_seconds);
             free(xi->num_rules);
             free(xi->num_refs);
             free(xi->num_cfg);

@@ -67,6 +67,11 @@ typedef struct fr_cuda_run_stats {
     double h2d_s;        /* copy stream busy time (host -> device transfers) */
     double stage_s;      /* host time spent filling the pinned staging buffers */
     double numeric_s;    /* of gpu_s: the numeric flags' reduction (kernels/numeric.h) */
+    double output_s;     /* of gpu_s (host clock): fused configurations' output error on a
+                          * calibrated tensor, their quantize_cuda and tr(dW H dW^T) */
+    double plugin_s;     /* of gpu_s (host clock): plugin and calibrated configurations,
+                          * each its quantize_cuda (or sweep_cuda), sums and output term */
+    double plugin_out_s; /* of plugin_s: their tr(dW H dW^T) */
     uint64_t h2d_bytes;
     uint64_t tensor_bytes; /* bytes of every tensor evaluated (as stored) */
     uint64_t elements;

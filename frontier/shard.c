@@ -289,6 +289,10 @@ void fr_cuda_stats_add(fr_cuda_run_stats *into, const fr_cuda_run_stats *s)
     into->generate_s += s->generate_s;
     into->h2d_s += s->h2d_s;
     into->stage_s += s->stage_s;
+    into->numeric_s += s->numeric_s;
+    into->output_s += s->output_s;
+    into->plugin_s += s->plugin_s;
+    into->plugin_out_s += s->plugin_out_s;
     into->h2d_bytes += s->h2d_bytes;
     into->tensor_bytes += s->tensor_bytes;
     into->elements += s->elements;

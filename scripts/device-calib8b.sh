@@ -10,6 +10,10 @@
 #   (c2) out_rel_err of every data-free configuration (2..8 bits) for the
 #        whole 8B model (32 layers) with --tf32;
 #   (c3) the same in FP32 (the default; the longest, so last).
+# CALIB8B_PLAN=profile instead: (p1) every calibrated configuration at
+# 2..4 bits on one 4096x4096 tensor, (p2, p3) those at 4 bits on one
+# 14336x4096 and one 4096x14336 tensor, per family and per configuration
+# (each calibrated row's seconds is its own: docs/gpu.md), then (c2).
 # Each writes its --device-stats JSON into $OUT (calib8b_*.json) and a row
 # count; the log is $OUT/device-calib8b.log.
 set -uo pipefail
@@ -57,8 +61,12 @@ with h5py.File(sys.argv[1], "r") as f:
         e["o"].append(float(row["out_rel_err"]))
     for k in sorted(by):
         e = by[k]
-        print(f"  {k:12s} {e['n']:6d} rows {e['dev']}, seconds (sum of rows) {e['sec']:.2f}, "
+        print(f"  {k:12s} {e['n']:6d} rows {e['dev']}, seconds (sum of rows) {e['sec']:.2f} "
+              f"({1e3 * e['sec'] / max(e['n'], 1):.1f} ms per row), "
               f"median out_rel_err {np.nanmedian(e['o']):.4g}")
+    names = {int(x["config_id"]): (x["name"].decode() if isinstance(x["name"], bytes) else str(x["name"])) for x in c}
+    order = np.argsort(-r["seconds"])[:8]
+    print("  slowest rows: " + ", ".join(f"{names[int(r['config_id'][i])]} {1e3 * float(r['seconds'][i]):.1f} ms" for i in order))
 PY
 }
 run() {  # NAME LIMIT ARGS...
@@ -73,6 +81,15 @@ run() {  # NAME LIMIT ARGS...
   [ -f "/tmp/$name.h5" ] && rows "/tmp/$name.h5"
   rm -f "/tmp/$name.h5"
 }
+if [ "${CALIB8B_PLAN:-}" = profile ]; then
+  CAL="--calib synthetic --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq"
+  run calib8b_p4096 80 --synthetic gaussian:4096x4096:bf16 $CAL --bits 2..4
+  run calib8b_p14336x4096 80 --synthetic gaussian:14336x4096:bf16 $CAL --bits 4
+  run calib8b_p4096x14336 120 --synthetic gaussian:4096x14336:bf16 $CAL --bits 4
+  run calib8b_datafree_tf32 150 --synthetic "$spec" --calib synthetic --tf32 --bits 2..8 \
+    --quantizers int,fp8,nvfp4,mx,nf4
+  exit 0
+fi
 run calib8b_layer 200 --synthetic "$layer" --calib synthetic --bits 2..4 \
   --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq
 run calib8b_datafree_tf32 120 --synthetic "$spec" --calib synthetic --tf32 --bits 2..8 \

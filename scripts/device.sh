@@ -97,7 +97,10 @@ fi
 # benchmark (scripts/device-calib8b.sh) after the tests; the data-free
 # benchmarks (kernels, fused sweep, 8B, file streaming), the example family
 # and the rest of the suite are skipped
+# DEVICE_PLAN=calibprof: the tests, then scripts/device-calib8b.sh's profile
+# (CALIB8B_PLAN=profile), without the GPTQ benchmark
 PLAN=${DEVICE_PLAN:-full}
+if [ "$PLAN" = calibprof ]; then PLAN=calib; export CALIB8B_PLAN=profile; SKIP_GPTQ=1; fi
 if [ "$PLAN" = calib ]; then BENCH=/nonexistent; fi
 if [ $BUILT -eq 0 ] && [ -x "$BENCH" ]; then
   step bench-kernels 100 "$LOG" "$BENCH" kernels --reps 10 --json "$OUT/bench_kernels.json"
@@ -116,7 +119,7 @@ fi
 # tokens: bench_gptq times the GPU and writes the data, torch_gptq.py runs the
 # classic per-column GPTQ on it and prints the table (speedup, both output errors)
 BENCH_GPTQ=$BUILD/bench/bench_gptq
-if [ $BUILT -eq 0 ] && [ -x "$BENCH_GPTQ" ]; then
+if [ $BUILT -eq 0 ] && [ -x "$BENCH_GPTQ" ] && [ -z "${SKIP_GPTQ:-}" ]; then
   GD=/tmp/frontier-gptq
   rm -rf "$GD"
   mkdir -p "$GD"
