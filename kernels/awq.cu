@@ -41,15 +41,21 @@ extern "C" {
 #endif
 
 #define FR_KAW_WARPS 8                   /* warps per thread block */
-#define FR_KAW_SHARED 256                /* groups up to this many columns keep dw in shared memory */
-#define FR_KAW_SCRATCH (128u << 20)      /* bytes of dw scratch for longer (row) groups */
 #ifndef FRONTIER_EMULATED_CUDA
 #define FR_KAW_MAX_BLOCKS 4096
+#define FR_KAW_CLIP_BYTES ((size_t)1 << 30) /* dw and t of one batch of rows */
 #else
 /* the emulation runs blocks one after the other: fewer, longer-lived warps
- * (the grid-stride loop makes the result independent of the grid) */
+ * (the grid-stride loop makes the result independent of the grid); a small
+ * clipping batch, so the tests cross batches of rows */
 #define FR_KAW_MAX_BLOCKS 4
+#define FR_KAW_CLIP_BYTES ((size_t)256 << 10)
 #endif
+/* the clipping search's products: 64 x 64 outputs per block of 16 x 16
+ * threads, 4 x 4 per thread, 16 terms of each sum per step */
+#define FR_KAW_TILE 64
+#define FR_KAW_SIDE 16
+#define FR_KAW_STEP 16
 
 /* first[r] = the first column of row r whose weight is not finite
  * (fr_q_nonfinite's test), INT64_MAX when none: a warp per row. */
@@ -81,34 +87,26 @@ typedef struct fr_kaw_args {
     const void *w;        /* rows x cols, stored dtype */
     int dtype;
     const float *s;       /* [cols] the exponent's scales */
-    const float *h;       /* [cols x cols] H (the search only) */
     float *w_hat;         /* rows x cols float32 */
-    double *dw;           /* [warps x group] scratch for groups over FR_KAW_SHARED */
+    float *lohi;          /* NULL, or [2 x groups]: each group's range of W s is written */
+    const uint8_t *best;  /* NULL (no clipping), or [groups]: each group's chosen shrink */
     fr_int_params p;
     int64_t rows, cols, group, groups_per_row;
-    int clip;             /* 0: Q(W s) / s; 1: with the clipping search */
 } fr_kaw_args;
 
 /*
  * Every group of the int base (awq_groups of quantizers/awq.c), a warp
- * per group (grid-stride). Without the search: x' = x s, the range of x'
- * (lanes stride, then a butterfly with the CPU's comparisons from +0, so
- * the bounds are the CPU's exactly), x^ = Q(x') / s. With it: for each
- * shrink f_k, dw_i = x_i - Q_k(x'_i) / s_i in double (the CPU's
- * expression), t_i = sum_j H[start+i][start+j] dw_j sequentially in j by
- * lane i mod 32, and e = sum_i dw_i t_i added by lane 0 in order of i: the
- * CPU's group_out_error operation for operation, so the same least shrink.
+ * per group (grid-stride): x' = x s, the range of x' (lanes stride, then a
+ * butterfly with the CPU's comparisons from +0, so the bounds are the
+ * CPU's exactly), shrunk by the group's chosen factor when `best` is
+ * given, and x^ = Q(x') / s.
  */
 static __global__ void __launch_bounds__(FR_KAW_WARPS * 32) fr_kaw_groups(fr_kaw_args a)
 {
-    __shared__ double sdw[FR_KAW_WARPS][FR_KAW_SHARED];
-    __shared__ double prod[FR_KAW_WARPS][32];
-    __shared__ int sbest[FR_KAW_WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t gw = (int64_t)blockIdx.x * FR_KAW_WARPS + warp;
     const int64_t nw = (int64_t)gridDim.x * FR_KAW_WARPS;
     const int64_t n_groups = a.rows * a.groups_per_row;
-    double *dw = a.group <= FR_KAW_SHARED ? sdw[warp] : a.dw + gw * a.group;
     for (int64_t u = gw; u < n_groups; u += nw) {
         const int64_t row = u / a.groups_per_row, start = (u % a.groups_per_row) * a.group;
         const int64_t n = a.cols - start < a.group ? a.cols - start : a.group;
@@ -125,58 +123,174 @@ static __global__ void __launch_bounds__(FR_KAW_WARPS * 32) fr_kaw_groups(fr_kaw
             lo = ol < lo ? ol : lo;
             hi = oh > hi ? oh : hi;
         }
-        int best = 0;
-        if (a.clip) {
-            double best_e = INFINITY;
-            for (int k = 0; k < FR_WRAP_SHRINKS; k++) {
-                float slo, shi;
-                fr_wrap_shrunk(lo, hi, fr_wrap_shrink(k), &slo, &shi);
-                fr_int_qparams qp = fr_wrap_int_qparams(&a.p, slo, shi);
-                for (int64_t i = lane; i < n; i += 32) {
-                    float x = fr_kload1(a.w, a.dtype, base + i);
-                    float xs = x * s[i];
-                    dw[i] = (double)x - (double)(fr_wrap_int_dequant(&a.p, qp, xs) / s[i]);
-                }
-                __syncwarp();
-                double e = 0.0; /* lane 0's */
-                for (int64_t i0 = 0; i0 < n; i0 += 32) {
-                    const int64_t i = i0 + lane;
-                    double pr = 0.0;
-                    if (i < n) {
-                        const float *hr = a.h + (start + i) * a.cols + start;
-                        double t = 0.0;
-                        for (int64_t j = 0; j < n; j++)
-                            t += (double)hr[j] * dw[j];
-                        pr = dw[i] * t;
-                    }
-                    prod[warp][lane] = pr;
-                    __syncwarp();
-                    if (lane == 0) {
-                        const int m = n - i0 < 32 ? (int)(n - i0) : 32;
-                        for (int c = 0; c < m; c++)
-                            e += prod[warp][c];
-                    }
-                    __syncwarp();
-                }
-                if (lane == 0 && e < best_e) {
-                    best_e = e;
-                    best = k;
-                }
-            }
-            if (lane == 0)
-                sbest[warp] = best;
-            __syncwarp();
-            best = sbest[warp];
-            __syncwarp();
+        if (a.lohi && lane == 0) {
+            a.lohi[2 * u] = lo;
+            a.lohi[2 * u + 1] = hi;
         }
         float slo, shi;
-        fr_wrap_shrunk(lo, hi, fr_wrap_shrink(best), &slo, &shi);
+        fr_wrap_shrunk(lo, hi, fr_wrap_shrink(a.best ? a.best[u] : 0), &slo, &shi);
         fr_int_qparams qp = fr_wrap_int_qparams(&a.p, slo, shi);
         for (int64_t i = lane; i < n; i += 32) {
             float xs = fr_kload1(a.w, a.dtype, base + i) * s[i];
             a.w_hat[base + i] = fr_wrap_int_dequant(&a.p, qp, xs) / s[i];
         }
     }
+}
+
+/*
+ * The clipping search under the chosen s (awq_groups' search): for each
+ * group (columns start..start+n of a row) and shrink k, dw_i = x_i -
+ * Q_k(x'_i) / s_i in double, t_i = sum_j H[start+i][start+j] dw_j
+ * sequentially in j, e = sum_i dw_i t_i sequentially in i (each product
+ * rounded, then the sum: -fmad=false), the least e (the first of equal
+ * ones). Groups in the same columns share their block of H, so for a batch
+ * of rows r0..r0+nr the pairs p = (row, k) of one column block are the
+ * columns of a product T = H_cc DW_c, evaluated as a tiled matrix product
+ * whose every output is one thread's sequential sum (fr_kaw_seq); then each
+ * group's 11 sums e and its choice (fr_kaw_pick). The CPU's operations, so
+ * its choices.
+ */
+typedef struct fr_kaw_clip {
+    const void *w;
+    int dtype;
+    const float *s;       /* [cols] the chosen exponent's scales */
+    const float *h;       /* [cols x cols] H on the device */
+    const float *lohi;    /* [2 x groups] the groups' ranges under s */
+    double *dw, *t;       /* [cols x P]: column j of block c at row start_c + j */
+    uint8_t *best;        /* [groups] */
+    fr_int_params p;
+    int64_t rows, cols, group, groups_per_row;
+    int64_t r0, nr, P;    /* the batch's rows; P = nr x FR_WRAP_SHRINKS pairs */
+} fr_kaw_clip;
+
+/* dw[col][p] for p = (row - r0) x FR_WRAP_SHRINKS + k */
+static __global__ void fr_kaw_dw(fr_kaw_clip a)
+{
+    const int64_t total = a.cols * a.P;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t col = idx / a.P, pp = idx % a.P;
+        const int64_t row = a.r0 + pp / FR_WRAP_SHRINKS;
+        const int k = (int)(pp % FR_WRAP_SHRINKS);
+        const int64_t u = row * a.groups_per_row + col / a.group;
+        float slo, shi;
+        fr_wrap_shrunk(a.lohi[2 * u], a.lohi[2 * u + 1], fr_wrap_shrink(k), &slo, &shi);
+        fr_int_qparams qp = fr_wrap_int_qparams(&a.p, slo, shi);
+        const float x = fr_kload1(a.w, a.dtype, row * a.cols + col);
+        const float xs = x * a.s[col];
+        a.dw[idx] = (double)x - (double)(fr_wrap_int_dequant(&a.p, qp, xs) / a.s[col]);
+    }
+}
+
+/* t[start + i][p] = sum_j H[start + i][start + j] dw[start + j][p] of column
+ * block blockIdx.z, j = 0, 1, ... in order (each output one thread's chain) */
+static __global__ void __launch_bounds__(FR_KAW_SIDE * FR_KAW_SIDE) fr_kaw_seq(fr_kaw_clip a)
+{
+    __shared__ double hs[FR_KAW_STEP][FR_KAW_TILE + 1];
+    __shared__ double ds[FR_KAW_STEP][FR_KAW_TILE];
+    const int64_t start = (int64_t)blockIdx.z * a.group;
+    const int64_t n = a.cols - start < a.group ? a.cols - start : a.group;
+    const int64_t i0 = (int64_t)blockIdx.y * FR_KAW_TILE, p0 = (int64_t)blockIdx.x * FR_KAW_TILE;
+    if (i0 >= n) /* the whole block, before any barrier */
+        return;
+    const int tx = threadIdx.x % FR_KAW_SIDE, ty = threadIdx.x / FR_KAW_SIDE;
+    const int per = FR_KAW_TILE / FR_KAW_SIDE;
+    double acc[FR_KAW_TILE / FR_KAW_SIDE][FR_KAW_TILE / FR_KAW_SIDE];
+    for (int x = 0; x < per; x++)
+        for (int y = 0; y < per; y++)
+            acc[x][y] = 0.0;
+    for (int64_t j0 = 0; j0 < n; j0 += FR_KAW_STEP) {
+        const int jn = n - j0 < FR_KAW_STEP ? (int)(n - j0) : FR_KAW_STEP;
+        for (int e = threadIdx.x; e < FR_KAW_STEP * FR_KAW_TILE; e += FR_KAW_SIDE * FR_KAW_SIDE) {
+            const int ii = e / FR_KAW_STEP, jj = e % FR_KAW_STEP; /* along H's rows */
+            hs[jj][ii] = jj < jn && i0 + ii < n
+                             ? (double)a.h[(start + i0 + ii) * a.cols + start + j0 + jj]
+                             : 0.0;
+            const int dj = e / FR_KAW_TILE, dp = e % FR_KAW_TILE;
+            ds[dj][dp] = dj < jn && p0 + dp < a.P ? a.dw[(start + j0 + dj) * a.P + p0 + dp] : 0.0;
+        }
+        __syncthreads();
+        for (int jj = 0; jj < jn; jj++) {
+            double hv[FR_KAW_TILE / FR_KAW_SIDE], dv[FR_KAW_TILE / FR_KAW_SIDE];
+            for (int x = 0; x < per; x++)
+                hv[x] = hs[jj][ty + FR_KAW_SIDE * x];
+            for (int y = 0; y < per; y++)
+                dv[y] = ds[jj][tx + FR_KAW_SIDE * y];
+            for (int x = 0; x < per; x++)
+                for (int y = 0; y < per; y++)
+                    acc[x][y] += hv[x] * dv[y];
+        }
+        __syncthreads();
+    }
+    for (int x = 0; x < per; x++)
+        for (int y = 0; y < per; y++) {
+            const int64_t i = i0 + ty + FR_KAW_SIDE * x, p = p0 + tx + FR_KAW_SIDE * y;
+            if (i < n && p < a.P)
+                a.t[(start + i) * a.P + p] = acc[x][y];
+        }
+}
+
+/* each group of the batch: e_k = sum_i dw_i t_i in order of i, the first least */
+static __global__ void fr_kaw_pick(fr_kaw_clip a)
+{
+    const int64_t total = a.nr * a.groups_per_row;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t rl = idx / a.groups_per_row, c = idx % a.groups_per_row;
+        const int64_t start = c * a.group;
+        const int64_t n = a.cols - start < a.group ? a.cols - start : a.group;
+        double e[FR_WRAP_SHRINKS];
+        for (int k = 0; k < FR_WRAP_SHRINKS; k++)
+            e[k] = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t o = (start + i) * a.P + rl * FR_WRAP_SHRINKS;
+            for (int k = 0; k < FR_WRAP_SHRINKS; k++)
+                e[k] += a.dw[o + k] * a.t[o + k];
+        }
+        int best = 0;
+        double best_e = INFINITY;
+        for (int k = 0; k < FR_WRAP_SHRINKS; k++)
+            if (e[k] < best_e) {
+                best_e = e[k];
+                best = k;
+            }
+        a.best[(a.r0 + rl) * a.groups_per_row + c] = (uint8_t)best;
+    }
+}
+
+/* The chosen shrink of every group (fr_kaw_clip), batch after batch of rows. */
+static fr_status fr_kaw_search(fr_kaw_clip *c, cudaStream_t s, fr_error *err)
+{
+    fr_status st = FR_OK;
+    const int64_t per_row = c->cols * FR_WRAP_SHRINKS * (int64_t)(2 * sizeof(double));
+    int64_t nr = (int64_t)(FR_KAW_CLIP_BYTES / (size_t)per_row);
+    nr = nr < 1 ? 1 : nr > c->rows ? c->rows : nr;
+    const size_t bytes = (size_t)(c->cols * nr * FR_WRAP_SHRINKS) * sizeof(double);
+    c->dw = c->t = NULL;
+    FR_CU(cudaMallocAsync((void **)&c->dw, bytes, s));
+    FR_CU(cudaMallocAsync((void **)&c->t, bytes, s));
+    for (int64_t r0 = 0; r0 < c->rows; r0 += nr) {
+        c->r0 = r0;
+        c->nr = c->rows - r0 < nr ? c->rows - r0 : nr;
+        c->P = c->nr * FR_WRAP_SHRINKS;
+        const int64_t cells = c->cols * c->P;
+        const int blocks = (int)((cells + 255) / 256 < 8192 ? (cells + 255) / 256 : 8192);
+        FR_LAUNCH(fr_kaw_dw<<<blocks, 256, 0, s>>>(*c));
+        const int64_t span = c->group < c->cols ? c->group : c->cols;
+        dim3 grid((unsigned)((c->P + FR_KAW_TILE - 1) / FR_KAW_TILE),
+                  (unsigned)((span + FR_KAW_TILE - 1) / FR_KAW_TILE), (unsigned)c->groups_per_row);
+        FR_LAUNCH(fr_kaw_seq<<<grid, FR_KAW_SIDE * FR_KAW_SIDE, 0, s>>>(*c));
+        const int64_t groups = c->nr * c->groups_per_row;
+        FR_LAUNCH(fr_kaw_pick<<<(int)((groups + 127) / 128 < 8192 ? (groups + 127) / 128 : 8192),
+                                128, 0, s>>>(*c));
+    }
+cleanup:
+    if (c->dw)
+        cudaFreeAsync(c->dw, s);
+    if (c->t)
+        cudaFreeAsync(c->t, s);
+    c->dw = c->t = NULL;
+    return st;
 }
 
 #ifndef FRONTIER_EMULATED_CUDA
@@ -254,8 +368,8 @@ extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t
 {
     fr_status st = FR_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    float *h_d = NULL, *s_d = NULL;
-    double *dw = NULL;
+    float *h_d = NULL, *s_d = NULL, *lohi = NULL;
+    uint8_t *best = NULL;
     int64_t *first_d = NULL;
     fr_kaw_blas *blas = NULL;
     std::vector<float> m, sc;
@@ -282,14 +396,8 @@ extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t
     int64_t blocks = (n_groups + FR_KAW_WARPS - 1) / FR_KAW_WARPS;
     if (blocks > FR_KAW_MAX_BLOCKS)
         blocks = FR_KAW_MAX_BLOCKS;
-    if (group > FR_KAW_SHARED) {
-        /* row groups: dw of every resident warp in device memory, bounded */
-        int64_t cap = (int64_t)(FR_KAW_SCRATCH / ((size_t)group * sizeof(double))) / FR_KAW_WARPS;
-        blocks = blocks < cap ? blocks : cap;
-        if (blocks < 1)
-            blocks = 1;
-    }
     fr_kaw_args a;
+    fr_kaw_clip cl;
     memset(&a, 0, sizeof a);
     a.w = w;
     a.dtype = dtype;
@@ -326,17 +434,11 @@ extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t
     FR_CU(cudaMemcpyAsync(h_d, calib->hessian, (size_t)(cols * cols) * sizeof(float),
                           cudaMemcpyHostToDevice, s));
     FR_CU(cudaMemcpyAsync(s_d, sc.data(), sc.size() * sizeof(float), cudaMemcpyHostToDevice, s));
-    if (group > FR_KAW_SHARED)
-        FR_CU(cudaMallocAsync((void **)&dw, (size_t)(blocks * FR_KAW_WARPS * group) * sizeof(double),
-                              s));
-    a.h = h_d;
-    a.dw = dw;
     FR_TRY(fr_kaw_blas_open(s, cols, &blas, err));
 
     for (int k = 0; k < FR_AWQ_GRID; k++) {
         double e = 0.0;
         a.s = s_d + (size_t)k * (size_t)cols;
-        a.clip = 0;
         FR_LAUNCH(fr_kaw_groups<<<(int)blocks, FR_KAW_WARPS * 32, 0, s>>>(a));
         FR_TRY(fr_kaw_out_error(blas, s, w, dtype, w_hat, rows, cols, h_d, &e, err));
         if (choice)
@@ -352,14 +454,33 @@ extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t
         st = fr_fail(err, FR_E_USAGE, FR_AWQ_NO_FINITE_ERROR);
         goto cleanup;
     }
+    /* the ranges under the chosen s, the search, then w^ with each group's shrink */
+    FR_CU(cudaMallocAsync((void **)&lohi, (size_t)(2 * n_groups) * sizeof(float), s));
+    FR_CU(cudaMallocAsync((void **)&best, (size_t)n_groups, s));
     a.s = s_d + (size_t)best_k * (size_t)cols;
-    a.clip = 1;
+    a.lohi = lohi;
+    FR_LAUNCH(fr_kaw_groups<<<(int)blocks, FR_KAW_WARPS * 32, 0, s>>>(a));
+    memset(&cl, 0, sizeof cl);
+    cl.w = w;
+    cl.dtype = dtype;
+    cl.s = a.s;
+    cl.h = h_d;
+    cl.lohi = lohi;
+    cl.best = best;
+    cl.p = *p;
+    cl.rows = rows;
+    cl.cols = cols;
+    cl.group = group;
+    cl.groups_per_row = gpr;
+    FR_TRY(fr_kaw_search(&cl, s, err));
+    a.lohi = NULL;
+    a.best = best;
     FR_LAUNCH(fr_kaw_groups<<<(int)blocks, FR_KAW_WARPS * 32, 0, s>>>(a));
     FR_CU(cudaStreamSynchronize(s));
 cleanup:
     fr_kaw_blas_close(blas);
     {
-        void *bufs[] = {h_d, s_d, dw, first_d};
+        void *bufs[] = {h_d, s_d, lohi, best, first_d};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
             if (bufs[k])
                 cudaFreeAsync(bufs[k], s);
