@@ -10,7 +10,8 @@
 #   (c2) out_rel_err of every data-free configuration (2..8 bits) for the
 #        whole 8B model (32 layers) with --tf32;
 #   (c3) the same in FP32 (the default; the longest, so last).
-# CALIB8B_PLAN=profile instead: (p1) every calibrated configuration at
+# CALIB8B_PLAN=layer: (c1) only (limit LAYER_LIMIT, 200 s); =free: (c3)
+# then (c2) (limit FP32_LIMIT, 300 s). CALIB8B_PLAN=profile instead: (p1) every calibrated configuration at
 # 2..4 bits on one 4096x4096 tensor, (p2, p3) those at 4 bits on one
 # 14336x4096 and one 4096x14336 tensor, per family and per configuration
 # (each calibrated row's seconds is its own: docs/gpu.md), then (c2).
@@ -90,8 +91,16 @@ if [ "${CALIB8B_PLAN:-}" = profile ]; then
     --quantizers int,fp8,nvfp4,mx,nf4
   exit 0
 fi
-run calib8b_layer 200 --synthetic "$layer" --calib synthetic --bits 2..4 \
+if [ "${CALIB8B_PLAN:-}" = free ]; then
+  run calib8b_datafree_fp32 ${FP32_LIMIT:-300} --synthetic "$spec" --calib synthetic --bits 2..8 \
+    --quantizers int,fp8,nvfp4,mx,nf4
+  run calib8b_datafree_tf32 120 --synthetic "$spec" --calib synthetic --tf32 --bits 2..8 \
+    --quantizers int,fp8,nvfp4,mx,nf4
+  exit 0
+fi
+run calib8b_layer ${LAYER_LIMIT:-200} --synthetic "$layer" --calib synthetic --bits 2..4 \
   --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq
+[ "${CALIB8B_PLAN:-}" = layer ] && exit 0
 run calib8b_datafree_tf32 120 --synthetic "$spec" --calib synthetic --tf32 --bits 2..8 \
   --quantizers int,fp8,nvfp4,mx,nf4
 run calib8b_datafree_fp32 ${FP32_LIMIT:-240} --synthetic "$spec" --calib synthetic --bits 2..8 \

@@ -88,7 +88,9 @@ BENCH=$BUILD/bench/bench_gpu
 # -V: every test's own lines (the measured GPU-vs-CPU differences, flips,
 # timings) go into the log; the summary greps the key ones
 if [ $BUILT -eq 0 ]; then
-  STEP_OWN_LOG=1 step gpu-tests 240 "$CTLOG/ctest-gpu.log" ctest --test-dir "$BUILD" -L gpu -V -j4
+  # GPU_TESTS=REGEX: only those GPU tests (ctest -R)
+  STEP_OWN_LOG=1 step gpu-tests 240 "$CTLOG/ctest-gpu.log" ctest --test-dir "$BUILD" -L gpu -V -j4 \
+    ${GPU_TESTS:+-R "$GPU_TESTS"}
   gzip -c "$CTLOG/ctest-gpu.log" > "$OUT/ctest-gpu.log.gz"
 fi
 
@@ -101,6 +103,13 @@ fi
 # (CALIB8B_PLAN=profile), without the GPTQ benchmark
 PLAN=${DEVICE_PLAN:-full}
 if [ "$PLAN" = calibprof ]; then PLAN=calib; export CALIB8B_PLAN=profile; SKIP_GPTQ=1; fi
+# DEVICE_PLAN=calib-layer / calib-free: the tests, then device-calib8b.sh's
+# one calibrated layer (c1) / the whole model's data-free output error in
+# FP32 and TF32 (c2, c3), without the GPTQ benchmark unless DEVICE_GPTQ=1
+case "$PLAN" in
+  calib-layer|calib-free)
+    export CALIB8B_PLAN=${PLAN#calib-}; PLAN=calib; [ -z "${DEVICE_GPTQ:-}" ] && SKIP_GPTQ=1 ;;
+esac
 if [ "$PLAN" = calib ]; then BENCH=/nonexistent; fi
 if [ $BUILT -eq 0 ] && [ -x "$BENCH" ]; then
   step bench-kernels 100 "$LOG" "$BENCH" kernels --reps 10 --json "$OUT/bench_kernels.json"
