@@ -4,8 +4,9 @@
  * per-channel scale vectors from the host (quantizers/awq.h, the CPU's own
  * function), one kernel for the scaled rounding W^ = Q(W diag s) / s of
  * every group and, with the chosen s, the per-group clipping search
- * against the group's own block of H (a warp per group, the CPU's
- * sequential double sums); the output error of each exponent with cuBLAS
+ * against the group's own block of H (a tiled product over the pairs
+ * (row, shrink) of each column block, every sum the CPU's sequential
+ * double sum); the output error of each exponent with cuBLAS
  * (kernels/outerr.h, FP32). C interface, no CUDA types. In the CPU
  * emulation (tests/gpu/emu) the output errors are OpenBLAS's in the CPU's
  * 64-row chunks and sequential sum, so there every result is the CPU's.
