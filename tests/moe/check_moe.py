@@ -26,7 +26,10 @@ except ImportError:
     sys.exit(77)
 
 FIELDS = ("bits_per_weight", "total_bits", "rel_err", "sqnr_db", "max_abs_err", "cosine",
-          "sq_err")
+          "sq_err", "flags")
+# the numeric flags (docs/dataset.md): a stack's are its experts' facts, with
+# "checked" and "all zero" only where every expert has them
+ROW_CHECKED, ROW_ALL_ZERO = 0x1, 0x2
 failures = 0
 
 
@@ -104,7 +107,10 @@ def check_split(fused_path, split_path):
         sq_err = 0.0
         bits = 0
         mx = 0.0
+        all_of = ROW_CHECKED | ROW_ALL_ZERO
+        flags = all_of
         for e, p in parts:
+            flags = (flags & (p["flags"] | ~all_of)) | (p["flags"] & ~all_of)
             sq_err += p["sq_err"]
             bits += p["total_bits"]
             mx = max(mx, p["max_abs_err"])
@@ -133,6 +139,9 @@ def check_split(fused_path, split_path):
             fail(f"{name} {cfg}: sq_err {row['sq_err']!r} != sum over experts {sq_err!r}")
         if row["total_bits"] != bits:
             fail(f"{name} {cfg}: total_bits {row['total_bits']} != sum over experts {bits}")
+        if row["flags"] != flags or not flags & ROW_CHECKED:
+            fail(f"{name} {cfg}: flags {row['flags']:#x}, its experts' give {flags:#x} "
+                 "(and every tensor is examined)")
         if row["max_abs_err"] != mx:
             fail(f"{name} {cfg}: max_abs_err {row['max_abs_err']!r} != max over experts {mx!r}")
         if norms[name] != sq_ref:
@@ -162,7 +171,7 @@ def check_same(a_path, b_path, rel):
             for f in FIELDS:
                 # sizes and the order-free max are exact whatever the device;
                 # sums within rel (the GPU reduces in another order)
-                exact = f in ("bits_per_weight", "total_bits", "max_abs_err")
+                exact = f in ("bits_per_weight", "total_bits", "max_abs_err", "flags")
                 if not close(x[k][f], y[k][f], 0.0 if exact else rel):
                     bad += 1
                     if bad <= 5:
