@@ -357,6 +357,21 @@ static fr_status open_imatrix(fr_calib_file *cf, const fr_mapped_file *f, fr_ima
         m->values_checked = 1; /* checked while reading */
         im.entries[i].module = NULL;
         im.entries[i].sq_mean = NULL;
+        if (im.entries[i].n_mat > 1) {
+            /* an expert stack's entry: per-expert statistics with each
+             * expert's tokens (llama.cpp counts are float32 token counts;
+             * a positive count never reads as 0 tokens) */
+            m->n_experts = im.entries[i].n_mat;
+            m->expert_tokens = calloc((size_t)m->n_experts, sizeof *m->expert_tokens);
+            if (!m->expert_tokens) {
+                fr_imatrix_free(&im);
+                return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", cf->src->path);
+            }
+            for (int64_t e = 0; e < m->n_experts; e++) {
+                double c = im.entries[i].counts[e];
+                m->expert_tokens[e] = c <= 0 ? 0 : c < 1 ? 1 : c < 9e15 ? (int64_t)llround(c) : INT64_MAX;
+            }
+        }
     }
     fr_imatrix_free(&im);
     return FR_OK;
@@ -999,7 +1014,8 @@ static fr_status lookup(fr_calib_file *cf, const char *weight_name, int64_t cols
                                                  : PART_SQ_MEAN;
     char shape[256];
     if (m->owned_sq) {
-        fr_shape_text(&m->in, 1, shape, sizeof shape);
+        const int64_t dims[2] = {m->n_experts, m->in};
+        fr_shape_text(m->n_experts ? dims : &m->in, m->n_experts ? 2 : 1, shape, sizeof shape);
     } else {
         const fr_tensor *t = &cf->src->tensors[m->tensor[pfirst]];
         fr_shape_text(t->shape, t->ndim, shape, sizeof shape);

@@ -47,6 +47,7 @@ void fr_imatrix_free(fr_imatrix *im)
         return;
     for (size_t i = 0; i < im->n; i++) {
         free(im->entries[i].module);
+        free(im->entries[i].counts);
         free(im->entries[i].sq_mean);
     }
     free(im->entries);
@@ -152,6 +153,7 @@ static fr_status read_dat(const char *path, const uint8_t *data, uint64_t size, 
                            path, e->module, (int)nval, (unsigned long long)nval * 4,
                            (unsigned long long)c.pos, (unsigned long long)size);
         e->in = nval;
+        e->n_mat = 1;
         e->count = ncall;
         e->sq_mean = malloc((size_t)nval * sizeof *e->sq_mean);
         if (!e->sq_mean)
@@ -247,36 +249,55 @@ static fr_status gguf_entry(const char *path, const fr_source *src, const struct
         return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': in_sum is %s, in_sum2 is %s", path, m,
                        fr_shape_text(s1->shape, s1->ndim, other, sizeof other), shape);
     }
-    if (n_mat > 1)
-        return fr_fail(err, FR_E_FORMAT,
-                       PREFIX "module '%s': in_sum2 is %s: per-expert statistics (%lld matrices) "
-                              "are not supported yet",
-                       path, m, shape, (long long)n_mat);
     const uint8_t *craw = fr_tensor_raw(src, ct), *sraw = fr_tensor_raw(src, s2);
-    if (!craw || !sraw || ct->nbytes < 4 || s2->nbytes < (uint64_t)in * 4)
+    if (!craw || !sraw || ct->nbytes < (uint64_t)n_mat * 4 ||
+        s2->nbytes < (uint64_t)n_mat * (uint64_t)in * 4)
         return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': its data is not in the file", path, m);
-    float count = le_float(craw);
-    if (!isfinite(count))
-        return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': counts[0] is %g", path, m,
-                       (double)count);
-    if (count <= 0)
-        return fr_fail(err, FR_E_FORMAT,
-                       PREFIX "module '%s': counts[0] = %g is not positive (no tokens reached it)",
-                       path, m, (double)count);
     e->in = in;
-    e->count = count;
-    e->sq_mean = malloc((size_t)in * sizeof *e->sq_mean);
-    if (!e->sq_mean)
+    e->n_mat = n_mat;
+    e->count = 0;
+    e->sq_mean = malloc((size_t)(n_mat * in) * sizeof *e->sq_mean);
+    if (n_mat > 1)
+        e->counts = malloc((size_t)n_mat * sizeof *e->counts);
+    if (!e->sq_mean || (n_mat > 1 && !e->counts))
         return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
-    for (int64_t j = 0; j < in; j++) {
-        float v = le_float(sraw + 4 * j);
-        if (!isfinite(v))
-            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': in_sum2[%lld] is %g", path, m,
-                           (long long)j, (double)v);
-        if (v < 0)
-            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': in_sum2[%lld] = %g is negative",
-                           path, m, (long long)j, (double)v);
-        e->sq_mean[j] = (float)((double)v / (double)count);
+    for (int64_t k = 0; k < n_mat; k++) {
+        float count = le_float(craw + 4 * k);
+        if (!isfinite(count))
+            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': counts[%lld] is %g", path, m,
+                           (long long)k, (double)count);
+        /* one matrix: its tokens are the statistics; an expert may have had none */
+        if (n_mat == 1 && count <= 0)
+            return fr_fail(err, FR_E_FORMAT,
+                           PREFIX "module '%s': counts[0] = %g is not positive (no tokens reached it)",
+                           path, m, (double)count);
+        if (count < 0)
+            return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': counts[%lld] = %g is negative",
+                           path, m, (long long)k, (double)count);
+        if (e->counts)
+            e->counts[k] = count;
+        if (count > e->count)
+            e->count = count;
+        for (int64_t j = 0; j < in; j++) {
+            float v = le_float(sraw + 4 * (k * in + j));
+            char at[48];
+            if (n_mat > 1)
+                snprintf(at, sizeof at, "[%lld, %lld]", (long long)k, (long long)j);
+            else
+                snprintf(at, sizeof at, "[%lld]", (long long)j);
+            if (!isfinite(v))
+                return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': in_sum2%s is %g", path, m, at,
+                               (double)v);
+            if (v < 0)
+                return fr_fail(err, FR_E_FORMAT, PREFIX "module '%s': in_sum2%s = %g is negative",
+                               path, m, at, (double)v);
+            if (count == 0 && v != 0)
+                return fr_fail(err, FR_E_FORMAT,
+                               PREFIX "module '%s': in_sum2%s = %g for expert %lld, whose count is "
+                                      "0",
+                               path, m, at, (double)v, (long long)k);
+            e->sq_mean[k * in + j] = count > 0 ? (float)((double)v / (double)count) : 0.0f;
+        }
     }
     return FR_OK;
 }

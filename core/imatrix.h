@@ -7,7 +7,9 @@
  *   GGUF (imatrix.gguf): general.type "imatrix"; per weight <name>.in_sum2
  *     (F32, ne = [in, n_mat]: the sums of x_j^2) and <name>.counts (F32,
  *     ne = [1, n_mat]: the tokens summed), optionally <name>.in_sum (sums
- *     of x_j, not used); keys imatrix.chunk_count, imatrix.chunk_size,
+ *     of x_j, not used); n_mat > 1 for an expert stack (ffn_*_exps): one
+ *     vector and one count per expert, a count of 0 for an expert that
+ *     received no token; keys imatrix.chunk_count, imatrix.chunk_size,
  *     imatrix.datasets. mean x_j^2 = in_sum2 / counts.
  *   legacy .dat: int32 n_entries; per entry int32 name length, the name,
  *     int32 ncall, int32 nval, float32 values[nval] (= mean x_j^2 * ncall);
@@ -36,8 +38,10 @@ typedef enum fr_imatrix_format {
 typedef struct fr_imatrix_entry {
     char *module;   /* the weight name without its trailing ".weight" */
     int64_t in;     /* input columns */
-    double count;   /* tokens (GGUF counts) or calls (.dat ncall) */
-    float *sq_mean; /* [in] mean x_j^2 */
+    int64_t n_mat;  /* 1, or the experts of a GGUF expert stack (in_sum2 [n_mat, in]) */
+    double count;   /* tokens (GGUF counts; the largest over the matrices) or calls (.dat ncall) */
+    double *counts; /* n_mat > 1: [n_mat] each expert's tokens (0: it received none); else NULL */
+    float *sq_mean; /* [n_mat x in] mean x_j^2 (0 for an expert that received no token) */
 } fr_imatrix_entry;
 
 typedef struct fr_imatrix {

@@ -11,6 +11,8 @@ good_hf.imatrix.gguf   the same with Hugging Face names
 good_gguf_py.imatrix.gguf  the same written by gguf-py (absent without it)
 good.imatrix.dat       the legacy format, GGUF names, with the trailer
 good_notrailer.dat     the same without the trailer (older llama.cpp)
+experts.imatrix.gguf   blk.0.attn_q and an expert stack's entry blk.0.ffn_up_exps
+                       (n_mat 4, counts 64, 32, 0, 16)
 imatrix_cases.tsv      one bad file per line: file, exit code, exact message
 stories260K.imatrix.gguf / stories260K.imatrix.dat
                        data/stories260K/calib.safetensors' act_sq_mean as an
@@ -195,10 +197,30 @@ case("counts_shape.gguf", 4, PREFIX + "module 'blk.0.attn_q': counts is [2], in_
      "count per matrix)", gguf(entry(Q, 8, 0)[:1] + [(Q + ".counts", [2], 0, f32([64, 64]))]))
 case("in_sum_shape.gguf", 4, PREFIX + "module 'blk.0.attn_q': in_sum is [4], in_sum2 is [8]",
      gguf(entry(Q, 8, 0) + [(Q + ".in_sum", [4], 0, f32(np.zeros(4)))]))
-case("experts.gguf", 4, PREFIX + "module 'blk.0.ffn_up_exps': in_sum2 is [4, 8]: per-expert "
-     "statistics (4 matrices) are not supported yet",
-     gguf([("blk.0.ffn_up_exps.weight.in_sum2", [8, 4], 0, f32(np.ones(32))),
-           ("blk.0.ffn_up_exps.weight.counts", [1, 4], 0, f32([64, 32, 0, 16]))]))
+# an expert stack's entry (n_mat 4): each expert's in_sum2 row and count; expert 2
+# received no token (count 0, zeros), so it gets the token-weighted fallback
+EXP = "blk.0.ffn_up_exps.weight"
+EXP_COUNTS = [64.0, 32.0, 0.0, 16.0]
+
+
+def experts(counts=EXP_COUNTS, sum2=None):
+    s2 = (np.stack([mean(8, e) * c for e, c in enumerate(counts)]).astype(np.float64)
+          if sum2 is None else sum2)
+    return [(EXP + ".in_sum2", [8, len(counts)], 0, f32(s2)),
+            (EXP + ".counts", [1, len(counts)], 0, f32(counts))]
+
+
+write("experts.imatrix.gguf", gguf(entry(Q, 8, 0) + experts()))
+case("experts_negative.gguf", 4, PREFIX + "module 'blk.0.ffn_up_exps': counts[1] = -1 is negative",
+     gguf(experts(counts=[64.0, -1.0, 0.0, 16.0])))
+e_nan = np.stack([mean(8, e) * c for e, c in enumerate(EXP_COUNTS)]).astype(np.float64)
+e_nan[1, 3] = np.nan
+case("experts_nan.gguf", 4, PREFIX + "module 'blk.0.ffn_up_exps': in_sum2[1, 3] is nan",
+     gguf(experts(sum2=e_nan)))
+e_zero = np.stack([mean(8, e) * c for e, c in enumerate(EXP_COUNTS)]).astype(np.float64)
+e_zero[2, 1] = 0.25
+case("experts_no_tokens.gguf", 4, PREFIX + "module 'blk.0.ffn_up_exps': in_sum2[2, 1] = 0.25 for "
+     "expert 2, whose count is 0", gguf(experts(sum2=e_zero)))
 nan = m8.copy()
 nan[3] = np.nan
 case("nan.gguf", 4, PREFIX + "module 'blk.0.attn_q': in_sum2[3] is nan",

@@ -5,7 +5,8 @@
  * gguf-py's layout, .dat with and without its trailer): the values against
  * make_imatrix.py's formula, diagonal only, name matching (own name, the
  * GGUF <-> Hugging Face map, the dimension skip), token and module counts;
- * the same through fr_calib_open_memory; then imatrix_cases.tsv: every bad
+ * the same through fr_calib_open_memory; an expert stack's per-expert
+ * entry (experts.imatrix.gguf); then imatrix_cases.tsv: every bad
  * file's exit code and exact message.
  */
 #include <stdlib.h>
@@ -140,6 +141,64 @@ static void test_good(const char *dir, const char *file, int format, int names, 
     fr_calib_close(cf);
 }
 
+/* experts.imatrix.gguf: an expert stack's entry (n_mat 4) read as per-expert
+ * statistics: expert e's mean(j, e), expert 2 (no token) the token-weighted
+ * mean of the others, and the entry refused for the stack taken as one matrix. */
+static void test_experts(const char *dir)
+{
+    static const double counts[4] = {64, 32, 0, 16};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/experts.imatrix.gguf", dir);
+    fr_calib_file *cf = NULL;
+    fr_error err = {0};
+    CHECK_OK(fr_calib_open(path, &cf, &err), err);
+    if (!cf)
+        return;
+    const char *w = "blk.0.ffn_up_exps.weight";
+    CHECK_MSG(fr_calib_module_experts(cf, "blk.0.ffn_up_exps") == 4, "experts: %lld experts",
+              (long long)fr_calib_module_experts(cf, "blk.0.ffn_up_exps"));
+    CHECK_MSG(fr_calib_token_count(cf) == COUNT, "experts: token count %lld",
+              (long long)fr_calib_token_count(cf));
+    for (int e = 0; e < 4; e++) {
+        fr_calib_stats s;
+        CHECK_OK(fr_calib_lookup_expert(cf, w, 8, e, 4, &s, &err), err);
+        CHECK_MSG(s.found && s.calib.act_mean_sq && !s.calib.hessian, "expert %d: not found (%s)",
+                  e, s.skip_reason);
+        if (!s.found || !s.calib.act_mean_sq)
+            continue;
+        CHECK_MSG(s.expert_tokens == (int64_t)counts[e], "expert %d: %lld tokens", e,
+                  (long long)s.expert_tokens);
+        CHECK_MSG(s.fallback == (e == 2), "expert %d: fallback %d", e, s.fallback);
+        for (int j = 0; j < 8; j++) {
+            float want = mean_sq(j, e);
+            if (e == 2) { /* sum_e n_e m_e / sum_e n_e over the experts with tokens */
+                double num = 0, den = 0;
+                for (int k = 0; k < 4; k++)
+                    if (counts[k] > 0) {
+                        num += counts[k] * (double)mean_sq(j, k);
+                        den += counts[k];
+                    }
+                want = (float)(num / den);
+            }
+            CHECK_MSG(s.calib.act_mean_sq[j] == want, "expert %d: act_sq_mean[%d] = %.9g, not %.9g",
+                      e, j, (double)s.calib.act_mean_sq[j], (double)want);
+        }
+        fr_calib_release(cf, &s);
+    }
+    fr_calib_stats s;
+    CHECK_OK(fr_calib_lookup(cf, w, 8, &s, &err), err);
+    CHECK_MSG(!s.found, "the stack as one matrix found per-expert statistics");
+    CHECK_STR(s.skip_reason, "act_sq_mean of 'blk.0.ffn_up_exps' is [4, 8]: per-expert statistics, "
+                             "for a tensor handled expert by expert; 'blk.0.ffn_up_exps' is handled "
+                             "here as one matrix");
+    /* another expert count is refused */
+    fr_status st = fr_calib_lookup_expert(cf, w, 8, 0, 8, &s, &err);
+    CHECK_MSG(st == FR_E_FORMAT, "8 experts against 4: status %d", st);
+    /* the dense entry beside it is unchanged */
+    expect_diag(cf, "blk.0.attn_q.weight", "blk.0.attn_q", 8, 0);
+    fr_calib_close(cf);
+}
+
 /* One line of imatrix_cases.tsv: file, exit code, message. */
 static void run_case(const char *dir, char *line)
 {
@@ -187,6 +246,8 @@ int main(int argc, char **argv)
         printf("test_imatrix: gguf-py not installed: its layout not checked\n");
     }
 
+    test_experts(dir);
+
     snprintf(path, sizeof path, "%s/imatrix_cases.tsv", dir);
     FILE *f = fopen(path, "r");
     CHECK_MSG(f != NULL, "cannot open '%s'", path);
@@ -201,7 +262,7 @@ int main(int argc, char **argv)
     }
     if (f)
         fclose(f);
-    CHECK_MSG(cases >= 39, "only %d cases in imatrix_cases.tsv", cases);
+    CHECK_MSG(cases >= 41, "only %d cases in imatrix_cases.tsv", cases);
     printf("test_imatrix: %d cases\n", cases);
     return fr_test_finish("test_imatrix");
 }
