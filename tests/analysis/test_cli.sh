@@ -5,25 +5,13 @@
 # on or below every uniform configuration), every export format read back,
 # and bad inputs with their exit codes.
 set -uo pipefail
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
 data=$2
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# expect RC CMD...: runs CMD, keeps stdout/stderr in $tmp/out, $tmp/err
-expect() {
-  local want=$1
-  shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" != "$want" ]; then
-    cat "$tmp/out" "$tmp/err"
-    fail "'$*' exited $rc, expected $want"
-  fi
-}
-expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
 
 "$bin" -q sweep "$data/stories260K" --bits 2..8 -o "$tmp/run.h5" >"$tmp/out" 2>"$tmp/err"
 rc=$?

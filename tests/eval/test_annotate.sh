@@ -6,21 +6,13 @@
 # (checksums), and bad inputs with their exit codes: bad JSON, not an eval
 # result, an unknown configuration, an unknown recipe.
 set -uo pipefail
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
 root=$2
 evals=$root/examples/eval/stories260K
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect() {
-  local want=$1
-  shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [ "$rc" = "$want" ] || { cat "$tmp/out" "$tmp/err"; fail "'$*' exited $rc, expected $want"; }
-}
-expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
 
 # quick (the sanitizer builds): every 6th configuration's result and 3
 # recipes, and a sweep of only the configurations they name (the whole

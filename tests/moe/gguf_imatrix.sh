@@ -11,6 +11,8 @@
 # warning line in both.
 # usage: gguf_imatrix.sh FRONTIER_BINARY DATA_DIR
 set -u
+CHECKS_COUNT=1
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: gguf_imatrix.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: gguf_imatrix.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,9 +22,6 @@ cd "$work" || exit 1
 export FRONTIER_PLUGIN_PATH=none
 python3 -c 'import numpy, h5py, gguf' 2>/dev/null ||
   { echo "SKIP: python3 lacks numpy, h5py or gguf (gguf-py writes the imatrix)"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
 gg=$data/tiny-moe.gguf
 [ -f "$gg" ] || { echo "FAIL: no $gg"; exit 1; }
 python3 "$here/make_imatrix_moe.py" "$gg" imatrix.gguf calib.safetensors || { echo "FAIL: make_imatrix_moe.py"; exit 1; }

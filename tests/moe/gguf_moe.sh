@@ -14,6 +14,8 @@
 #   each expert the rel_err of its /expert_results row
 # usage: gguf_moe.sh FRONTIER_BINARY DATA_DIR
 set -u
+CHECKS_COUNT=1
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: gguf_moe.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: gguf_moe.sh FRONTIER_BINARY DATA_DIR}
 work=$(mktemp -d "${TMPDIR:-/tmp}/frontier-moe-gguf.XXXXXX")
@@ -21,9 +23,6 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export FRONTIER_PLUGIN_PATH=none
 python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
 model=$data/tiny-moe
 gg=$data/tiny-moe.gguf
 [ -f "$gg" ] || { echo "FAIL: no $gg (python3 data/make_moe_fixture.py --gguf data/tiny-moe.gguf)"; exit 1; }

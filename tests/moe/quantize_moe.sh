@@ -7,6 +7,8 @@
 # recipe from allocate --expert-units writes every expert it names.
 # usage: quantize_moe.sh FRONTIER_BINARY DATA_DIR
 set -u
+CHECKS_COUNT=1
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: quantize_moe.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: quantize_moe.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -15,9 +17,6 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export FRONTIER_PLUGIN_PATH=none
 python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
 model=$data/tiny-moe
 ct=nvfp4,int4-gC-sym,int4-g32-asym,fp8-e4m3-tensor,fp8-e4m3-channel,fp8-e4m3-block128
 dq=nf4-g64,int4-tensor-sym,mxfp4

@@ -12,6 +12,8 @@
 # - pareto --by class shows attention against experts, one row per stored tensor
 # usage: sweep_moe.sh FRONTIER_BINARY DATA_DIR
 set -u
+CHECKS_COUNT=1
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: sweep_moe.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: sweep_moe.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,9 +22,6 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export FRONTIER_PLUGIN_PATH=none
 python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
 
 model=$data/tiny-moe
 [ -f "$model/model.safetensors" ] || { echo "FAIL: no $model (python3 data/make_moe_fixture.py)"; exit 1; }

@@ -19,6 +19,8 @@
 #   a stack's sensitivity
 # usage: sweep_moe_calib.sh FRONTIER_BINARY DATA_DIR
 set -u
+CHECKS_COUNT=1
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: sweep_moe_calib.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: sweep_moe_calib.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,9 +29,6 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export FRONTIER_PLUGIN_PATH=none
 python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
 
 model=$data/tiny-moe
 calib=$model/calib.safetensors

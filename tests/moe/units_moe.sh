@@ -11,6 +11,8 @@
 # 2-D experts are allocated one by one and some budget splits a unit.
 # usage: units_moe.sh FRONTIER_BINARY DATA_DIR
 set -u
+CHECKS_COUNT=1
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: units_moe.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: units_moe.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,9 +21,6 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export FRONTIER_PLUGIN_PATH=none
 python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
 model=$data/tiny-moe
 q=nvfp4,int4-tensor-sym,fp8-e4m3-tensor,int4-g128-asym,int3-gC-sym,int8-g128-sym,mxfp4,int2-g32-asym
 python3 "$here/split_fixture.py" "$model/model.safetensors" split.safetensors --hf-names || exit 1

@@ -7,6 +7,7 @@
 # that cannot store what a calibrated method chose, a tensor without
 # statistics or without a Hessian, an unreadable --calib; nothing written.
 set -uo pipefail
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
 data=$2
 work=$3
@@ -16,18 +17,6 @@ mkdir -p "$work"
 tmp=$work
 model=$data/stories260K
 calib=$model/calib.safetensors
-fail() { echo "FAIL: $*"; exit 1; }
-expect() {
-  local want=$1
-  shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" != "$want" ]; then
-    cat "$tmp/out" "$tmp/err"
-    fail "'$*' exited $rc, expected $want"
-  fi
-}
-expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
 nothing_written() {
   [ ! -e "$1" ] || fail "'$1' was written"
   ls "$1".tmp-* >/dev/null 2>&1 && fail "a temporary '$1.tmp-*' was left behind"

@@ -5,6 +5,7 @@
 # nothing written; a failure half-way (a NaN in the last layer) leaves no OUT
 # and no temporary; --force; sharding; the report.
 set -uo pipefail
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
 data=$2
 work=$3
@@ -13,18 +14,6 @@ rm -rf "$work"
 mkdir -p "$work"
 tmp=$work
 model=$data/stories260K
-fail() { echo "FAIL: $*"; exit 1; }
-expect() {
-  local want=$1
-  shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" != "$want" ]; then
-    cat "$tmp/out" "$tmp/err"
-    fail "'$*' exited $rc, expected $want"
-  fi
-}
-expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
 nothing_written() { # OUT absent and no OUT.tmp-* left behind
   [ ! -e "$1" ] || fail "'$1' was written"
   ls "$1".tmp-* >/dev/null 2>&1 && fail "a temporary '$1.tmp-*' was left behind"

@@ -8,6 +8,7 @@
 # plain nvfp4 rows exactly where a member's own amax is below its group's;
 # allocate can choose them and quantize writes them; refusals; --resume.
 set -uo pipefail
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
 data=$2
 work=$3
@@ -18,18 +19,6 @@ rm -rf "$work"
 mkdir -p "$work"
 tmp=$work
 model=$data/stories260K
-fail() { echo "FAIL: $*"; exit 1; }
-expect() {
-  local want=$1
-  shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" != "$want" ]; then
-    cat "$tmp/out" "$tmp/err"
-    fail "'$*' exited $rc, expected $want"
-  fi
-}
-expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
 members='(q|k|v|gate|up)_proj'
 
 expect 0 "$bin" sweep --device cpu "$model" --quantizers nvfp4 --fused-global-scale -o "$tmp/s.h5"
