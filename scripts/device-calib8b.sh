@@ -11,7 +11,8 @@
 #        whole 8B model (32 layers) with --tf32;
 #   (c3) the same in FP32 (the default; the longest, so last).
 # CALIB8B_PLAN=layer: (c1) only (limit LAYER_LIMIT, 200 s); =free: (c3)
-# then (c2) (limit FP32_LIMIT, 300 s). CALIB8B_PLAN=profile instead: (p1) every calibrated configuration at
+# then (c2) (limit FP32_LIMIT, 300 s); =model: (c4) the whole model's
+# calibrated sweep, resumable across calls (below). CALIB8B_PLAN=profile instead: (p1) every calibrated configuration at
 # 2..4 bits on one 4096x4096 tensor, (p2, p3) those at 4 bits on one
 # 14336x4096 and one 4096x14336 tensor, per family and per configuration
 # (each calibrated row's seconds is its own: docs/gpu.md), then (c2).
@@ -43,6 +44,7 @@ FRONTIER=$BUILD/frontier
 layer="gaussian:4096x4096:bf16,gaussian:1024x4096:bf16*2,gaussian:4096x4096:bf16,gaussian:14336x4096:bf16*2,gaussian:4096x14336:bf16"
 spec=$layer
 for _ in $(seq 2 32); do spec="$spec,$layer"; done
+spec=${CALIB8B_SPEC:-$spec} # a smaller model for a dry run of the plans
 rows() {
   python3 - "$1" <<'PY'
 import sys, h5py, numpy as np
@@ -89,6 +91,40 @@ if [ "${CALIB8B_PLAN:-}" = profile ]; then
   run calib8b_p4096x14336 120 --synthetic gaussian:4096x14336:bf16 $CAL --bits 4
   run calib8b_datafree_tf32 150 --synthetic "$spec" --calib synthetic --tf32 --bits 2..8 \
     --quantizers int,fp8,nvfp4,mx,nf4
+  exit 0
+fi
+if [ "${CALIB8B_PLAN:-}" = model ]; then
+  # (c4) the whole model's calibrated sweep (every calibrated family at 2..4
+  # bits: about 80 minutes of H200 time at d55a409, so over several calls):
+  # continues .carry/calib8b_model.h5 when the call carries one (--resume),
+  # stops cleanly (SIGTERM: the tensors done so far are committed) after
+  # MODEL_LIMIT s, and returns the dataset as $OUT/calib8b_model.h5 (copy it
+  # to .carry/ for the next call). GPU seconds: the rows' seconds (each
+  # calibrated row's own configuration, docs/gpu.md) summed per family.
+  D=/tmp/calib8b_model.h5
+  rm -f "$D"
+  [ -f .carry/calib8b_model.h5 ] && cp .carry/calib8b_model.h5 "$D"
+  resume=()
+  [ -f "$D" ] && resume=(--resume)
+  t0=$(date +%s.%N)
+  timeout -s TERM --kill-after=60 "${MODEL_LIMIT:-480}" "$FRONTIER" sweep --synthetic "$spec" \
+    --calib synthetic --bits 2..4 --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq --device cuda \
+    --device-stats "$OUT/calib8b_model_call.json" "${resume[@]}" -o "$D" 2>&1 |
+    grep -vE "^frontier: (progress|\[)" | tail -6
+  echo "== calib8b_model: rc ${PIPESTATUS[0]}, wall $(python3 -c "import time; print(f'{time.time() - $t0:.1f}')") s${resume:+ (resumed)}"
+  [ -f "$OUT/calib8b_model_call.json" ] && cat "$OUT/calib8b_model_call.json"
+  if [ -f "$D" ]; then
+    cp "$D" "$OUT/calib8b_model.h5"
+    rows "$D"
+    python3 - "$D" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    r = f["results"][...]
+    done = len(np.unique(r["tensor_id"]))
+    print(f"tensors with rows: {done} of {f['tensors'].shape[0]}; GPU seconds so far "
+          f"(sum of rows): {float(r['seconds'].sum()):.1f}")
+PY
+  fi
   exit 0
 fi
 if [ "${CALIB8B_PLAN:-}" = free ]; then

@@ -84,17 +84,7 @@ BUILT=$?
 FRONTIER=$BUILD/frontier
 BENCH=$BUILD/bench/bench_gpu
 
-# ---- 2. GPU tests ----
-# -V: every test's own lines (the measured GPU-vs-CPU differences, flips,
-# timings) go into the log; the summary greps the key ones
-if [ $BUILT -eq 0 ]; then
-  # GPU_TESTS=REGEX: only those GPU tests (ctest -R)
-  STEP_OWN_LOG=1 step gpu-tests 240 "$CTLOG/ctest-gpu.log" ctest --test-dir "$BUILD" -L gpu -V -j4 \
-    ${GPU_TESTS:+-R "$GPU_TESTS"}
-  gzip -c "$CTLOG/ctest-gpu.log" > "$OUT/ctest-gpu.log.gz"
-fi
-
-# ---- 3. benchmarks ----
+# ---- plans ----
 # DEVICE_PLAN=calib: only GPTQ against PyTorch and the calibrated 8B
 # benchmark (scripts/device-calib8b.sh) after the tests; the data-free
 # benchmarks (kernels, fused sweep, 8B, file streaming), the example family
@@ -106,10 +96,25 @@ if [ "$PLAN" = calibprof ]; then PLAN=calib; export CALIB8B_PLAN=profile; SKIP_G
 # DEVICE_PLAN=calib-layer / calib-free: the tests, then device-calib8b.sh's
 # one calibrated layer (c1) / the whole model's data-free output error in
 # FP32 and TF32 (c2, c3), without the GPTQ benchmark unless DEVICE_GPTQ=1
+# DEVICE_PLAN=calib-model: no tests, only (c4), the whole model's calibrated
+# sweep, continued from .carry/calib8b_model.h5 when the call carries it
+[ "$PLAN" = calib-model ] && SKIP_TESTS=1
 case "$PLAN" in
-  calib-layer|calib-free)
+  calib-layer|calib-free|calib-model)
     export CALIB8B_PLAN=${PLAN#calib-}; PLAN=calib; [ -z "${DEVICE_GPTQ:-}" ] && SKIP_GPTQ=1 ;;
 esac
+
+# ---- 2. GPU tests ----
+# -V: every test's own lines (the measured GPU-vs-CPU differences, flips,
+# timings) go into the log; the summary greps the key ones
+if [ $BUILT -eq 0 ] && [ -z "${SKIP_TESTS:-}" ]; then
+  # GPU_TESTS=REGEX: only those GPU tests (ctest -R)
+  STEP_OWN_LOG=1 step gpu-tests 240 "$CTLOG/ctest-gpu.log" ctest --test-dir "$BUILD" -L gpu -V -j4 \
+    ${GPU_TESTS:+-R "$GPU_TESTS"}
+  gzip -c "$CTLOG/ctest-gpu.log" > "$OUT/ctest-gpu.log.gz"
+fi
+
+# ---- 3. benchmarks ----
 if [ "$PLAN" = calib ]; then BENCH=/nonexistent; fi
 if [ $BUILT -eq 0 ] && [ -x "$BENCH" ]; then
   step bench-kernels 100 "$LOG" "$BENCH" kernels --reps 10 --json "$OUT/bench_kernels.json"
