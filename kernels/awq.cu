@@ -151,34 +151,29 @@ static __global__ void __launch_bounds__(FR_KAW_WARPS * 32) fr_kaw_groups(fr_kaw
  * its choices.
  */
 typedef struct fr_kaw_clip {
-    const void *w;
-    int dtype;
-    const float *s;       /* [cols] the chosen exponent's scales */
+    fr_kaw_args g;        /* the weights, the chosen exponent's s, the groups' ranges (lohi) */
     const float *h;       /* [cols x cols] H on the device */
-    const float *lohi;    /* [2 x groups] the groups' ranges under s */
     double *dw, *t;       /* [cols x P]: column j of block c at row start_c + j */
     uint8_t *best;        /* [groups] */
-    fr_int_params p;
-    int64_t rows, cols, group, groups_per_row;
     int64_t r0, nr, P;    /* the batch's rows; P = nr x FR_WRAP_SHRINKS pairs */
 } fr_kaw_clip;
 
 /* dw[col][p] for p = (row - r0) x FR_WRAP_SHRINKS + k */
 static __global__ void fr_kaw_dw(fr_kaw_clip a)
 {
-    const int64_t total = a.cols * a.P;
+    const int64_t total = a.g.cols * a.P;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
         const int64_t col = idx / a.P, pp = idx % a.P;
         const int64_t row = a.r0 + pp / FR_WRAP_SHRINKS;
         const int k = (int)(pp % FR_WRAP_SHRINKS);
-        const int64_t u = row * a.groups_per_row + col / a.group;
+        const int64_t u = row * a.g.groups_per_row + col / a.g.group;
         float slo, shi;
-        fr_wrap_shrunk(a.lohi[2 * u], a.lohi[2 * u + 1], fr_wrap_shrink(k), &slo, &shi);
-        fr_int_qparams qp = fr_wrap_int_qparams(&a.p, slo, shi);
-        const float x = fr_kload1(a.w, a.dtype, row * a.cols + col);
-        const float xs = x * a.s[col];
-        a.dw[idx] = (double)x - (double)(fr_wrap_int_dequant(&a.p, qp, xs) / a.s[col]);
+        fr_wrap_shrunk(a.g.lohi[2 * u], a.g.lohi[2 * u + 1], fr_wrap_shrink(k), &slo, &shi);
+        fr_int_qparams qp = fr_wrap_int_qparams(&a.g.p, slo, shi);
+        const float x = fr_kload1(a.g.w, a.g.dtype, row * a.g.cols + col);
+        const float xs = x * a.g.s[col];
+        a.dw[idx] = (double)x - (double)(fr_wrap_int_dequant(&a.g.p, qp, xs) / a.g.s[col]);
     }
 }
 
@@ -188,8 +183,8 @@ static __global__ void __launch_bounds__(FR_KAW_SIDE * FR_KAW_SIDE) fr_kaw_seq(f
 {
     __shared__ double hs[FR_KAW_STEP][FR_KAW_TILE + 1];
     __shared__ double ds[FR_KAW_STEP][FR_KAW_TILE];
-    const int64_t start = (int64_t)blockIdx.z * a.group;
-    const int64_t n = a.cols - start < a.group ? a.cols - start : a.group;
+    const int64_t start = (int64_t)blockIdx.z * a.g.group;
+    const int64_t n = a.g.cols - start < a.g.group ? a.g.cols - start : a.g.group;
     const int64_t i0 = (int64_t)blockIdx.y * FR_KAW_TILE, p0 = (int64_t)blockIdx.x * FR_KAW_TILE;
     if (i0 >= n) /* the whole block, before any barrier */
         return;
@@ -204,7 +199,7 @@ static __global__ void __launch_bounds__(FR_KAW_SIDE * FR_KAW_SIDE) fr_kaw_seq(f
         for (int e = threadIdx.x; e < FR_KAW_STEP * FR_KAW_TILE; e += FR_KAW_SIDE * FR_KAW_SIDE) {
             const int ii = e / FR_KAW_STEP, jj = e % FR_KAW_STEP; /* along H's rows */
             hs[jj][ii] = jj < jn && i0 + ii < n
-                             ? (double)a.h[(start + i0 + ii) * a.cols + start + j0 + jj]
+                             ? (double)a.h[(start + i0 + ii) * a.g.cols + start + j0 + jj]
                              : 0.0;
             const int dj = e / FR_KAW_TILE, dp = e % FR_KAW_TILE;
             ds[dj][dp] = dj < jn && p0 + dp < a.P ? a.dw[(start + j0 + dj) * a.P + p0 + dp] : 0.0;
@@ -233,12 +228,12 @@ static __global__ void __launch_bounds__(FR_KAW_SIDE * FR_KAW_SIDE) fr_kaw_seq(f
 /* each group of the batch: e_k = sum_i dw_i t_i in order of i, the first least */
 static __global__ void fr_kaw_pick(fr_kaw_clip a)
 {
-    const int64_t total = a.nr * a.groups_per_row;
+    const int64_t total = a.nr * a.g.groups_per_row;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t rl = idx / a.groups_per_row, c = idx % a.groups_per_row;
-        const int64_t start = c * a.group;
-        const int64_t n = a.cols - start < a.group ? a.cols - start : a.group;
+        const int64_t rl = idx / a.g.groups_per_row, c = idx % a.g.groups_per_row;
+        const int64_t start = c * a.g.group;
+        const int64_t n = a.g.cols - start < a.g.group ? a.g.cols - start : a.g.group;
         double e[FR_WRAP_SHRINKS];
         for (int k = 0; k < FR_WRAP_SHRINKS; k++)
             e[k] = 0.0;
@@ -254,7 +249,7 @@ static __global__ void fr_kaw_pick(fr_kaw_clip a)
                 best_e = e[k];
                 best = k;
             }
-        a.best[(a.r0 + rl) * a.groups_per_row + c] = (uint8_t)best;
+        a.best[(a.r0 + rl) * a.g.groups_per_row + c] = (uint8_t)best;
     }
 }
 
@@ -262,25 +257,25 @@ static __global__ void fr_kaw_pick(fr_kaw_clip a)
 static fr_status fr_kaw_search(fr_kaw_clip *c, cudaStream_t s, fr_error *err)
 {
     fr_status st = FR_OK;
-    const int64_t per_row = c->cols * FR_WRAP_SHRINKS * (int64_t)(2 * sizeof(double));
+    const int64_t per_row = c->g.cols * FR_WRAP_SHRINKS * (int64_t)(2 * sizeof(double));
     int64_t nr = (int64_t)(FR_KAW_CLIP_BYTES / (size_t)per_row);
-    nr = nr < 1 ? 1 : nr > c->rows ? c->rows : nr;
-    const size_t bytes = (size_t)(c->cols * nr * FR_WRAP_SHRINKS) * sizeof(double);
+    nr = nr < 1 ? 1 : nr > c->g.rows ? c->g.rows : nr;
+    const size_t bytes = (size_t)(c->g.cols * nr * FR_WRAP_SHRINKS) * sizeof(double);
     c->dw = c->t = NULL;
     FR_CU(cudaMallocAsync((void **)&c->dw, bytes, s));
     FR_CU(cudaMallocAsync((void **)&c->t, bytes, s));
-    for (int64_t r0 = 0; r0 < c->rows; r0 += nr) {
+    for (int64_t r0 = 0; r0 < c->g.rows; r0 += nr) {
         c->r0 = r0;
-        c->nr = c->rows - r0 < nr ? c->rows - r0 : nr;
+        c->nr = c->g.rows - r0 < nr ? c->g.rows - r0 : nr;
         c->P = c->nr * FR_WRAP_SHRINKS;
-        const int64_t cells = c->cols * c->P;
+        const int64_t cells = c->g.cols * c->P;
         const int blocks = (int)((cells + 255) / 256 < 8192 ? (cells + 255) / 256 : 8192);
         FR_LAUNCH(fr_kaw_dw<<<blocks, 256, 0, s>>>(*c));
-        const int64_t span = c->group < c->cols ? c->group : c->cols;
+        const int64_t span = c->g.group < c->g.cols ? c->g.group : c->g.cols;
         dim3 grid((unsigned)((c->P + FR_KAW_TILE - 1) / FR_KAW_TILE),
-                  (unsigned)((span + FR_KAW_TILE - 1) / FR_KAW_TILE), (unsigned)c->groups_per_row);
+                  (unsigned)((span + FR_KAW_TILE - 1) / FR_KAW_TILE), (unsigned)c->g.groups_per_row);
         FR_LAUNCH(fr_kaw_seq<<<grid, FR_KAW_SIDE * FR_KAW_SIDE, 0, s>>>(*c));
-        const int64_t groups = c->nr * c->groups_per_row;
+        const int64_t groups = c->nr * c->g.groups_per_row;
         FR_LAUNCH(fr_kaw_pick<<<(int)((groups + 127) / 128 < 8192 ? (groups + 127) / 128 : 8192),
                                 128, 0, s>>>(*c));
     }
@@ -461,17 +456,9 @@ extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t
     a.lohi = lohi;
     FR_LAUNCH(fr_kaw_groups<<<(int)blocks, FR_KAW_WARPS * 32, 0, s>>>(a));
     memset(&cl, 0, sizeof cl);
-    cl.w = w;
-    cl.dtype = dtype;
-    cl.s = a.s;
+    cl.g = a;
     cl.h = h_d;
-    cl.lohi = lohi;
     cl.best = best;
-    cl.p = *p;
-    cl.rows = rows;
-    cl.cols = cols;
-    cl.group = group;
-    cl.groups_per_row = gpr;
     FR_TRY(fr_kaw_search(&cl, s, err));
     a.lohi = NULL;
     a.best = best;

@@ -14,11 +14,14 @@ random mean x_j^2 statistics written twice:
   same statistics bit for bit.
 """
 import json
-import struct
+import os
 import sys
 
 import numpy as np
 import gguf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from split_calib import write as write_safetensors  # noqa: E402
 
 model, out_imatrix, out_st = sys.argv[1:4]
 rng = np.random.default_rng(20261202)
@@ -56,14 +59,4 @@ writer.write_kv_data_to_file()
 writer.write_tensors_to_file()
 writer.close()
 
-header, blobs, offset = {"__metadata__": meta}, [], 0
-for name in sorted(tensors):
-    raw = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-    header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                    "data_offsets": [offset, offset + len(raw)]}
-    blobs.append(raw)
-    offset += len(raw)
-h = json.dumps(header).encode()
-h += b" " * (-len(h) % 8)
-with open(out_st, "wb") as f:
-    f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+write_safetensors(out_st, tensors, meta)

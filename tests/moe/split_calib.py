@@ -51,49 +51,56 @@ def write(path, tensors, meta):
 
 
 PARTS = ("hessian", "act_abs_mean", "act_sq_mean")
-mode, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
-tensors, meta = read(src)
 KEY = ".expert_token_counts"
-if mode == "split":
-    for key in [k for k in meta if k.endswith(KEY)]:
-        m = key[:-len(KEY)]
-        counts = json.loads(meta.pop(key))
-        total = float(sum(counts))
+
+
+def main():
+    mode, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
+    tensors, meta = read(src)
+    if mode == "split":
+        for key in [k for k in meta if k.endswith(KEY)]:
+            m = key[:-len(KEY)]
+            counts = json.loads(meta.pop(key))
+            total = float(sum(counts))
+            for p in PARTS:
+                x = tensors.pop(f"{m}.{p}", None)
+                if x is None:
+                    continue
+                fallback = np.zeros(x.shape[1:], np.float64)
+                for e, n in enumerate(counts):
+                    if n > 0:
+                        fallback = fallback + float(n) * x[e].astype(np.float64)
+                fallback = (fallback / total).astype(np.float32)
+                for e, n in enumerate(counts):
+                    tensors[f"{m}.{e}.{p}"] = x[e] if n > 0 else fallback
+            tensors.pop(m + ".sensitivity", None)  # one per stack: not an expert's
+    elif mode == "zero":
+        m, e = sys.argv[4], int(sys.argv[5])
+        counts = json.loads(meta[m + KEY])
+        counts[e] = 0
+        meta[m + KEY] = json.dumps(counts)
         for p in PARTS:
-            x = tensors.pop(f"{m}.{p}", None)
-            if x is None:
-                continue
-            fallback = np.zeros(x.shape[1:], np.float64)
-            for e, n in enumerate(counts):
-                if n > 0:
-                    fallback = fallback + float(n) * x[e].astype(np.float64)
-            fallback = (fallback / total).astype(np.float32)
-            for e, n in enumerate(counts):
-                tensors[f"{m}.{e}.{p}"] = x[e] if n > 0 else fallback
-        tensors.pop(m + ".sensitivity", None)  # one per stack: not an expert's
-elif mode == "zero":
-    m, e = sys.argv[4], int(sys.argv[5])
-    counts = json.loads(meta[m + KEY])
-    counts[e] = 0
-    meta[m + KEY] = json.dumps(counts)
-    for p in PARTS:
-        if f"{m}.{p}" in tensors:
-            tensors[f"{m}.{p}"][e] = 0
-elif mode == "nan":
-    m, e = sys.argv[4], int(sys.argv[5])
-    tensors[m + ".hessian"][e, 1, 2] = np.nan
-elif mode == "drop":
-    m = sys.argv[4]
-    meta[m + KEY] = json.dumps(json.loads(meta[m + KEY])[:-1])
-    for p in PARTS:
-        if f"{m}.{p}" in tensors:
-            tensors[f"{m}.{p}"] = tensors[f"{m}.{p}"][:-1]
-elif mode == "plain":
-    m = sys.argv[4]
-    meta.pop(m + KEY)
-    for p in PARTS:
-        if f"{m}.{p}" in tensors:
-            tensors[f"{m}.{p}"] = tensors[f"{m}.{p}"][0]
-else:
-    sys.exit(f"split_calib.py: unknown mode '{mode}'")
-write(dst, tensors, meta)
+            if f"{m}.{p}" in tensors:
+                tensors[f"{m}.{p}"][e] = 0
+    elif mode == "nan":
+        m, e = sys.argv[4], int(sys.argv[5])
+        tensors[m + ".hessian"][e, 1, 2] = np.nan
+    elif mode == "drop":
+        m = sys.argv[4]
+        meta[m + KEY] = json.dumps(json.loads(meta[m + KEY])[:-1])
+        for p in PARTS:
+            if f"{m}.{p}" in tensors:
+                tensors[f"{m}.{p}"] = tensors[f"{m}.{p}"][:-1]
+    elif mode == "plain":
+        m = sys.argv[4]
+        meta.pop(m + KEY)
+        for p in PARTS:
+            if f"{m}.{p}" in tensors:
+                tensors[f"{m}.{p}"] = tensors[f"{m}.{p}"][0]
+    else:
+        sys.exit(f"split_calib.py: unknown mode '{mode}'")
+    write(dst, tensors, meta)
+
+
+if __name__ == "__main__":
+    main()
