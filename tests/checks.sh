@@ -29,3 +29,16 @@ expect() {
   fi
 }
 expect_err() { grep -q -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "stderr lacks '$1'"; }; }
+# scratch NAME      $work: a fresh folder under $TMPDIR (removed at exit),
+#                   made the working folder; only the built-in quantizers
+#                   (FRONTIER_PLUGIN_PATH=none)
+scratch() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/frontier-$1.XXXXXX") || exit 1
+  trap 'rm -rf "$work"' EXIT
+  cd "$work" || exit 1
+  export FRONTIER_PLUGIN_PATH=none
+}
+# need_python MOD.. skips the test (exit 77) unless python3 imports them all
+need_python() {
+  python3 -c "import $(IFS=,; echo "$*")" 2>/dev/null || { echo "SKIP: python3 lacks $*"; exit 77; }
+}

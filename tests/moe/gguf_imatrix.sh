@@ -16,12 +16,8 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: gguf_imatrix.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: gguf_imatrix.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/frontier-moe-imatrix.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export FRONTIER_PLUGIN_PATH=none
-python3 -c 'import numpy, h5py, gguf' 2>/dev/null ||
-  { echo "SKIP: python3 lacks numpy, h5py or gguf (gguf-py writes the imatrix)"; exit 77; }
+scratch moe-imatrix
+need_python numpy h5py gguf
 gg=$data/tiny-moe.gguf
 [ -f "$gg" ] || { echo "FAIL: no $gg"; exit 1; }
 python3 "$here/make_imatrix_moe.py" "$gg" imatrix.gguf calib.safetensors || { echo "FAIL: make_imatrix_moe.py"; exit 1; }

@@ -18,11 +18,8 @@ CHECKS_COUNT=1
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: gguf_moe.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: gguf_moe.sh FRONTIER_BINARY DATA_DIR}
-work=$(mktemp -d "${TMPDIR:-/tmp}/frontier-moe-gguf.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export FRONTIER_PLUGIN_PATH=none
-python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
+scratch moe-gguf
+need_python numpy h5py
 model=$data/tiny-moe
 gg=$data/tiny-moe.gguf
 [ -f "$gg" ] || { echo "FAIL: no $gg (python3 data/make_moe_fixture.py --gguf data/tiny-moe.gguf)"; exit 1; }

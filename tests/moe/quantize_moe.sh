@@ -12,11 +12,8 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: quantize_moe.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: quantize_moe.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/frontier-moe-quantize.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export FRONTIER_PLUGIN_PATH=none
-python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
+scratch moe-quantize
+need_python numpy h5py
 model=$data/tiny-moe
 ct=nvfp4,int4-gC-sym,int4-g32-asym,fp8-e4m3-tensor,fp8-e4m3-channel,fp8-e4m3-block128
 dq=nf4-g64,int4-tensor-sym,mxfp4

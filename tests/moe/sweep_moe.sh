@@ -17,11 +17,8 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: sweep_moe.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: sweep_moe.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/frontier-moe-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export FRONTIER_PLUGIN_PATH=none
-python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
+scratch moe-test
+need_python numpy h5py
 
 model=$data/tiny-moe
 [ -f "$model/model.safetensors" ] || { echo "FAIL: no $model (python3 data/make_moe_fixture.py)"; exit 1; }

@@ -24,11 +24,8 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: sweep_moe_calib.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: sweep_moe_calib.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/frontier-moe-calib.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export FRONTIER_PLUGIN_PATH=none
-python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
+scratch moe-calib
+need_python numpy h5py
 
 model=$data/tiny-moe
 calib=$model/calib.safetensors

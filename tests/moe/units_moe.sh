@@ -16,11 +16,8 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 frontier=${1:?usage: units_moe.sh FRONTIER_BINARY DATA_DIR}
 data=${2:?usage: units_moe.sh FRONTIER_BINARY DATA_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/frontier-moe-units.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export FRONTIER_PLUGIN_PATH=none
-python3 -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: python3 lacks numpy or h5py"; exit 77; }
+scratch moe-units
+need_python numpy h5py
 model=$data/tiny-moe
 q=nvfp4,int4-tensor-sym,fp8-e4m3-tensor,int4-g128-asym,int3-gC-sym,int8-g128-sym,mxfp4,int2-g32-asym
 python3 "$here/split_fixture.py" "$model/model.safetensors" split.safetensors --hf-names || exit 1
