@@ -27,6 +27,11 @@ struct frontier_call {
      * by nvfp4-fused; valid only when has_group_amax is set */
     int has_group_amax;
     float group_amax;
+    /* the CUDA executor's device copy of calib->hessian (cols x cols float32,
+     * on the device of the call's stream, written on that stream before the
+     * call), or NULL: the built-in families' GPU functions read it instead
+     * of uploading H from host memory again (frontier/exec_cuda.cu) */
+    const float *hessian_device;
     pthread_mutex_t scratch_lock;
     void **scratch;
     size_t n_scratch, cap_scratch;

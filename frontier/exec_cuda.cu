@@ -106,6 +106,7 @@ typedef struct fr_x_item {
     int calib_gpu;
     double *out_fused, *out_plugin; /* tr(dW H dW^T) per configuration */
     double out_ref;                 /* tr(W H W^T) */
+    int h_ready;                    /* X->h_dev holds this tensor's H (written on X->compute) */
     fr_status out_status;           /* the terms could not be computed: the rows fail */
     char out_error[256];
     /* numeric flags (frontier/numeric_flags.h) of the fused and plugin
@@ -575,6 +576,10 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
         fr_error perr;
         fr_error_clear(&perr);
         fr_call_init(&call, X->pool, X->opt->seed, it->tensor->name, ref->cfg->name);
+        /* the built-in families read H where the output terms have it; a
+         * plugin's functions get the host statistics as the ABI says */
+        if (xi->calib_gpu && xi->h_ready)
+            call.hessian_device = X->h_dev;
         fr_status pst;
         const double t0 = fr_x_now();
         /* the output error needs w^: quantize_cuda on a calibrated tensor */
@@ -666,8 +671,10 @@ static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
         FR_TRY(fr_cuda_blas_create((void *)X->compute, X->opt->cuda_tf32, &X->blas, err));
     FR_TRY(fr_x_grow((void **)&X->h_dev, &X->h_cap, hbytes, err));
     FR_TRY(fr_x_grow((void **)&X->w_hat_dev, &X->w_hat_cap, n * sizeof(float), err));
+    xi->h_ready = 0;
     FR_CU(cudaMemcpyAsync(X->h_dev, it->calib->hessian, hbytes, cudaMemcpyHostToDevice,
                           X->compute));
+    xi->h_ready = 1;
     FR_TRY(fr_cuda_output_term(X->blas, dev, xi->dev_dtype, NULL, it->rows, it->cols, X->h_dev,
                                &xi->out_ref, err));
     for (size_t k = 0; k < xi->n_fused; k++) {

@@ -356,14 +356,15 @@ cleanup:
 }
 #endif
 
-extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t rows,
-                                 int64_t cols, const frontier_calib *calib,
-                                 const fr_int_params *p, void *stream, fr_awq_choice *choice,
-                                 fr_error *err)
+extern "C" fr_status fr_cuda_awq_h(const void *w, int dtype, float *w_hat, int64_t rows,
+                                   int64_t cols, const frontier_calib *calib,
+                                   const float *h_device, const fr_int_params *p, void *stream,
+                                   fr_awq_choice *choice, fr_error *err)
 {
     fr_status st = FR_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    float *h_d = NULL, *s_d = NULL, *lohi = NULL;
+    float *h_own = NULL, *s_d = NULL, *lohi = NULL;
+    const float *h_d = h_device;
     uint8_t *best = NULL;
     int64_t *first_d = NULL;
     fr_kaw_blas *blas = NULL;
@@ -424,10 +425,13 @@ extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t
     fr_awq_act_means(calib, cols, m.data());
     for (int k = 0; k < FR_AWQ_GRID; k++)
         fr_awq_scales(m.data(), cols, k, sc.data() + (size_t)k * (size_t)cols);
-    FR_CU(cudaMallocAsync((void **)&h_d, (size_t)(cols * cols) * sizeof(float), s));
+    if (!h_d) {
+        FR_CU(cudaMallocAsync((void **)&h_own, (size_t)(cols * cols) * sizeof(float), s));
+        FR_CU(cudaMemcpyAsync(h_own, calib->hessian, (size_t)(cols * cols) * sizeof(float),
+                              cudaMemcpyHostToDevice, s));
+        h_d = h_own;
+    }
     FR_CU(cudaMallocAsync((void **)&s_d, sc.size() * sizeof(float), s));
-    FR_CU(cudaMemcpyAsync(h_d, calib->hessian, (size_t)(cols * cols) * sizeof(float),
-                          cudaMemcpyHostToDevice, s));
     FR_CU(cudaMemcpyAsync(s_d, sc.data(), sc.size() * sizeof(float), cudaMemcpyHostToDevice, s));
     FR_TRY(fr_kaw_blas_open(s, cols, &blas, err));
 
@@ -467,7 +471,7 @@ extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t
 cleanup:
     fr_kaw_blas_close(blas);
     {
-        void *bufs[] = {h_d, s_d, lohi, best, first_d};
+        void *bufs[] = {h_own, s_d, lohi, best, first_d};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
             if (bufs[k])
                 cudaFreeAsync(bufs[k], s);
@@ -476,8 +480,17 @@ cleanup:
     return st;
 }
 
+extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t rows,
+                                 int64_t cols, const frontier_calib *calib,
+                                 const fr_int_params *p, void *stream, fr_awq_choice *choice,
+                                 fr_error *err)
+{
+    return fr_cuda_awq_h(w, dtype, w_hat, rows, cols, calib, NULL, p, stream, choice, err);
+}
+
 /* The descriptor's quantize_cuda (quantizers/awq.c sets it): the wrapped
- * int configuration's parameters, the statistics in host memory. */
+ * int configuration's parameters, the statistics in host memory, H on the
+ * device when the executor has it there (frontier_call.hessian_device). */
 extern "C" int fr_awq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,
                                     float *w_hat, int64_t rows, int64_t cols,
                                     const frontier_calib *calib, void *stream,
@@ -491,6 +504,7 @@ extern "C" int fr_awq_quantize_cuda(const frontier_config *cfg, const void *w, i
         fr_fail(&err, FR_E_USAGE, "configuration '%s' has no int group or row base", cfg->name);
         return fr_kreport(call, FR_E_USAGE, &err);
     }
-    fr_status st = fr_cuda_awq(w, dtype, w_hat, rows, cols, calib, ip, stream, NULL, &err);
+    fr_status st = fr_cuda_awq_h(w, dtype, w_hat, rows, cols, calib, call->hessian_device, ip,
+                                 stream, NULL, &err);
     return fr_kreport(call, st, &err);
 }

@@ -36,6 +36,12 @@ extern "C" {
 fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t rows, int64_t cols,
                       const frontier_calib *calib, const fr_int_params *p, void *stream,
                       fr_awq_choice *choice, fr_error *err);
+/* The same with H already on the device (h_device: cols x cols, written on
+ * the stream; NULL: uploaded from calib->hessian as fr_cuda_awq does). */
+fr_status fr_cuda_awq_h(const void *w, int dtype, float *w_hat, int64_t rows, int64_t cols,
+                        const frontier_calib *calib, const float *h_device,
+                        const fr_int_params *p, void *stream, fr_awq_choice *choice,
+                        fr_error *err);
 
 #ifdef __cplusplus
 }

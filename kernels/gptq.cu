@@ -983,7 +983,8 @@ extern "C" fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_
 
 
 /* The descriptor's quantize_cuda (quantizers/gptq.c sets it): the wrapped
- * int configuration's parameters, H from the statistics (host memory),
+ * int configuration's parameters, H from the statistics (host memory, or
+ * the executor's device copy: frontier_call.hessian_device),
  * retries reported like the CPU reports them. */
 extern "C" int fr_gptq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,
                                      float *w_hat, int64_t rows, int64_t cols,
@@ -1012,8 +1013,10 @@ extern "C" int fr_gptq_quantize_cuda(const frontier_config *cfg, const void *w, 
     p.loop = FR_GPTQ_LOOP_WARP8;
     int retries = 0;
     double damp = 0.0;
-    fr_status st = fr_cuda_gptq(w, dtype, w_hat, rows, cols, calib->hessian, 0, &p, stream,
-                                &retries, &damp, &err);
+    /* H on the device when the executor has it there, else from host memory */
+    const float *hd = call ? call->hessian_device : NULL;
+    fr_status st = fr_cuda_gptq(w, dtype, w_hat, rows, cols, hd ? hd : calib->hessian, hd != NULL,
+                                &p, stream, &retries, &damp, &err);
     const frontier_host_api *host = fr_host_api();
     if (st == FR_OK && retries && host && host->log)
         host->log(call, FRONTIER_LOG_WARN,

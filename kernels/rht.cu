@@ -255,7 +255,11 @@ extern "C" int fr_rht_gptq_quantize_cuda(const frontier_config *cfg, const void 
     FR_CU(cudaMallocAsync((void **)&wr, (size_t)(rows * cols) * sizeof(float), s));
     FR_CU(cudaMallocAsync((void **)&h, hbytes, s));
     FR_CU(cudaMallocAsync((void **)&ht, hbytes, s));
-    FR_CU(cudaMemcpyAsync(h, calib->hessian, hbytes, cudaMemcpyHostToDevice, s));
+    /* H: the executor's device copy when it has one (frontier_call.hessian_device) */
+    if (call && call->hessian_device)
+        FR_CU(cudaMemcpyAsync(h, call->hessian_device, hbytes, cudaMemcpyDeviceToDevice, s));
+    else
+        FR_CU(cudaMemcpyAsync(h, calib->hessian, hbytes, cudaMemcpyHostToDevice, s));
     FR_TRY(fr_cuda_rht_rows(w, dtype, wr, rows, cols, signs, 0, s, err));
     /* H' = R H R^T: the rows of H, transpose (H R^T is not symmetric), the
      * rows again, transpose back */
