@@ -192,23 +192,14 @@ static inline int gpu_same_value(float a, float b)
     return fr_f32_to_bits(a) == fr_f32_to_bits(b) || (a == 0.0f && b == 0.0f);
 }
 
-/* H = X^T X / T of T correlated tokens (AR(1) over the features, varied
- * scales, every 17th feature x6), in double, rounded to float32; `dead`
- * columns (every 13th from 5) get zero rows and columns (H_jj = 0). The
- * GPU calibration tests' Hessian (malloc'd). */
-static inline float *gpu_make_hessian(uint64_t *rng, int64_t n, int64_t tokens, int dead)
+/* h = X^T X / T of the T x n tokens x in double (zero elements skipped),
+ * rounded to float32. */
+static inline void gpu_gram(const double *x, int64_t tokens, int64_t n, float *h)
 {
-    double *x = malloc((size_t)(tokens * n) * sizeof *x), *acc = calloc((size_t)(n * n), sizeof *acc);
-    float *h = malloc((size_t)(n * n) * sizeof *h);
-    double *scale = malloc((size_t)n * sizeof *scale);
-    for (int64_t j = 0; j < n; j++)
-        scale[j] = exp(0.5 * gpu_normal(rng)) * (j % 17 == 0 ? 6.0 : 1.0);
-    for (int64_t t = 0; t < tokens; t++) {
-        double a = gpu_normal(rng);
-        for (int64_t j = 0; j < n; j++) {
-            a = 0.8 * a + 0.6 * gpu_normal(rng);
-            x[t * n + j] = (dead && j % 13 == 5) ? 0.0 : a * scale[j];
-        }
+    double *acc = calloc((size_t)(n * n), sizeof *acc);
+    if (!acc) {
+        fprintf(stderr, "gpu_gram: out of memory\n");
+        exit(1);
     }
     for (int64_t t = 0; t < tokens; t++)
         for (int64_t i = 0; i < n; i++) {
@@ -220,8 +211,29 @@ static inline float *gpu_make_hessian(uint64_t *rng, int64_t n, int64_t tokens, 
         }
     for (int64_t i = 0; i < n * n; i++)
         h[i] = (float)(acc[i] / (double)tokens);
-    free(x);
     free(acc);
+}
+
+/* H = X^T X / T of T correlated tokens (AR(1) over the features, varied
+ * scales, every 17th feature x6), in double, rounded to float32; `dead`
+ * columns (every 13th from 5) get zero rows and columns (H_jj = 0). The
+ * GPU calibration tests' Hessian (malloc'd). */
+static inline float *gpu_make_hessian(uint64_t *rng, int64_t n, int64_t tokens, int dead)
+{
+    double *x = malloc((size_t)(tokens * n) * sizeof *x);
+    float *h = malloc((size_t)(n * n) * sizeof *h);
+    double *scale = malloc((size_t)n * sizeof *scale);
+    for (int64_t j = 0; j < n; j++)
+        scale[j] = exp(0.5 * gpu_normal(rng)) * (j % 17 == 0 ? 6.0 : 1.0);
+    for (int64_t t = 0; t < tokens; t++) {
+        double a = gpu_normal(rng);
+        for (int64_t j = 0; j < n; j++) {
+            a = 0.8 * a + 0.6 * gpu_normal(rng);
+            x[t * n + j] = (dead && j % 13 == 5) ? 0.0 : a * scale[j];
+        }
+    }
+    gpu_gram(x, tokens, n, h);
+    free(x);
     free(scale);
     return h;
 }

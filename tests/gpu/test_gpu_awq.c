@@ -51,10 +51,10 @@ static int n_cases = 0, n_flips = 0;
 static void make_calib(int64_t n, int64_t tokens, int dead, float *h, float *mean_abs,
                        float *mean_sq)
 {
-    double *x = malloc((size_t)(tokens * n) * sizeof *x), *acc = calloc((size_t)(n * n), sizeof *acc);
+    double *x = malloc((size_t)(tokens * n) * sizeof *x);
     double *scale = malloc((size_t)n * sizeof *scale);
-    CHECK(x && acc && scale);
-    if (!x || !acc || !scale)
+    CHECK(x && scale);
+    if (!x || !scale)
         exit(1);
     for (int64_t j = 0; j < n; j++)
         scale[j] = exp(1.2 * gpu_normal(&rng)) * (j % 19 == 0 ? 8.0 : 1.0);
@@ -76,18 +76,8 @@ static void make_calib(int64_t n, int64_t tokens, int dead, float *h, float *mea
         if (mean_sq)
             mean_sq[j] = (float)(sq / (double)tokens);
     }
-    for (int64_t t = 0; t < tokens; t++)
-        for (int64_t i = 0; i < n; i++) {
-            double xi = x[t * n + i];
-            if (xi == 0.0)
-                continue;
-            for (int64_t j = 0; j < n; j++)
-                acc[i * n + j] += xi * x[t * n + j];
-        }
-    for (int64_t i = 0; i < n * n; i++)
-        h[i] = (float)(acc[i] / (double)tokens);
+    gpu_gram(x, tokens, n, h);
     free(x);
-    free(acc);
     free(scale);
 }
 
