@@ -68,6 +68,18 @@ with h5py.File(sys.argv[1], "r") as f:
               f"({1e3 * e['sec'] / max(e['n'], 1):.1f} ms per row), "
               f"median out_rel_err {np.nanmedian(e['o']):.4g}")
     names = {int(x["config_id"]): (x["name"].decode() if isinstance(x["name"], bytes) else str(x["name"])) for x in c}
+    # per family and tensor shape: where a family's time goes
+    t = f["tensors"][...]
+    shape = {i: (x["shape"].decode() if isinstance(x["shape"], bytes) else str(x["shape"])) for i, x in enumerate(t)}
+    tid = {int(x["tensor_id"]) if "tensor_id" in t.dtype.names else i: shape[i] for i, x in enumerate(t)}
+    cell = {}
+    for row in r:
+        key = (fam[int(row["config_id"])], tid.get(int(row["tensor_id"]), "?"))
+        e = cell.setdefault(key, [0, 0.0])
+        e[0] += 1
+        e[1] += float(row["seconds"])
+    for k in sorted(cell):
+        print(f"  {k[0]:12s} {k[1]:14s} {cell[k][0]:5d} rows {1e3 * cell[k][1] / cell[k][0]:8.1f} ms per row")
     order = np.argsort(-r["seconds"])[:8]
     print("  slowest rows: " + ", ".join(f"{names[int(r['config_id'][i])]} {1e3 * float(r['seconds'][i]):.1f} ms" for i in order))
 PY
