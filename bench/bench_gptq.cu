@@ -8,12 +8,16 @@
  * tr(W H W^T)) with rel_err.
  *
  *   bench_gptq [--tokens T] [--reps N] [--shapes 4096x4096,14336x4096]
- *              [--dir DIR] [--json FILE] [--phases] [--loops warp8,warp4,block]
+ *              [--dir DIR] [--json FILE] [--phases]
+ *              [--loops warp8,warp4,block,serial]
  *
  * --loops times each named column-loop kernel (kernels/gptq.h,
  * FR_GPTQ_LOOP_*; the first is the default, warp8) on every shape, one
  * line and one JSON entry ("loop") each; their results are equal bit for
- * bit, which the benchmark checks.
+ * bit, which the benchmark checks. "serial" is warp8 without the lookahead
+ * (fr_gptq_params.serial: each block's lazy update as one GEMM after its
+ * column loop); its w^ may differ in values on a rounding boundary, and
+ * the count is printed ("w_hat_differ").
  *
  * After the timed calls, one more call with phase timing
  * (fr_cuda_gptq_timed: setup, factorisation, preparation, the block loop's
@@ -115,7 +119,7 @@ int main(int argc, char **argv)
             loops = argv[++i];
         else {
             fprintf(stderr, "usage: bench_gptq [--tokens T] [--reps N] [--shapes RxC,...] "
-                            "[--dir DIR] [--json FILE] [--phases] [--loops warp8,warp4,block]\n");
+                            "[--dir DIR] [--json FILE] [--phases] [--loops warp8,warp4,block,serial]\n");
             return 2;
         }
     }
@@ -147,16 +151,18 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(root, "tokens", (double)tokens);
     cJSON_AddStringToObject(root, "config", "gptq-int4-g128-sym");
     cJSON *arr = cJSON_AddArrayToObject(root, "layers");
-    static const char *const loop_names[] = {"warp8", "warp4", "block"};
+    /* "serial": warp8 with each block's lazy update as one GEMM after its
+     * column loop (fr_gptq_params.serial), the default before the lookahead */
+    static const char *const loop_names[] = {"warp8", "warp4", "block", "serial"};
     std::vector<int> loop_ids;
     for (const char *q = loops; *q;) {
         size_t len = strcspn(q, ",");
         int id = -1;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             if (strlen(loop_names[k]) == len && !strncmp(q, loop_names[k], len))
                 id = k;
         if (id < 0) {
-            fprintf(stderr, "bench_gptq: unknown column loop in '%s' (warp8, warp4, block)\n",
+            fprintf(stderr, "bench_gptq: unknown column loop in '%s' (warp8, warp4, block, serial)\n",
                     loops);
             return 2;
         }
@@ -235,7 +241,8 @@ int main(int argc, char **argv)
         CU(cudaMemcpy(w_d, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
         std::vector<float> first_q;
         for (int loop : loop_ids) {
-        fr_gptq_params gp = {4, 1, 0, 128, FR_GPTQ_PLAIN, loop};
+        const int serial = loop == 3;
+        fr_gptq_params gp = {4, 1, 0, 128, FR_GPTQ_PLAIN, serial ? FR_GPTQ_LOOP_WARP8 : loop, serial};
         int retries = 0;
         double damp = 0.0;
         cudaEvent_t e0, e1;
@@ -277,8 +284,14 @@ int main(int argc, char **argv)
         /* the kernels must agree bit for bit */
         std::vector<float> qh(w.size());
         CU(cudaMemcpy(qh.data(), q_d, qh.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        long long differ = 0;
         if (first_q.empty()) {
             first_q = qh;
+        } else if (serial) {
+            /* the same products split otherwise: cuBLAS may sum them in
+             * another order, so a value on a rounding boundary may flip */
+            for (size_t i = 0; i < qh.size(); i++)
+                differ += memcmp(&first_q[i], &qh[i], sizeof(float)) != 0;
         } else if (memcmp(first_q.data(), qh.data(), qh.size() * sizeof(float)) != 0) {
             fprintf(stderr, "bench_gptq: column loop '%s' gives other w^ than '%s'\n",
                     loop_names[loop], loop_names[loop_ids[0]]);
@@ -286,8 +299,12 @@ int main(int argc, char **argv)
         }
         char name[64];
         snprintf(name, sizeof name, "%lldx%lld", (long long)rows, (long long)n);
-        printf("%-12s %-6s %12.3f %12.6g %12.6g %8d\n", name, loop_names[loop], med, out_rel, rel,
+        printf("%-12s %-6s %12.3f %12.6g %12.6g %8d", name, loop_names[loop], med, out_rel, rel,
                retries);
+        if (serial && loop != loop_ids[0])
+            printf("  (w^ differ from %s's in %lld of %zu)", loop_names[loop_ids[0]], differ,
+                   qh.size());
+        printf("\n");
         if (show_phases)
             printf("  phases (ms): setup %.3f, factor %.3f (A + potrf %.3f), prep %.3f, loop %.3f "
                    "(column kernels %.3f, lazy GEMMs %.3f), tries %d\n",
@@ -303,6 +320,8 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "out_rel_err", out_rel);
         cJSON_AddNumberToObject(o, "rel_err", rel);
         cJSON_AddNumberToObject(o, "damp_retries", retries);
+        if (serial && loop != loop_ids[0])
+            cJSON_AddNumberToObject(o, "w_hat_differ", (double)differ);
         cJSON *po = cJSON_AddObjectToObject(o, "phases_ms");
         cJSON_AddNumberToObject(po, "setup", ph.setup_ms);
         cJSON_AddNumberToObject(po, "factor", ph.factor_ms);

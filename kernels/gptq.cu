@@ -60,6 +60,7 @@ extern "C" {
 static pthread_mutex_t fr_kg_lock = PTHREAD_MUTEX_INITIALIZER;
 #ifndef FRONTIER_EMULATED_CUDA
 static cublasHandle_t fr_kg_blas;
+static cublasHandle_t fr_kg_blas_side; /* the lookahead's stream: its own workspace */
 static cusolverDnHandle_t fr_kg_solver;
 
 #define FR_KG_BLAS(call)                                                                     \
@@ -646,16 +647,18 @@ cleanup:
     return st;
 }
 
-/* W[:, j1:j2] -= E U[i1:i2, j1:j2] (row-major), FP32, on stream s. */
-static fr_status fr_kg_update(cudaStream_t s, float *W, const float *E, const float *u,
+/* W[:, j1:j2] -= E U[i1:i2, j1:j2] (row-major), FP32, on stream s (with
+ * the side handle when side: the lookahead's concurrent updates). */
+static fr_status fr_kg_update(cudaStream_t s, int side, float *W, const float *E, const float *u,
                               int64_t rows, int64_t n, int64_t B, int64_t i1, int64_t i2,
                               int64_t j1, int64_t j2, fr_error *err)
 {
     fr_status st = FR_OK;
     /* column-major: W^T = W^T - U^T E^T */
     const float minus_one = -1.0f, one = 1.0f;
-    FR_KG_BLAS(cublasSetStream(fr_kg_blas, s));
-    FR_KG_BLAS(cublasSgemm(fr_kg_blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)(j2 - j1), (int)rows,
+    cublasHandle_t hb = side ? fr_kg_blas_side : fr_kg_blas;
+    FR_KG_BLAS(cublasSetStream(hb, s));
+    FR_KG_BLAS(cublasSgemm(hb, CUBLAS_OP_N, CUBLAS_OP_N, (int)(j2 - j1), (int)rows,
                            (int)(i2 - i1), &minus_one, u + i1 * n + j1, (int)n, E, (int)B, &one,
                            W + j1, (int)n));
 cleanup:
@@ -690,6 +693,11 @@ static fr_status fr_kg_handles(cudaStream_t s, fr_error *err)
         FR_KG_BLAS(cublasCreate(&fr_kg_blas));
         FR_KG_BLAS(cublasSetMathMode(fr_kg_blas, CUBLAS_PEDANTIC_MATH));
         FR_KG_BLAS(cublasSetAtomicsMode(fr_kg_blas, CUBLAS_ATOMICS_NOT_ALLOWED));
+    }
+    if (!fr_kg_blas_side) {
+        FR_KG_BLAS(cublasCreate(&fr_kg_blas_side));
+        FR_KG_BLAS(cublasSetMathMode(fr_kg_blas_side, CUBLAS_PEDANTIC_MATH));
+        FR_KG_BLAS(cublasSetAtomicsMode(fr_kg_blas_side, CUBLAS_ATOMICS_NOT_ALLOWED));
     }
     if (!fr_kg_solver)
         FR_KG_SOLVER(cusolverDnCreate(&fr_kg_solver));
@@ -747,12 +755,13 @@ static fr_status fr_kg_dgemm(cudaStream_t s, int64_t m, int64_t nn, int64_t k, d
     return FR_OK;
 }
 
-static fr_status fr_kg_update(cudaStream_t s, float *W, const float *E, const float *u,
+static fr_status fr_kg_update(cudaStream_t s, int side, float *W, const float *E, const float *u,
                               int64_t rows, int64_t n, int64_t B, int64_t i1, int64_t i2,
                               int64_t j1, int64_t j2, fr_error *err)
 {
     (void)err;
     (void)s;
+    (void)side;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(j2 - j1),
                 (int)(i2 - i1), -1.0f, E, (int)B, u + i1 * n + j1, (int)n, 1.0f, W + j1, (int)n);
     return FR_OK;
@@ -826,7 +835,11 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
     double mean_diag = 0.0, damp;
     const int grid = (int)std::min<int64_t>((rows * n + 255) / 256, 8192);
     fr_kg_timer tm;
-    std::vector<size_t> blk_marks, upd_marks;
+    std::vector<size_t> blk_marks, upd_marks, side_marks;
+    float *E2 = NULL;
+    cudaStream_t side = NULL;
+    cudaEvent_t ev_err = NULL, ev_rest = NULL;
+    int ahead = 0, rest_pending = 0;
     size_t m_fac0 = 0, m_fac1 = 0, m_loop0 = 0, m_end = 0;
     tm.ph = phases;
     *damp_retries = 0;
@@ -916,11 +929,26 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
     if (stat)
         FR_LAUNCH(fr_kg_static<<<(int)std::min<int64_t>((rows * G + 255) / 256, 8192), 256, 0, s>>>(
             w, dtype, dead_d, rows, n, g, G, p->bits, p->symmetric, S, Z));
+    /* The lookahead (unless p->serial): after block k's column loop, the
+     * next block's columns are updated on s and the rest, W[:, i2 + B:],
+     * on the side stream, where it overlaps block k+1's column loop. Block
+     * k+1's update of the columns after it waits for block k's rest (both
+     * write them), which also frees block k's Err buffer (two, alternating)
+     * for block k+2. The same products as one GEMM per block, split in two
+     * along W's columns. */
+    ahead = !p->serial && n > 2 * B;
+    if (ahead) {
+        FR_CU(cudaMallocAsync((void **)&E2, (size_t)(rows * B) * sizeof(float), s));
+        FR_CU(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+        FR_CU(cudaEventCreateWithFlags(&ev_err, cudaEventDisableTiming));
+        FR_CU(cudaEventCreateWithFlags(&ev_rest, cudaEventDisableTiming));
+    }
     m_loop0 = tm.ev.size();
     fr_kg_mark(&tm, s);
-    for (int64_t i1 = 0; i1 < n; i1 += B) {
+    for (int64_t i1 = 0, k = 0; i1 < n; i1 += B, k++) {
         const int64_t i2 = i1 + B < n ? i1 + B : n, nb = i2 - i1;
-        fr_kg_args ka = {W, u, perm_d, w_hat, E, S, Z, rows, n, g, G, B, i1, nb,
+        float *Ek = ahead && (k & 1) ? E2 : E;
+        fr_kg_args ka = {W, u, perm_d, w_hat, Ek, S, Z, rows, n, g, G, B, i1, nb,
                          p->bits, p->symmetric, p->variant};
         blk_marks.push_back(tm.ev.size());
         fr_kg_mark(&tm, s);
@@ -928,11 +956,26 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
         fr_kg_mark(&tm, s);
         if (i2 >= n)
             break;
+        const int64_t i3 = ahead && i2 + B < n ? i2 + B : n;
+        if (rest_pending)
+            FR_CU(cudaStreamWaitEvent(s, ev_rest, 0));
         upd_marks.push_back(tm.ev.size());
         fr_kg_mark(&tm, s);
-        FR_TRY(fr_kg_update(s, W, E, u, rows, n, B, i1, i2, i2, n, err));
+        FR_TRY(fr_kg_update(s, 0, W, Ek, u, rows, n, B, i1, i2, i2, i3, err));
         fr_kg_mark(&tm, s);
+        if (i3 < n) {
+            FR_CU(cudaEventRecord(ev_err, s));
+            FR_CU(cudaStreamWaitEvent(side, ev_err, 0));
+            side_marks.push_back(tm.ev.size());
+            fr_kg_mark(&tm, side);
+            FR_TRY(fr_kg_update(side, 1, W, Ek, u, rows, n, B, i1, i2, i3, n, err));
+            fr_kg_mark(&tm, side);
+            FR_CU(cudaEventRecord(ev_rest, side));
+            rest_pending = 1;
+        }
     }
+    if (rest_pending)
+        FR_CU(cudaStreamWaitEvent(s, ev_rest, 0));
     m_end = tm.ev.size();
     fr_kg_mark(&tm, s);
     FR_CU(cudaStreamSynchronize(s));
@@ -945,6 +988,8 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
             phases->block_ms += fr_kg_span(&tm, k, k + 1);
         for (size_t k : upd_marks)
             phases->update_ms += fr_kg_span(&tm, k, k + 1);
+        for (size_t k : side_marks)
+            phases->update_ms += fr_kg_span(&tm, k, k + 1);
         phases->factor_tries = tries + 1;
         /* the last factorisation's potrf: from the factor's start when it
          * ran once */
@@ -953,10 +998,20 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
             phases->potrf_ms = pm;
     }
 cleanup:
+    if (side) {
+        /* before the buffers it reads and writes are freed (an error path
+         * may leave its last update running) */
+        cudaStreamSynchronize(side);
+        cudaStreamDestroy(side);
+    }
+    if (ev_err)
+        cudaEventDestroy(ev_err);
+    if (ev_rest)
+        cudaEventDestroy(ev_rest);
     if (locked)
         pthread_mutex_unlock(&fr_kg_lock);
     {
-        void *bufs[] = {a, u, W, E, diag_d, perm_d, dead_d, ws.info_d, S, Z, h_d, hdiag_d};
+        void *bufs[] = {a, u, W, E, E2, diag_d, perm_d, dead_d, ws.info_d, S, Z, h_d, hdiag_d};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
             if (bufs[k])
                 cudaFreeAsync(bufs[k], s);
@@ -1011,6 +1066,7 @@ extern "C" int fr_gptq_quantize_cuda(const frontier_config *cfg, const void *w, 
     p.group = fr_wrap_group_cols(ip, cols);
     p.variant = wp->variant;
     p.loop = FR_GPTQ_LOOP_WARP8;
+    p.serial = 0;
     int retries = 0;
     double damp = 0.0;
     /* H on the device when the executor has it there, else from host memory */

@@ -31,6 +31,10 @@ typedef struct fr_gptq_params {
     int64_t group;     /* columns per group (cols for gC) */
     int variant;       /* FR_GPTQ_* */
     int loop;          /* the column-loop kernel, FR_GPTQ_LOOP_* (0: the default) */
+    int serial;        /* 1: each block's lazy update as one GEMM on the call's stream,
+                        * after its column loop (before 2026-12-02); 0 (the default): the
+                        * lookahead, the next block's columns first and the rest on a
+                        * second stream, overlapping the next column loop (docs/gpu.md) */
 } fr_gptq_params;
 
 /* The column-loop kernels (equal results, bit for bit; docs/gpu.md, "GPTQ"):
