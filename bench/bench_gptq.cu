@@ -242,7 +242,7 @@ int main(int argc, char **argv)
         std::vector<float> first_q;
         for (int loop : loop_ids) {
         const int serial = loop == 3;
-        fr_gptq_params gp = {4, 1, 0, 128, FR_GPTQ_PLAIN, serial ? FR_GPTQ_LOOP_WARP8 : loop, serial};
+        fr_gptq_params gp = {4, 1, 0, 128, FR_GPTQ_PLAIN, serial ? FR_GPTQ_LOOP_WARP8 : loop, serial, 0};
         int retries = 0;
         double damp = 0.0;
         cudaEvent_t e0, e1;

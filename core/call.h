@@ -32,6 +32,10 @@ struct frontier_call {
      * call), or NULL: the built-in families' GPU functions read it instead
      * of uploading H from host memory again (frontier/exec_cuda.cu) */
     const float *hessian_device;
+    /* nonzero: that copy's identity, a number the executor gives each H it
+     * uploads (a process-wide count), so that GPTQ reuses the factor of H^-1
+     * across the tensor's configurations (kernels/gptq.cu) */
+    uint64_t hessian_serial;
     pthread_mutex_t scratch_lock;
     void **scratch;
     size_t n_scratch, cap_scratch;

@@ -107,6 +107,7 @@ typedef struct fr_x_item {
     double *out_fused, *out_plugin; /* tr(dW H dW^T) per configuration */
     double out_ref;                 /* tr(W H W^T) */
     int h_ready;                    /* X->h_dev holds this tensor's H (written on X->compute) */
+    uint64_t h_serial;              /* that upload's number (frontier_call.hessian_serial) */
     fr_status out_status;           /* the terms could not be computed: the rows fail */
     char out_error[256];
     /* numeric flags (frontier/numeric_flags.h) of the fused and plugin
@@ -473,6 +474,7 @@ static void fr_x_close(fr_x *X)
         X->blas = NULL;
         cudaFree(X->h_dev);
         cudaFree(X->w_hat_dev);
+        fr_cuda_release_kept();
         fr_kwork_free(&X->work);
         fr_cuda_numeric_destroy(X->numeric);
         X->numeric = NULL;
@@ -578,8 +580,10 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
         fr_call_init(&call, X->pool, X->opt->seed, it->tensor->name, ref->cfg->name);
         /* the built-in families read H where the output terms have it; a
          * plugin's functions get the host statistics as the ABI says */
-        if (xi->calib_gpu && xi->h_ready)
+        if (xi->calib_gpu && xi->h_ready) {
             call.hessian_device = X->h_dev;
+            call.hessian_serial = xi->h_serial;
+        }
         fr_status pst;
         const double t0 = fr_x_now();
         /* the output error needs w^: quantize_cuda on a calibrated tensor */
@@ -656,6 +660,9 @@ cleanup:
  * (the family's quantize_cuda through the registry) and tr(dW H dW^T). The
  * error sums stay the fused sweep's. A failure here fails the item's rows
  * (out_status), as the CPU executor fails a row whose output term fails. */
+/* Numbers every H upload of the process (frontier_call.hessian_serial). */
+static uint64_t fr_x_h_uploads;
+
 static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
 {
     const fr_sweep_item *it = xi->it;
@@ -675,6 +682,7 @@ static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
     FR_CU(cudaMemcpyAsync(X->h_dev, it->calib->hessian, hbytes, cudaMemcpyHostToDevice,
                           X->compute));
     xi->h_ready = 1;
+    xi->h_serial = __atomic_add_fetch(&fr_x_h_uploads, 1, __ATOMIC_RELAXED);
     FR_TRY(fr_cuda_output_term(X->blas, dev, xi->dev_dtype, NULL, it->rows, it->cols, X->h_dev,
                                &xi->out_ref, err));
     for (size_t k = 0; k < xi->n_fused; k++) {

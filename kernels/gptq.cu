@@ -809,6 +809,35 @@ static double fr_kg_span(const fr_kg_timer *t, size_t a, size_t b)
     return ms;
 }
 
+/* The factor U of the last H seen per device and order (plain and
+ * -refscale share the identity order, -act its own), kept for the other
+ * configurations of the same tensor: fr_gptq_params.h_serial names the H
+ * (the executor numbers each upload), and a U depends only on H, the order
+ * and the dampening, which the CPU derives from H alone. Guarded by
+ * fr_kg_lock. */
+#define FR_KG_CACHE_DEVICES 64
+typedef struct fr_kg_cached {
+    uint64_t serial;  /* 0: empty */
+    int64_t n;
+    float *u;         /* device, n x n */
+    int tries;        /* dampening retries of its factorisation */
+    double damp;      /* the dampening used (absolute) */
+} fr_kg_cached;
+static fr_kg_cached fr_kg_cache[FR_KG_CACHE_DEVICES][2];
+
+extern "C" void fr_cuda_gptq_release_cache(void)
+{
+    pthread_mutex_lock(&fr_kg_lock);
+    int dev = -1;
+    if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < FR_KG_CACHE_DEVICES)
+        for (int k = 0; k < 2; k++) {
+            if (fr_kg_cache[dev][k].u)
+                cudaFree(fr_kg_cache[dev][k].u);
+            fr_kg_cache[dev][k] = fr_kg_cached{0, 0, NULL, 0, 0.0};
+        }
+    pthread_mutex_unlock(&fr_kg_lock);
+}
+
 extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, int64_t rows,
                                         int64_t cols, const float *h, int h_on_device,
                                         const fr_gptq_params *p, void *stream, int *damp_retries,
@@ -839,7 +868,8 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
     float *E2 = NULL;
     cudaStream_t side = NULL;
     cudaEvent_t ev_err = NULL, ev_rest = NULL;
-    int ahead = 0, rest_pending = 0;
+    int ahead = 0, rest_pending = 0, u_owned = 1;
+    fr_kg_cached *ce = NULL;
     size_t m_fac0 = 0, m_fac1 = 0, m_loop0 = 0, m_end = 0;
     tm.ph = phases;
     *damp_retries = 0;
@@ -878,8 +908,6 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
             return diag[(size_t)i] != diag[(size_t)j] ? diag[(size_t)i] > diag[(size_t)j] : i < j;
         });
 
-    FR_CU(cudaMallocAsync((void **)&a, (size_t)(n * n) * sizeof(double), s));
-    FR_CU(cudaMallocAsync((void **)&u, (size_t)(n * n) * sizeof(float), s));
     FR_CU(cudaMallocAsync((void **)&W, (size_t)(rows * n) * sizeof(float), s));
     FR_CU(cudaMallocAsync((void **)&E, (size_t)(rows * B) * sizeof(float), s));
     FR_CU(cudaMallocAsync((void **)&diag_d, (size_t)n * sizeof(double), s));
@@ -908,7 +936,24 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
     m_fac0 = tm.ev.size();
     fr_kg_mark(&tm, s);
     damp = FR_KG_DAMP * mean_diag;
-    for (;;) {
+    if (p->h_serial) {
+        int dev = -1;
+        FR_CU(cudaGetDevice(&dev));
+        if (dev >= 0 && dev < FR_KG_CACHE_DEVICES)
+            ce = &fr_kg_cache[dev][p->variant == FR_GPTQ_ACT];
+    }
+    if (ce && ce->serial == p->h_serial && ce->n == n && ce->u) {
+        /* this H's factor in this order: the tensor's earlier configuration's */
+        u = ce->u;
+        u_owned = 0;
+        tries = ce->tries;
+        damp = ce->damp;
+        ok = 1;
+    } else {
+        FR_CU(cudaMallocAsync((void **)&a, (size_t)(n * n) * sizeof(double), s));
+        FR_CU(cudaMallocAsync((void **)&u, (size_t)(n * n) * sizeof(float), s));
+    }
+    while (!ok) {
         FR_TRY(fr_kg_factor(s, h, perm_d, diag_d, perm.data(), diag.data(), damp, n, a, u, &ws,
                             &ok, err));
         if (ok)
@@ -920,6 +965,13 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
             goto cleanup;
         }
         damp *= 10.0;
+    }
+    if (ce && u_owned) {
+        /* kept for the tensor's next configurations in this order */
+        if (ce->u)
+            FR_CU(cudaFreeAsync(ce->u, s));
+        *ce = fr_kg_cached{p->h_serial, n, u, tries, damp};
+        u_owned = 0;
     }
     *damp_retries = tries;
     *damp_used = damp / mean_diag;
@@ -1011,7 +1063,7 @@ cleanup:
     if (locked)
         pthread_mutex_unlock(&fr_kg_lock);
     {
-        void *bufs[] = {a, u, W, E, E2, diag_d, perm_d, dead_d, ws.info_d, S, Z, h_d, hdiag_d};
+        void *bufs[] = {a, u_owned ? u : NULL, W, E, E2, diag_d, perm_d, dead_d, ws.info_d, S, Z, h_d, hdiag_d};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
             if (bufs[k])
                 cudaFreeAsync(bufs[k], s);
@@ -1067,10 +1119,13 @@ extern "C" int fr_gptq_quantize_cuda(const frontier_config *cfg, const void *w, 
     p.variant = wp->variant;
     p.loop = FR_GPTQ_LOOP_WARP8;
     p.serial = 0;
+    p.h_serial = 0;
     int retries = 0;
     double damp = 0.0;
     /* H on the device when the executor has it there, else from host memory */
     const float *hd = call ? call->hessian_device : NULL;
+    if (hd)
+        p.h_serial = call->hessian_serial;
     fr_status st = fr_cuda_gptq(w, dtype, w_hat, rows, cols, hd ? hd : calib->hessian, hd != NULL,
                                 &p, stream, &retries, &damp, &err);
     const frontier_host_api *host = fr_host_api();

@@ -35,6 +35,9 @@ typedef struct fr_gptq_params {
                         * after its column loop (before 2026-12-02); 0 (the default): the
                         * lookahead, the next block's columns first and the rest on a
                         * second stream, overlapping the next column loop (docs/gpu.md) */
+    uint64_t h_serial; /* nonzero: H's identity (the executor numbers each H it uploads):
+                        * the factor of H^-1 is kept per device and order and reused
+                        * while the same number comes back (0: factor every call) */
 } fr_gptq_params;
 
 /* The column-loop kernels (equal results, bit for bit; docs/gpu.md, "GPTQ"):
@@ -54,6 +57,10 @@ enum { FR_GPTQ_LOOP_WARP8 = 0, FR_GPTQ_LOOP_WARP4 = 1, FR_GPTQ_LOOP_BLOCK = 2 };
 fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_t rows, int64_t cols,
                        const float *h, int h_on_device, const fr_gptq_params *p, void *stream,
                        int *damp_retries, double *damp_used, fr_error *err);
+
+/* Frees the kept factors of the current device (the executor calls it when
+ * it closes). */
+void fr_cuda_gptq_release_cache(void);
 
 /* Where the time of one call goes (CUDA events between the phases, in
  * milliseconds; bench/bench_gptq.cu --phases). */

@@ -77,6 +77,10 @@ fr_status fr_cuda_synthetic(int dist, int dtype, uint64_t seed, uint64_t tensor,
 /* ---- device memory, copies and timing for C callers (tests, benchmarks) ---- */
 
 fr_status fr_cuda_select(int device, fr_error *err);
+/* Frees what the families keep on the current device between calls (GPTQ's
+ * factor of the last H: kernels/gptq.h); the executor calls it when it
+ * closes. */
+void fr_cuda_release_kept(void);
 fr_status fr_cuda_malloc(void **p, size_t bytes, fr_error *err);
 void fr_cuda_free(void *p);
 fr_status fr_cuda_upload(void *dst, const void *src, size_t bytes, fr_error *err);

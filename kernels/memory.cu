@@ -3,6 +3,12 @@
  * must not include CUDA headers: thin checked wrappers over the runtime.
  */
 #include "kcommon.cuh"
+#include "gptq.h"
+
+extern "C" void fr_cuda_release_kept(void)
+{
+    fr_cuda_gptq_release_cache();
+}
 
 extern "C" fr_status fr_cuda_select(int device, fr_error *err)
 {

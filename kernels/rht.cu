@@ -223,7 +223,7 @@ extern "C" int fr_rht_gptq_quantize_cuda(const frontier_config *cfg, const void 
     const fr_wrap_params *p = cfg ? (const fr_wrap_params *)cfg->impl : NULL;
     const fr_wrap_params *gp = p && p->base ? (const fr_wrap_params *)p->base->impl : NULL;
     const fr_int_params *ip = gp ? fr_wrap_int_base(gp) : NULL;
-    fr_gptq_params gq = {0, 0, 0, 0, 0, FR_GPTQ_LOOP_WARP8, 0};
+    fr_gptq_params gq = {0, 0, 0, 0, 0, FR_GPTQ_LOOP_WARP8, 0, 0};
     int retries = 0;
     double damp = 0.0;
     const size_t hbytes = (size_t)cols * (size_t)cols * sizeof(float);

@@ -237,7 +237,7 @@ static void check_gptq_loops(void)
             const int serial = loop > FR_GPTQ_LOOP_BLOCK;
             fr_gptq_params p = {c[k].bits, c[k].sym, c[k].row_scales,
                                 c[k].row_scales ? cols : c[k].group, c[k].variant,
-                                serial ? FR_GPTQ_LOOP_WARP8 : loop, serial};
+                                serial ? FR_GPTQ_LOOP_WARP8 : loop, serial, 0};
             int retries = 0;
             double damp = 0.0;
             GPU_OK(fr_cuda_fill32(hat_dev, 0x7fc00001u, (size_t)n, NULL, &err));
