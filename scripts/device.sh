@@ -139,7 +139,7 @@ if [ $BUILT -eq 0 ] && [ -x "$BENCH_GPTQ" ] && [ -z "${SKIP_GPTQ:-}" ]; then
   mkdir -p "$GD"
   step bench-gptq 90 "$LOG" "$BENCH_GPTQ" --reps 5 --tokens 8192 --dir "$GD" --json "$GD/gpu.json" \
     --phases --loops warp8,serial,warp4,block
-  step torch-gptq 120 "$LOG" python3 bench/peers/torch_gptq.py --dir "$GD" --passes 2 \
+  step torch-gptq 120 "$LOG" python3 bench/peers/torch_gptq.py --dir "$GD" --passes "${GPTQ_PASSES:-2}" \
     --gpu-json "$GD/gpu.json" --json "$OUT/gptq.json"
   # without torch the GPU figures still come back
   [ -f "$OUT/gptq.json" ] || { [ -f "$GD/gpu.json" ] && cp "$GD/gpu.json" "$OUT/gptq.json"; }

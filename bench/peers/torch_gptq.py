@@ -116,13 +116,16 @@ def main():
         H = torch.from_numpy(h).to(dev)
         best = None
         Q = None
+        times = []
         for _ in range(max(1, a.passes)):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             Q = gptq(W, H)
             torch.cuda.synchronize()
             t = time.perf_counter() - t0
+            times.append(t)
             best = t if best is None or t < best else best
+        print(f"  {shape}: torch passes (s): " + ", ".join(f"{t:.3f}" for t in times))
         D = (W - Q).double()
         Hd = H.double()
         Wd = W.double()
@@ -130,7 +133,7 @@ def main():
         ref = float(((Wd @ Hd) * Wd).sum())
         out_rel = (out / ref) ** 0.5
         rel = float((D * D).sum() / (Wd * Wd).sum()) ** 0.5
-        row = {"shape": shape, "rows": r, "cols": c, "torch_seconds": best,
+        row = {"shape": shape, "rows": r, "cols": c, "torch_seconds": best, "torch_pass_seconds": times,
                "torch_out_rel_err": out_rel, "torch_rel_err": rel}
         gl = gpu.get(shape)
         if gl:
