@@ -185,8 +185,9 @@ if [ $BUILT -eq 0 ] && [ -x "$FRONTIER" ] && [ "$PLAN" != calib ]; then
 fi
 
 # ---- the worked example family of docs/adding-a-quantizer.md, through nvcc and the GPU ----
-if [ $BUILT -eq 0 ] && [ "$PLAN" = calib ]; then
-  # issue 10's calibrated benchmark on the 8B shape (synthetic statistics)
+if [ $BUILT -eq 0 ] && [ "$PLAN" = calib ] && [ -z "${SKIP_CALIB8B:-}" ]; then
+  # issue 10's calibrated benchmark on the 8B shape (synthetic statistics);
+  # SKIP_CALIB8B=1: not run (the tests and the GPTQ benchmark only)
   step calib8b "$(( $(left) - 15 ))" "$LOG" bash scripts/device-calib8b.sh
 fi
 if [ $BUILT -eq 0 ] && [ "$PLAN" != calib ]; then
