@@ -1063,7 +1063,9 @@ cleanup:
     if (locked)
         pthread_mutex_unlock(&fr_kg_lock);
     {
-        void *bufs[] = {a, u_owned ? u : NULL, W, E, E2, diag_d, perm_d, dead_d, ws.info_d, S, Z, h_d, hdiag_d};
+        /* u when this call owns it (not when it is the kept factor) */
+        void *bufs[] = {a, u_owned ? u : NULL, W, E, E2, diag_d, perm_d, dead_d, ws.info_d,
+                        S, Z, h_d, hdiag_d};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
             if (bufs[k])
                 cudaFreeAsync(bufs[k], s);

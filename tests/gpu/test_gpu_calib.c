@@ -256,7 +256,8 @@ static void check_gptq_loops(void)
                c[k].variant, (long long)rows, (long long)cols, (long long)differ,
                (long long)serial_differ);
         CHECK_MSG(differ == 0, "gptq column loops disagree on %lld values", (long long)differ);
-        CHECK_MSG(serial_differ * 1000 <= n, "gptq lookahead and serial update disagree on %lld of %lld values",
+        CHECK_MSG(serial_differ * 1000 <= n,
+                  "gptq lookahead and serial update disagree on %lld of %lld values",
                   (long long)serial_differ, (long long)n);
         fr_cuda_free(w_dev);
         fr_cuda_free(hat_dev);
