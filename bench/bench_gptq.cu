@@ -119,7 +119,8 @@ int main(int argc, char **argv)
             loops = argv[++i];
         else {
             fprintf(stderr, "usage: bench_gptq [--tokens T] [--reps N] [--shapes RxC,...] "
-                            "[--dir DIR] [--json FILE] [--phases] [--loops warp8,warp4,block,serial]\n");
+                            "[--dir DIR] [--json FILE] [--phases] "
+                            "[--loops warp8,warp4,block,serial]\n");
             return 2;
         }
     }
@@ -154,6 +155,7 @@ int main(int argc, char **argv)
     /* "serial": warp8 with each block's lazy update as one GEMM after its
      * column loop (fr_gptq_params.serial), the default before the lookahead */
     static const char *const loop_names[] = {"warp8", "warp4", "block", "serial"};
+    const int loop_serial = 3; /* its index: not an FR_GPTQ_LOOP_* value */
     std::vector<int> loop_ids;
     for (const char *q = loops; *q;) {
         size_t len = strcspn(q, ",");
@@ -162,7 +164,8 @@ int main(int argc, char **argv)
             if (strlen(loop_names[k]) == len && !strncmp(q, loop_names[k], len))
                 id = k;
         if (id < 0) {
-            fprintf(stderr, "bench_gptq: unknown column loop in '%s' (warp8, warp4, block, serial)\n",
+            fprintf(stderr,
+                    "bench_gptq: unknown column loop in '%s' (warp8, warp4, block, serial)\n",
                     loops);
             return 2;
         }
@@ -241,8 +244,9 @@ int main(int argc, char **argv)
         CU(cudaMemcpy(w_d, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
         std::vector<float> first_q;
         for (int loop : loop_ids) {
-        const int serial = loop == 3;
-        fr_gptq_params gp = {4, 1, 0, 128, FR_GPTQ_PLAIN, serial ? FR_GPTQ_LOOP_WARP8 : loop, serial, 0};
+        const int serial = loop == loop_serial;
+        fr_gptq_params gp = {4, 1, 0, 128, FR_GPTQ_PLAIN, serial ? FR_GPTQ_LOOP_WARP8 : loop,
+                             serial, 0};
         int retries = 0;
         double damp = 0.0;
         cudaEvent_t e0, e1;

@@ -48,36 +48,34 @@ spec=${CALIB8B_SPEC:-$spec} # a smaller model for a dry run of the plans
 rows() {
   python3 - "$1" <<'PY'
 import sys, h5py, numpy as np
+def text(v):  # HDF5 strings come back as bytes
+    return v.decode() if isinstance(v, bytes) else str(v)
 with h5py.File(sys.argv[1], "r") as f:
     r = f["results"][...]
     c = f["configs"][...]
-    fam = {int(x["config_id"]): (x["family"].decode() if isinstance(x["family"], bytes) else str(x["family"])) for x in c}
+    fam = {int(x["config_id"]): text(x["family"]) for x in c}
+    names = {int(x["config_id"]): text(x["name"]) for x in c}
+    shape = {int(x["tensor_id"]): text(x["shape"]) for x in f["tensors"][...]}
     o = r["out_rel_err"]
     print(f"{len(r)} rows, {int(np.isfinite(o).sum())} with out_rel_err; devices {f.attrs.get('devices')}")
     by = {}
+    cell = {}  # per family and tensor shape: where a family's time goes
     for row in r:
-        dev = row["device"].decode() if isinstance(row["device"], bytes) else str(row["device"])
-        e = by.setdefault(fam[int(row["config_id"])], {"n": 0, "dev": {}, "sec": 0.0, "o": []})
+        dev = text(row["device"])
+        k = fam[int(row["config_id"])]
+        e = by.setdefault(k, {"n": 0, "dev": {}, "sec": 0.0, "o": []})
         e["n"] += 1
         e["dev"][dev] = e["dev"].get(dev, 0) + 1
         e["sec"] += float(row["seconds"])
         e["o"].append(float(row["out_rel_err"]))
+        ce = cell.setdefault((k, shape.get(int(row["tensor_id"]), "?")), [0, 0.0])
+        ce[0] += 1
+        ce[1] += float(row["seconds"])
     for k in sorted(by):
         e = by[k]
         print(f"  {k:12s} {e['n']:6d} rows {e['dev']}, seconds (sum of rows) {e['sec']:.2f} "
               f"({1e3 * e['sec'] / max(e['n'], 1):.1f} ms per row), "
               f"median out_rel_err {np.nanmedian(e['o']):.4g}")
-    names = {int(x["config_id"]): (x["name"].decode() if isinstance(x["name"], bytes) else str(x["name"])) for x in c}
-    # per family and tensor shape: where a family's time goes
-    t = f["tensors"][...]
-    shape = {i: (x["shape"].decode() if isinstance(x["shape"], bytes) else str(x["shape"])) for i, x in enumerate(t)}
-    tid = {int(x["tensor_id"]) if "tensor_id" in t.dtype.names else i: shape[i] for i, x in enumerate(t)}
-    cell = {}
-    for row in r:
-        key = (fam[int(row["config_id"])], tid.get(int(row["tensor_id"]), "?"))
-        e = cell.setdefault(key, [0, 0.0])
-        e[0] += 1
-        e[1] += float(row["seconds"])
     for k in sorted(cell):
         print(f"  {k[0]:12s} {k[1]:14s} {cell[k][0]:5d} rows {1e3 * cell[k][1] / cell[k][0]:8.1f} ms per row")
     order = np.argsort(-r["seconds"])[:8]
