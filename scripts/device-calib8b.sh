@@ -105,26 +105,66 @@ if [ "${CALIB8B_PLAN:-}" = profile ]; then
 fi
 if [ "${CALIB8B_PLAN:-}" = model ]; then
   # (c4) the whole model's calibrated sweep (every calibrated family at 2..4
-  # bits: about 80 minutes of H200 time at d55a409, so over several calls):
-  # continues .carry/calib8b_model.h5 when the call carries one (--resume),
-  # stops cleanly (SIGTERM: the tensors done so far are committed) after
-  # MODEL_LIMIT s, and returns the dataset as $OUT/calib8b_model.h5 (copy it
-  # to .carry/ for the next call). GPU seconds: the rows' seconds (each
-  # calibrated row's own configuration, docs/gpu.md) summed per family.
+  # bits: about 65 minutes of H200 time at b24601e, so over several calls
+  # and sessions): continues the dataset so far (--resume; where it can be:
+  # below), stops cleanly (SIGTERM: the tensors done so far are committed)
+  # at its limit, and returns the dataset as $OUT/calib8b_model.h5.gz (commit
+  # it as bench/results/calib8b-model.h5.gz for the next session). GPU seconds:
+  # the rows' seconds (each calibrated row's own configuration, docs/gpu.md)
+  # summed per family.
+  # The dataset so far can be in this warm machine's build folder (its last
+  # call), the call's carry (.carry/calib8b_model.h5.gz), or the partial
+  # dataset committed for a later session; the one with the most rows is
+  # continued.
   D=/tmp/calib8b_model.h5
-  rm -f "$D"
-  [ -f .carry/calib8b_model.h5 ] && cp .carry/calib8b_model.h5 "$D"
+  rm -f "$D" /tmp/calib8b_cand_*.h5
+  cands=("$BUILD/calib8b_model.h5")
+  for g in .carry/calib8b_model.h5.gz bench/results/calib8b-model.h5.gz; do
+    [ -f "$g" ] || continue
+    c=/tmp/calib8b_cand_${#cands[@]}.h5
+    gunzip -c "$g" > "$c" && cands+=("$c")
+  done
+  best=$(python3 - "${cands[@]}" <<'PY'
+import os, sys, h5py
+best, n_best = "", -1
+for p in sys.argv[1:]:
+    if not os.path.exists(p):
+        continue
+    try:
+        with h5py.File(p, "r") as f:
+            n = f["results"].shape[0]
+    except Exception as e:
+        print(f"{p}: not readable ({e}), not continued", file=sys.stderr)
+        continue
+    print(f"{p}: {n} rows", file=sys.stderr)
+    if n > n_best:
+        best, n_best = p, n
+print(best)
+PY
+)
+  [ -n "$best" ] && { echo "continuing $best"; cp "$best" "$D"; }
   resume=()
   [ -f "$D" ] && resume=(--resume)
+  # the limit: MODEL_LIMIT, else what device.sh's deadline leaves less 110 s,
+  # else 480 s. The executor looks at SIGTERM between tensors, so the tensor
+  # under way is finished and committed (a down_proj with every calibrated
+  # configuration takes about a minute); SIGKILL only 75 s later.
+  limit=${MODEL_LIMIT:-}
+  if [ -z "$limit" ]; then
+    limit=480
+    [ -n "${FRONTIER_DEVICE_DEADLINE:-}" ] && limit=$(( FRONTIER_DEVICE_DEADLINE - $(date +%s) - 110 ))
+  fi
+  echo "sweep limit: $limit s"
   t0=$(date +%s.%N)
-  timeout -s TERM --kill-after=60 "${MODEL_LIMIT:-480}" "$FRONTIER" sweep --synthetic "$spec" \
+  timeout -s TERM --kill-after=75 "$limit" "$FRONTIER" sweep --synthetic "$spec" \
     --calib synthetic --bits 2..4 --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq --device cuda \
     --device-stats "$OUT/calib8b_model_call.json" "${resume[@]}" -o "$D" 2>&1 |
     grep -vE "^frontier: (progress|\[)" | tail -6
   echo "== calib8b_model: rc ${PIPESTATUS[0]}, wall $(python3 -c "import time; print(f'{time.time() - $t0:.1f}')") s${resume:+ (resumed)}"
   [ -f "$OUT/calib8b_model_call.json" ] && cat "$OUT/calib8b_model_call.json"
   if [ -f "$D" ]; then
-    cp "$D" "$OUT/calib8b_model.h5"
+    gzip -c "$D" > "$OUT/calib8b_model.h5.gz" # about 60 bytes a row (the file: 400)
+    cp "$D" "$BUILD/calib8b_model.h5"
     rows "$D"
     python3 - "$D" <<'PY'
 import sys, h5py, numpy as np
