@@ -156,7 +156,7 @@ PY
   fi
   echo "sweep limit: $limit s"
   t0=$(date +%s.%N)
-  timeout -s TERM --kill-after=75 "$limit" "$FRONTIER" sweep --synthetic "$spec" \
+  timeout --foreground -s TERM --kill-after=75 "$limit" "$FRONTIER" sweep --synthetic "$spec" \
     --calib synthetic --bits 2..4 --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq --device cuda \
     --device-stats "$OUT/calib8b_model_call.json" "${resume[@]}" -o "$D" 2>&1 |
     grep -vE "^frontier: (progress|\[)" | tail -6

@@ -455,8 +455,13 @@ static void write_device_stats(const char *path, const fr_cuda_run_stats *s, con
     cJSON_Delete(o);
 }
 
-/* Ctrl-C stops after the tensors in flight and commits what was measured;
- * a second Ctrl-C kills as usual (the file stays valid). */
+/* Ctrl-C or SIGTERM stops after the tensors in flight and commits what was
+ * measured. A second Ctrl-C kills as usual (the file stays valid as of the
+ * last commit); a second SIGTERM is taken like the first, because senders
+ * repeat it: coreutils' `timeout` signals the command and then its whole
+ * process group, so the command gets SIGTERM twice at once, and a reset
+ * handler would let the second one kill the sweep before its final commit
+ * (seen on the GPU machine: a tensor's rows lost). */
 static void catch_signals(struct sigaction *old_int, struct sigaction *old_term)
 {
     struct sigaction sa;
@@ -466,6 +471,7 @@ static void catch_signals(struct sigaction *old_int, struct sigaction *old_term)
     sigemptyset(&sa.sa_mask);
     stop_requested = 0;
     sigaction(SIGINT, &sa, old_int);
+    sa.sa_flags = 0;
     sigaction(SIGTERM, &sa, old_term);
 }
 
