@@ -1,10 +1,13 @@
-/* What the analysis commands share: reading a dataset, number parsing. */
+/* What the analysis commands share: reading a dataset, number parsing, the
+ * warning about tensors without results. */
 #include "cli_analysis.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/log.h"
 
 fr_status cli_read_dataset(const char *path, fr_dataset *ds, fr_result_index *ix, fr_error *err)
 {
@@ -53,4 +56,29 @@ int cli_parse_range(const char *text, double default_step, double *lo, double *h
             return 0;
     }
     return cli_parse_double(buf, lo) && cli_parse_double(hi_text, hi) && *lo > 0 && *hi >= *lo;
+}
+
+void cli_warn_unmeasured(const fr_dataset *ds, const fr_result_index *ix, const fr_selection *spec)
+{
+    fr_selector sel;
+    fr_error err;
+    if (fr_selector_init(&sel, spec, &err) != FR_OK)
+        return; /* the computation above reported a bad selection */
+    size_t n_sel = 0, n_none = 0;
+    const char *example = NULL;
+    for (size_t t = 0; t < ds->n_tensors && t < ix->n_tensors; t++) {
+        if (!fr_selector_tensor(&sel, ds->tensors[t].name))
+            continue;
+        n_sel++;
+        int any = 0;
+        for (size_t c = 0; c < ds->n_configs && c < ix->n_configs && !any; c++)
+            any = fr_selector_config(&sel, ds->configs[c].name) && fr_result_at(ix, t, c);
+        if (!any && n_none++ == 0)
+            example = ds->tensors[t].name;
+    }
+    fr_selector_free(&sel);
+    if (n_none)
+        fr_warn("%zu of the dataset's %zu selected tensors (e.g. '%s') have no result yet and are "
+                "left out (a sweep not finished? 'frontier sweep ... --resume' measures them)",
+                n_none, n_sel, example);
 }

@@ -11,6 +11,13 @@
  * on success the caller frees them (fr_result_index_free, fr_dataset_free). */
 fr_status cli_read_dataset(const char *path, fr_dataset *ds, fr_result_index *ix, fr_error *err);
 
+/* Warns (standard error) how many tensors of the dataset that the selection
+ * takes have no row of a selected configuration: pareto's and export's
+ * tables count only tensors with results ("76 of 76 tensors"), so a sweep
+ * that has not finished (stopped, or being continued with --resume) would
+ * otherwise read as a whole model. allocate says the same in its own words. */
+void cli_warn_unmeasured(const fr_dataset *ds, const fr_result_index *ix, const fr_selection *spec);
+
 /* "2..8" or "2..8:0.25" (step default_step when absent). 0 when malformed. */
 int cli_parse_range(const char *text, double default_step, double *lo, double *hi, double *step);
 

@@ -211,6 +211,7 @@ int cmd_export(int argc, char **argv)
             fr_error_log("%s", err.msg);
         goto done;
     }
+    cli_warn_unmeasured(&ds, &ix, &eopt->selection);
     fr_info("wrote '%s'%s", out_path,
             eopt->format == FR_EXPORT_GNUPLOT ? " and its data file beside it" : "");
 done:

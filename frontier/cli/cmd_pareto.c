@@ -283,6 +283,7 @@ int cmd_pareto(int argc, char **argv)
         if (g_predict)
             print_predicted(&ds);
     }
+    cli_warn_unmeasured(&ds, &ix, &sel);
     if (store) {
         command_line = cli_command_line(argc, argv);
         char name[128];
