@@ -119,7 +119,9 @@ if [ "${CALIB8B_PLAN:-}" = model ]; then
   D=/tmp/calib8b_model.h5
   rm -f "$D" /tmp/calib8b_cand_*.h5
   cands=("$BUILD/calib8b_model.h5")
-  for g in .carry/calib8b_model.h5.gz bench/results/calib8b-model.h5.gz; do
+  committed=bench/results/calib8b-model.h5.gz
+  [ -n "${CALIB8B_SPEC:-}" ] && committed= # a dry run's smaller model is another run
+  for g in .carry/calib8b_model.h5.gz $committed; do
     [ -f "$g" ] || continue
     c=/tmp/calib8b_cand_${#cands[@]}.h5
     gunzip -c "$g" > "$c" && cands+=("$c")
@@ -145,18 +147,19 @@ PY
   [ -n "$best" ] && { echo "continuing $best"; cp "$best" "$D"; }
   resume=()
   [ -f "$D" ] && resume=(--resume)
-  # the limit: MODEL_LIMIT, else what device.sh's deadline leaves less 110 s,
+  # the limit: MODEL_LIMIT, else what device.sh's deadline leaves less 70 s,
   # else 480 s. The executor looks at SIGTERM between tensors, so the tensor
   # under way is finished and committed (a down_proj with every calibrated
-  # configuration takes about a minute); SIGKILL only 75 s later.
+  # configuration: 54 s on the H200); SIGKILL 60 s after SIGTERM, which still
+  # leaves 10 s before the deadline for the copy and the summaries.
   limit=${MODEL_LIMIT:-}
   if [ -z "$limit" ]; then
     limit=480
-    [ -n "${FRONTIER_DEVICE_DEADLINE:-}" ] && limit=$(( FRONTIER_DEVICE_DEADLINE - $(date +%s) - 110 ))
+    [ -n "${FRONTIER_DEVICE_DEADLINE:-}" ] && limit=$(( FRONTIER_DEVICE_DEADLINE - $(date +%s) - 70 ))
   fi
   echo "sweep limit: $limit s"
   t0=$(date +%s.%N)
-  timeout --foreground -s TERM --kill-after=75 "$limit" "$FRONTIER" sweep --synthetic "$spec" \
+  timeout --foreground -s TERM --kill-after=60 "$limit" "$FRONTIER" sweep --synthetic "$spec" \
     --calib synthetic --bits 2..4 --quantizers gptq,awq,hqq,mse,imat,rht,rht_gptq --device cuda \
     --device-stats "$OUT/calib8b_model_call.json" "${resume[@]}" -o "$D" 2>&1 |
     grep -vE "^frontier: (progress|\[)" | tail -6
