@@ -656,13 +656,13 @@ cleanup:
     return st;
 }
 
+/* Numbers every H upload of the process (frontier_call.hessian_serial). */
+static uint64_t fr_x_h_uploads;
+
 /* H to the device, tr(W H W^T), then for each fused configuration its w^
  * (the family's quantize_cuda through the registry) and tr(dW H dW^T). The
  * error sums stay the fused sweep's. A failure here fails the item's rows
  * (out_status), as the CPU executor fails a row whose output term fails. */
-/* Numbers every H upload of the process (frontier_call.hessian_serial). */
-static uint64_t fr_x_h_uploads;
-
 static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
 {
     const fr_sweep_item *it = xi->it;
