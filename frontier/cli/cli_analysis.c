@@ -64,6 +64,15 @@ void cli_warn_unmeasured(const fr_dataset *ds, const fr_result_index *ix, const 
     fr_error err;
     if (fr_selector_init(&sel, spec, &err) != FR_OK)
         return; /* the computation above reported a bad selection */
+    /* the selected configurations, matched once rather than per tensor */
+    size_t n_cfg = ds->n_configs < ix->n_configs ? ds->n_configs : ix->n_configs;
+    unsigned char *cfg_on = malloc(n_cfg ? n_cfg : 1);
+    if (!cfg_on) {
+        fr_selector_free(&sel);
+        return; /* a warning only: nothing to report it with */
+    }
+    for (size_t c = 0; c < n_cfg; c++)
+        cfg_on[c] = (unsigned char)(fr_selector_config(&sel, ds->configs[c].name) != 0);
     size_t n_sel = 0, n_none = 0;
     const char *example = NULL;
     for (size_t t = 0; t < ds->n_tensors && t < ix->n_tensors; t++) {
@@ -71,11 +80,12 @@ void cli_warn_unmeasured(const fr_dataset *ds, const fr_result_index *ix, const 
             continue;
         n_sel++;
         int any = 0;
-        for (size_t c = 0; c < ds->n_configs && c < ix->n_configs && !any; c++)
-            any = fr_selector_config(&sel, ds->configs[c].name) && fr_result_at(ix, t, c);
+        for (size_t c = 0; c < n_cfg && !any; c++)
+            any = cfg_on[c] && fr_result_at(ix, t, c);
         if (!any && n_none++ == 0)
             example = ds->tensors[t].name;
     }
+    free(cfg_on);
     fr_selector_free(&sel);
     if (n_none)
         fr_warn("%zu of the dataset's %zu selected tensors (e.g. '%s') have no result yet and are "
