@@ -58,6 +58,8 @@ with h5py.File(sys.argv[1], "r") as f:
     shape = {int(x["tensor_id"]): text(x["shape"]) for x in f["tensors"][...]}
     o = r["out_rel_err"]
     print(f"{len(r)} rows, {int(np.isfinite(o).sum())} with out_rel_err; devices {f.attrs.get('devices')}")
+    print(f"tensors with rows: {len(np.unique(r['tensor_id']))} of {f['tensors'].shape[0]}; "
+          f"GPU seconds (sum of rows): {float(r['seconds'].sum()):.1f}")
     by = {}
     cell = {}  # per family and tensor shape: where a family's time goes
     for row in r:
@@ -169,14 +171,6 @@ PY
     gzip -c "$D" > "$OUT/calib8b_model.h5.gz" # about 60 bytes a row (the file: 400)
     cp "$D" "$BUILD/calib8b_model.h5"
     rows "$D"
-    python3 - "$D" <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    r = f["results"][...]
-    done = len(np.unique(r["tensor_id"]))
-    print(f"tensors with rows: {done} of {f['tensors'].shape[0]}; GPU seconds so far "
-          f"(sum of rows): {float(r['seconds'].sum()):.1f}")
-PY
   fi
   exit 0
 fi
