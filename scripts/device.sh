@@ -100,9 +100,10 @@ if [ "$PLAN" = calibprof ]; then PLAN=calib; export CALIB8B_PLAN=profile; SKIP_G
 # DEVICE_PLAN=calib-layer / calib-free: the tests, then device-calib8b.sh's
 # one calibrated layer (c1) / the whole model's data-free output error in
 # FP32 and TF32 (c2, c3), without the GPTQ benchmark unless DEVICE_GPTQ=1
-# DEVICE_PLAN=calib-model: no tests, only (c4), the whole model's calibrated
-# sweep, continued from the dataset so far (scripts/device-calib8b.sh)
-[ "$PLAN" = calib-model ] && SKIP_TESTS=1
+# DEVICE_PLAN=calib-model: only (c4), the whole model's calibrated sweep,
+# continued from the dataset so far (scripts/device-calib8b.sh); no tests
+# unless DEVICE_TESTS=1
+[ "$PLAN" = calib-model ] && [ -z "${DEVICE_TESTS:-}" ] && SKIP_TESTS=1
 case "$PLAN" in
   calib-layer|calib-free|calib-model)
     export CALIB8B_PLAN=${PLAN#calib-}; PLAN=calib; [ -z "${DEVICE_GPTQ:-}" ] && SKIP_GPTQ=1 ;;
