@@ -80,9 +80,10 @@ JOBS=$(nproc)
 step configure 90 "$LOG" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFRONTIER_CUDA=ON -DFRONTIER_PLOTS=AUTO -DFRONTIER_MPI=AUTO
 # the whole model's calibrated sweep needs only the CLI (about a minute less
-# of device time per cold call than the whole build)
+# of device time per cold call than the whole build); with DEVICE_TESTS=1 it
+# builds everything, for the GPU tests that run first
 TARGETS=()
-[ "${DEVICE_PLAN:-}" = calib-model ] && TARGETS=(--target frontier_cli)
+[ "${DEVICE_PLAN:-}" = calib-model ] && [ -z "${DEVICE_TESTS:-}" ] && TARGETS=(--target frontier_cli)
 step build 300 "$LOG" cmake --build "$BUILD" -j"$JOBS" "${TARGETS[@]}"
 BUILT=$?
 FRONTIER=$BUILD/frontier
