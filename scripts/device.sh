@@ -82,8 +82,10 @@ step configure 90 "$LOG" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelW
 # the whole model's calibrated sweep needs only the CLI (about a minute less
 # of device time per cold call than the whole build); with DEVICE_TESTS=1 it
 # builds everything, for the GPU tests that run first
+CLI_ONLY=
+[ "${DEVICE_PLAN:-}" = calib-model ] && [ -z "${DEVICE_TESTS:-}" ] && CLI_ONLY=1
 TARGETS=()
-[ "${DEVICE_PLAN:-}" = calib-model ] && [ -z "${DEVICE_TESTS:-}" ] && TARGETS=(--target frontier_cli)
+[ -n "$CLI_ONLY" ] && TARGETS=(--target frontier_cli)
 step build 300 "$LOG" cmake --build "$BUILD" -j"$JOBS" "${TARGETS[@]}"
 BUILT=$?
 FRONTIER=$BUILD/frontier
@@ -104,7 +106,7 @@ if [ "$PLAN" = calibprof ]; then PLAN=calib; export CALIB8B_PLAN=profile; SKIP_G
 # DEVICE_PLAN=calib-model: only (c4), the whole model's calibrated sweep,
 # continued from the dataset so far (scripts/device-calib8b.sh); no tests
 # unless DEVICE_TESTS=1
-[ "$PLAN" = calib-model ] && [ -z "${DEVICE_TESTS:-}" ] && SKIP_TESTS=1
+[ -n "$CLI_ONLY" ] && SKIP_TESTS=1
 case "$PLAN" in
   calib-layer|calib-free|calib-model)
     export CALIB8B_PLAN=${PLAN#calib-}; PLAN=calib; [ -z "${DEVICE_GPTQ:-}" ] && SKIP_GPTQ=1 ;;
