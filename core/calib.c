@@ -931,6 +931,33 @@ static struct calib_module *resolve(const fr_calib_file *cf, const char *weight_
     return m;
 }
 
+/* A legacy .dat keeps an expert stack's vectors as one entry of
+ * n_experts x in values with one call count for all (llama.cpp's
+ * save_imatrix_legacy, which stores an expert that received no token as
+ * all ones). The first per-expert lookup of the stack splits the module
+ * into n_experts experts of in / n_experts columns: each counts as 1
+ * token (the file records none, so the fallback weighs the experts with
+ * tokens equally) or as 0 when every value of its vector is 1. */
+static fr_status split_dat_stack(fr_calib_file *cf, struct calib_module *m, int64_t n_experts,
+                                 fr_error *err)
+{
+    int64_t in = m->in / n_experts;
+    int64_t *tokens = calloc((size_t)n_experts, sizeof *tokens);
+    if (!tokens)
+        return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", cf->src->path);
+    for (int64_t e = 0; e < n_experts; e++) {
+        const float *v = m->owned_sq + (size_t)e * (size_t)in;
+        int64_t j = 0;
+        while (j < in && v[j] == 1.0f)
+            j++;
+        tokens[e] = j < in;
+    }
+    m->expert_tokens = tokens;
+    m->n_experts = n_experts;
+    m->in = in;
+    return FR_OK;
+}
+
 /* The token-weighted mean over the experts of m that had tokens, of each
  * part (CALIBRATION.md's rule for an expert that received none,
  * docs/calibration.md): sum_e n_e X_e / sum_e n_e in double, stored float. */
@@ -1009,6 +1036,10 @@ static fr_status lookup(fr_calib_file *cf, const char *weight_name, int64_t cols
                  "'%s' has only a sensitivity, no input statistics", m->name);
         return FR_OK;
     }
+    if (expert >= 0 && m->n_experts == 0 && cf->imatrix == FR_IMATRIX_DAT && cols > 0 &&
+        n_experts > 0 && m->in % cols == 0 && m->in / cols == n_experts &&
+        (st = split_dat_stack(cf, m, n_experts, err)) != FR_OK)
+        return st;
     int pfirst = m->tensor[PART_HESSIAN] >= 0 ? PART_HESSIAN
                  : m->tensor[PART_ABS_MEAN] >= 0 ? PART_ABS_MEAN
                                                  : PART_SQ_MEAN;
@@ -1051,14 +1082,18 @@ static fr_status lookup(fr_calib_file *cf, const char *weight_name, int64_t cols
     expert_slices(m, data, expert, x);
     if (expert >= 0) {
         out->expert_tokens = m->expert_tokens[expert];
+        if (cf->imatrix == FR_IMATRIX_DAT && out->expert_tokens > 0)
+            out->expert_tokens = -1; /* had tokens; a .dat does not say how many */
         if (out->expert_tokens == 0) {
             int64_t with_tokens = 0;
             for (int64_t e = 0; e < m->n_experts; e++)
                 with_tokens += m->expert_tokens[e] > 0;
             if (with_tokens == 0) {
                 snprintf(out->skip_reason, sizeof out->skip_reason,
-                         "no expert of '%s' received a token (expert_token_counts all 0)",
-                         m->name);
+                         "no expert of '%s' received a token (%s)", m->name,
+                         cf->imatrix == FR_IMATRIX_DAT ? "a legacy .dat: every expert's values "
+                                                         "are all 1"
+                                                       : "expert_token_counts all 0");
                 return FR_OK;
             }
             if ((st = make_fallback(cf, m, data, err)) != FR_OK)

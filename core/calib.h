@@ -94,7 +94,11 @@ fr_status fr_calib_lookup(fr_calib_file *cf, const char *weight_name, int64_t co
  * __metadata__.<module>.expert_token_counts), expert e's slices as an
  * ordinary 2-D view. An expert with no tokens gets the token-weighted mean
  * of the experts that had some (out->fallback 1); when none had any, a skip
- * reason. The lookup rules, value checks and skip reasons are
+ * reason. A legacy .dat stores a stack as one entry of n_experts x cols
+ * values and no token counts: it is split on the first such lookup, an
+ * expert whose values are all 1 (llama.cpp's mark of no tokens) takes the
+ * plain mean of the others, and expert_tokens is -1 (0 for that one).
+ * The lookup rules, value checks and skip reasons are
  * fr_calib_lookup's; errors (FR_E_FORMAT, naming file, module and tensor):
  * statistics of another expert count, or statistics without an expert
  * axis. fr_calib_lookup of a module with an expert axis gives a skip

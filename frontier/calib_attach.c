@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "core/imatrix.h"
 #include "core/log.h"
 
 int fr_calib_has_lm_head(const fr_tensor *tensors, size_t n)
@@ -47,7 +48,10 @@ fr_status fr_calib_lookup_expert_weight(fr_calib_file *cf, const fr_tensor *t, i
     fr_status st = fr_calib_lookup_expert(cf, t->name, cols, expert, n_experts, out, err);
     if (st == FR_OK && out->found && out->fallback && !quiet)
         fr_warn("'%s': module '%s', expert %lld received no calibration tokens: it takes the "
-                "token-weighted mean of the other experts' statistics",
-                fr_calib_path(cf), out->module, (long long)expert);
+                "%s of the other experts' statistics",
+                fr_calib_path(cf), out->module, (long long)expert,
+                fr_calib_is_imatrix(cf) == FR_IMATRIX_DAT
+                    ? "mean (a legacy .dat records no token counts)"
+                    : "token-weighted mean");
     return st;
 }

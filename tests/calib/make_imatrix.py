@@ -13,6 +13,8 @@ good.imatrix.dat       the legacy format, GGUF names, with the trailer
 good_notrailer.dat     the same without the trailer (older llama.cpp)
 experts.imatrix.gguf   blk.0.attn_q and an expert stack's entry blk.0.ffn_up_exps
                        (n_mat 4, counts 64, 32, 0, 16)
+experts.imatrix.dat    the same as a legacy .dat: the stack one entry of 4 x 8
+                       values, expert 2 (no token) all ones
 imatrix_cases.tsv      one bad file per line: file, exit code, exact message
 stories260K.imatrix.gguf / stories260K.imatrix.dat
                        data/stories260K/calib.safetensors' act_sq_mean as an
@@ -211,6 +213,12 @@ def experts(counts=EXP_COUNTS, sum2=None):
 
 
 write("experts.imatrix.gguf", gguf(entry(Q, 8, 0) + experts()))
+# the same stack in a legacy .dat (llama.cpp's save_imatrix_legacy): one entry of
+# 4 x 8 values (mean x ncall) and no counts; expert 2 (no token) is stored as all ones
+DAT_STACK = np.stack([mean(8, e) if c > 0 else np.ones(8, np.float32)
+                      for e, c in enumerate(EXP_COUNTS)])
+write("experts.imatrix.dat", dat([dat_entry(Q, mean(8, 0).astype(np.float64) * NCALL),
+                                  dat_entry(EXP, DAT_STACK.astype(np.float64).ravel() * NCALL)]))
 case("experts_negative.gguf", 4, PREFIX + "module 'blk.0.ffn_up_exps': counts[1] = -1 is negative",
      gguf(experts(counts=[64.0, -1.0, 0.0, 16.0])))
 e_nan = np.stack([mean(8, e) * c for e, c in enumerate(EXP_COUNTS)]).astype(np.float64)

@@ -6,7 +6,8 @@
  * make_imatrix.py's formula, diagonal only, name matching (own name, the
  * GGUF <-> Hugging Face map, the dimension skip), token and module counts;
  * the same through fr_calib_open_memory; an expert stack's per-expert
- * entry (experts.imatrix.gguf); then imatrix_cases.tsv: every bad
+ * entry (experts.imatrix.gguf) and the same stack in a legacy .dat, split
+ * on its first per-expert lookup; then imatrix_cases.tsv: every bad
  * file's exit code and exact message.
  */
 #include <stdlib.h>
@@ -199,6 +200,59 @@ static void test_experts(const char *dir)
     fr_calib_close(cf);
 }
 
+/* experts.imatrix.dat: the same stack as a legacy .dat entry of 4 x 8
+ * values. Taken as one matrix of 8 columns it is a dimension skip; looked
+ * up expert by expert it splits into 4 experts of 8: expert e's mean(j, e),
+ * no token count (-1), and expert 2 (all ones: llama.cpp's mark of no
+ * tokens) the plain mean of the other three. */
+static void test_experts_dat(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/experts.imatrix.dat", dir);
+    fr_calib_file *cf = NULL;
+    fr_error err = {0};
+    CHECK_OK(fr_calib_open(path, &cf, &err), err);
+    if (!cf)
+        return;
+    const char *w = "blk.0.ffn_up_exps.weight";
+    fr_calib_stats s;
+    CHECK_OK(fr_calib_lookup(cf, w, 8, &s, &err), err);
+    CHECK_MSG(!s.found, "the .dat stack as one matrix of 8 columns found statistics");
+    CHECK_STR(s.skip_reason, "act_sq_mean of 'blk.0.ffn_up_exps' is [32], the weight has 8 input "
+                             "columns");
+    /* 8 experts of 8 columns are not 32 values: refused, the entry unsplit */
+    fr_status st = fr_calib_lookup_expert(cf, w, 8, 0, 8, &s, &err);
+    CHECK_MSG(st == FR_E_FORMAT, ".dat, 8 experts against 32 values: status %d", st);
+    for (int e = 0; e < 4; e++) {
+        CHECK_OK(fr_calib_lookup_expert(cf, w, 8, e, 4, &s, &err), err);
+        CHECK_MSG(s.found && s.calib.act_mean_sq && !s.calib.hessian,
+                  ".dat expert %d: not found (%s)", e, s.skip_reason);
+        if (!s.found || !s.calib.act_mean_sq)
+            continue;
+        CHECK_MSG(s.expert_tokens == (e == 2 ? 0 : -1), ".dat expert %d: %lld tokens", e,
+                  (long long)s.expert_tokens);
+        CHECK_MSG(s.fallback == (e == 2), ".dat expert %d: fallback %d", e, s.fallback);
+        for (int j = 0; j < 8; j++) {
+            float want = mean_sq(j, e);
+            if (e == 2)
+                want = (float)(((double)mean_sq(j, 0) + (double)mean_sq(j, 1) +
+                                (double)mean_sq(j, 3)) / 3.0);
+            CHECK_MSG(s.calib.act_mean_sq[j] == want,
+                      ".dat expert %d: act_sq_mean[%d] = %.9g, not %.9g", e, j,
+                      (double)s.calib.act_mean_sq[j], (double)want);
+        }
+        fr_calib_release(cf, &s);
+    }
+    /* split, the stack taken as one matrix is now per-expert statistics */
+    CHECK_OK(fr_calib_lookup(cf, w, 8, &s, &err), err);
+    CHECK_MSG(!s.found, "the split .dat stack as one matrix found statistics");
+    CHECK_STR(s.skip_reason, "act_sq_mean of 'blk.0.ffn_up_exps' is [4, 8]: per-expert statistics, "
+                             "for a tensor handled expert by expert; 'blk.0.ffn_up_exps' is handled "
+                             "here as one matrix");
+    expect_diag(cf, "blk.0.attn_q.weight", "blk.0.attn_q", 8, 0);
+    fr_calib_close(cf);
+}
+
 /* One line of imatrix_cases.tsv: file, exit code, message. */
 static void run_case(const char *dir, char *line)
 {
@@ -247,6 +301,7 @@ int main(int argc, char **argv)
     }
 
     test_experts(dir);
+    test_experts_dat(dir);
 
     snprintf(path, sizeof path, "%s/imatrix_cases.tsv", dir);
     FILE *f = fopen(path, "r");
