@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The bounded-memory run of issue 15: a ~30 GB checkpoint swept on the CPU.
+"""The bounded-memory run: a ~30 GB checkpoint swept on the CPU under --max-memory.
 
 Writes a BF16 safetensors checkpoint of real random data (Gaussian, std
 0.02, streamed to disk and fsync()ed: not a sparse file) into DIR, made of
