@@ -15,7 +15,7 @@ wall time, prints a table, writes JSON, and deletes the checkpoint (unless
 expected size is already there (it takes minutes to write).
 
   bench/bench_bounded.py --frontier build-cpu/frontier --dir /var/tmp/fr30 \
-      --json bench/results/bounded-30gb.json [--max-memory 1G] [--tensors 28]
+      --json bounded-30gb.json [--max-memory 1G] [--tensors 28]
       [--tensor-mib 1024] [--quantizers int4-g128-sym,nvfp4,fp8-e4m3-block128]
       [--threads N] [--write-only] [--reuse] [--keep] [--extra ARG]...
 

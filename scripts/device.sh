@@ -436,7 +436,7 @@ with h5py.File(sys.argv[1], "r") as f:
     fam = {int(x["config_id"]): text(x["family"]) for x in f["configs"][...]}
     shape = {int(x["tensor_id"]): text(x["shape"]) for x in f["tensors"][...]}
 print(f"{len(r)} rows, {int(np.isfinite(r['out_rel_err']).sum())} with out_rel_err; "
-      f"GPU seconds (sum of rows) {float(r['seconds'].sum()):.1f}")
+      f"seconds (sum of rows) {float(r['seconds'].sum()):.1f}")
 by, cell = {}, {}
 for row in r:
     k = fam[int(row["config_id"])]
