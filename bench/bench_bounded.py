@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The bounded-memory run of issue 15: a ~30 GB checkpoint swept on the CPU.
+"""The bounded-memory run: a ~30 GB checkpoint swept on the CPU under --max-memory.
 
 Writes a BF16 safetensors checkpoint of real random data (Gaussian, std
 0.02, streamed to disk and fsync()ed: not a sparse file) into DIR, made of
@@ -15,7 +15,7 @@ wall time, prints a table, writes JSON, and deletes the checkpoint (unless
 expected size is already there (it takes minutes to write).
 
   bench/bench_bounded.py --frontier build-cpu/frontier --dir /var/tmp/fr30 \
-      --json bench/results/bounded-30gb.json [--max-memory 1G] [--tensors 28]
+      --json bounded-30gb.json [--max-memory 1G] [--tensors 28]
       [--tensor-mib 1024] [--quantizers int4-g128-sym,nvfp4,fp8-e4m3-block128]
       [--threads N] [--write-only] [--reuse] [--keep] [--extra ARG]...
 

@@ -1,5 +1,5 @@
 /*
- * GPTQ benchmark (issue 10; docs/gpu.md, "GPTQ"): int4-g128-sym GPTQ of a
+ * GPTQ benchmark (docs/gpu.md, "GPTQ"): int4-g128-sym GPTQ of a
  * 4096 x 4096 and a 14336 x 4096 layer (rows x input columns) with H from
  * 8192 correlated random tokens, on the GPU (kernels/gptq.cu): time per
  * layer (median of --reps CUDA-event timings after one warm-up, H already

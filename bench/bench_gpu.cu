@@ -1,5 +1,5 @@
 /*
- * GPU benchmarks of issue 5 (docs/gpu.md, "Benchmarks"). Every time is the
+ * GPU benchmarks (docs/gpu.md, "Benchmarks"). Every time is the
  * median of repeated CUDA-event timings after warm-up runs.
  *
  *   bench_gpu kernels [--rows R] [--cols C] [--dtype bf16|f16|f32] [--reps N]

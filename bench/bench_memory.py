@@ -12,7 +12,7 @@ under /usr/bin/time -v and records its peak RSS ("Maximum resident set
 size") and wall time. Prints a table and writes JSON.
 
   bench/bench_memory.py --frontier build/frontier --sizes 64,256,1024,2048 \
-      --dir /tmp/frontier-mem --json bench/results/memory.json [--threads N]
+      --dir /tmp/frontier-mem --json memory.json [--threads N]
       [--total-gib G]   also one checkpoint of G GiB made of 1 GiB tensors
       [--keep]          keep the checkpoints (they are removed by default)
       [--extra ARG]...  more sweep arguments (e.g. --extra=--max-memory=1G)

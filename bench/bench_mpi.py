@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""MPI scale-out benchmark (issue 13, docs/scale-out.md): one Llama-70B-shaped
+"""MPI scale-out benchmark (docs/scale-out.md): one Llama-70B-shaped
 synthetic sweep (80 layers of q, k, v, o, gate, up, down in bf16, every
 data-free configuration of 2..8 bits) with 1, 2 and 4 MPI ranks, on the GPU
 (the ranks share it when there is one) or on the CPU. Prints a table and

@@ -193,7 +193,7 @@ static fr_status build_modules(fr_calib_file *cf, fr_error *err)
 
 /* The header-level checks of one module: dtypes, ranks, shapes agreeing.
  * hessian [in, in] and vectors [in], or, per expert (a leading expert axis
- * of E, CALIBRATION.md "Mixture-of-experts"), [E, in, in] and [E, in]; all
+ * of E, docs/calibration.md "Mixture-of-experts statistics"), [E, in, in] and [E, in]; all
  * parts of a module one way or the other, with one E. */
 static fr_status check_module_layout(const fr_calib_file *cf, struct calib_module *m, fr_error *err)
 {
@@ -896,8 +896,8 @@ static int gguf_module_name(const char *name, size_t n, char *buf, size_t len)
 }
 
 /* The module a weight's statistics are stored under: its own name, else,
- * for q_proj, k_proj and v_proj, one of its block's three (CALIBRATION.md,
- * "Fused projections": they see the same input), else, for an importance
+ * for q_proj, k_proj and v_proj, one of its block's three (docs/calibration.md,
+ * "Matching weights to statistics": they see the same input), else, for an importance
  * matrix with GGUF names, the GGUF name of a Hugging Face Llama name. */
 static struct calib_module *resolve(const fr_calib_file *cf, const char *weight_name)
 {
@@ -959,7 +959,7 @@ static fr_status split_dat_stack(fr_calib_file *cf, struct calib_module *m, int6
 }
 
 /* The token-weighted mean over the experts of m that had tokens, of each
- * part (CALIBRATION.md's rule for an expert that received none,
+ * part (the rule for an expert that received none,
  * docs/calibration.md): sum_e n_e X_e / sum_e n_e in double, stored float. */
 static fr_status make_fallback(fr_calib_file *cf, struct calib_module *m,
                                const float *const data[PART_COUNT], fr_error *err)

@@ -1,5 +1,5 @@
 /*
- * Calibration statistics (../shared/CALIBRATION.md, docs/calibration.md):
+ * Calibration statistics (docs/calibration.md):
  * one safetensors file per model and calibration set holding, per linear
  * layer input, <module>.hessian [in, in], <module>.act_abs_mean [in],
  * <module>.act_sq_mean [in] and optionally <module>.sensitivity [1] or [2],

@@ -117,7 +117,7 @@ void fr_tensor_release(const fr_source *src, const fr_tensor *t);
  * from the file if needed). */
 void fr_tensor_release_range(const fr_source *src, const fr_tensor *t, int64_t begin, int64_t n);
 
-/* Matrix view of FORMATS.md: rows = shape[0], cols = the rest (1-D: one row). */
+/* Matrix view of docs/formats.md: rows = shape[0], cols = the rest (1-D: one row). */
 void fr_tensor_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);
 
 #endif

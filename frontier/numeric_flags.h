@@ -1,6 +1,6 @@
 /*
  * Numeric edge cases of a (tensor, configuration), named instead of silent
- * (issue 15; docs/dataset.md "Numeric flags"): the FR_ROW_* bits of a
+ * (docs/dataset.md "Numeric flags"): the FR_ROW_* bits of a
  * /results row and the sweep's warning lines.
  *
  * Tensor facts (all zero, float32 subnormals, -0) come from one pass over

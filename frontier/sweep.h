@@ -131,7 +131,7 @@ fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, cons
  * receives the message when one is built. */
 const char *fr_sweep_skip_reason(const fr_tensor *t, int64_t min_numel, char *buf, size_t len);
 
-/* FORMATS.md's matrix view: rows = shape[0], cols = the rest; 1-D: one row. */
+/* docs/formats.md's matrix view: rows = shape[0], cols = the rest; 1-D: one row. */
 void fr_sweep_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);
 
 /* Nonzero for an expert stack (docs/formats.md "Expert tensors"): a rank-3

@@ -1,285 +1,554 @@
 #!/usr/bin/env bash
-# Runs ON the GPU machine, from the repository root, in one device call
-# (scripts/device-prepare.sh ran here first; the call carries .carry):
-#   bash scripts/device.sh
-# 1. unpacks cJSON from .carry/debs into a prefix under /tmp and configures
-#    CMake for it (-DFRONTIER_CUDA=ON, -DFRONTIER_PLOTS=AUTO: no cairo there,
-#    figures skipped), Ninja, builds;
-# 2. runs the GPU tests (ctest -L gpu);
-# 3. the three benchmarks of issue 5 (docs/gpu.md): kernels vs the copy
-#    bandwidth, the fused sweep vs PyTorch eager, the 8B Llama-shaped
-#    synthetic sweep end to end; and GPTQ on the GPU vs eager PyTorch
-#    (issue 10: bench_gptq, bench/peers/torch_gptq.py -> gptq.json);
-# 4. the rest of the suite (ctest -LE gpu);
-# and writes at most 8 files into $OUT, printing a summary table last.
-# Every step has a time limit so the whole stays under 10 minutes (9.5).
+# The one driver for the GPU machine: a table of plans, each naming what to
+# build, which steps to run and what comes back in $OUT (docs/benchmarks.md
+# gives the figures each plan measured, docs/gpu.md what they measure).
+#
+#   scripts/device.sh prepare            here, before a device call: cJSON's .deb files
+#                                        (that machine has no package registry) and the
+#                                        commit being measured, into .carry/
+#   scripts/device.sh fuzz-pack          here: the libFuzzer targets of build-fuzz and the
+#                                        libraries they link, into .carry/fuzz.tar.xz
+#   bash scripts/device.sh PLAN          there: the device tool's command, carry [".carry"]
+#   scripts/device.sh list               the plans
+#   scripts/device.sh dry-run PLAN|all   what a plan would build and run, running nothing
+#
+# A plan configures build-device (CUDA on, Ninja), builds its targets, runs
+# its steps in order, each under a time limit that never passes the call's
+# deadline (DEVICE_SECONDS, default 570: a call may run 600 s), and ends
+# with a table of the steps and the figures, printed last and written to
+# $OUT/summary.txt, and $OUT/summary.json (the steps, the figures, and each
+# benchmark's own JSON under "raw"). Only a few files come back from $OUT
+# (at most 8), so every step's output goes to $OUT/device.log, the GPU
+# tests' verbose log to $OUT/ctest-gpu.log.gz, and the benchmarks' JSON
+# into summary.json.
+#
+# Environment: DEVICE_SECONDS (the deadline, s); GPU_TESTS=REGEX (only those
+# GPU tests); GPTQ_PASSES (the PyTorch GPTQ peer's passes, default 2);
+# GPTQ_LOOPS (bench_gptq's column kernels); FUZZ_SECONDS (default 300).
 set -uo pipefail
+
+# ---- the plans ----
+# Each row: name | build: cmake targets, "all", or "-" (nothing) | steps, in
+# order (functions step_<name> below) | files in $OUT besides summary.txt,
+# summary.json and device.log | what it is for.
+PLANS='
+accept      | all                       | gpu-tests fused e2e-8b          | ctest-gpu.log.gz                 | the GPU tests, the fused sweep and the 8B sweep in one cold call
+tests       | all                       | gpu-tests                       | ctest-gpu.log.gz                 | ctest -L gpu: the GPU tests and the emulated ones
+full        | all                       | gpu-tests kernels fused gptq e2e-8b e2e-file family ctest-rest | ctest-gpu.log.gz | all of the data-free benchmarks, GPTQ against PyTorch, the example family through nvcc, the rest of the suite
+fused       | bench_gpu                 | fused                           | -                                | benchmark 2: the fused sweep of 99 configurations against PyTorch eager
+e2e         | frontier_cli              | e2e-8b e2e-file                 | -                                | benchmark 3: the 8B Llama-shaped synthetic sweep, and 4 Llama-8B layers streamed from a file
+kernels     | bench_gpu                 | kernels                         | -                                | benchmark 1: each configuration alone against the copy bandwidth
+gptq        | bench_gptq test_gpu_calib | gptq-tests gptq                 | -                                | GPTQ on the GPU: its parity test, then bench_gptq against eager PyTorch
+calib-layer | frontier_cli              | calib-layer                     | -                                | one 8B layer under every calibrated configuration at 2..4 bits (--calib synthetic)
+outerr-8b   | frontier_cli              | outerr-8b                       | -                                | the data-free out_rel_err of the whole 8B model, FP32 then TF32
+mpi         | frontier_cli              | mpi                             | -                                | bench_mpi.py: the 70B-shaped sweep with 1, 2, 4 ranks on the GPU, one layer on the CPU
+profile     | bench_gpu                 | profile                         | ncu-stream.txt ncu-fused.txt     | Nsight Compute on the streaming and the fused kernel
+fuzz        | -                         | fuzz                            | corpus.tar.gz fuzz-logs.tar.gz   | every libFuzzer target of .carry/fuzz.tar.xz at once for FUZZ_SECONDS, the grown corpus back
+'
+
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-OUT=${OUT:-$ROOT/out}
-mkdir -p "$OUT"
-LOG=$OUT/device.log
-CTLOG=/tmp/frontier-ctest   # ctest logs (also copied into device.log): $OUT holds at most 8 files
-mkdir -p "$CTLOG"
-SUMMARY=$OUT/summary.txt
+SELF=$ROOT/scripts/device.sh
 BUILD=$ROOT/build-device
-PREFIX=/tmp/frontier-deps
-START=$(date +%s)
-DEADLINE=$((START + ${DEVICE_SECONDS:-570}))
-: > "$LOG"
-declare -a ROWS=()
+FRONTIER=$BUILD/frontier
+BENCH=$BUILD/bench/bench_gpu
+WORK=/tmp/frontier-device   # large files and the raw JSON; only $OUT comes back
+RAW=$WORK/raw
+DRY=
 
-log() { echo "$*" | tee -a "$LOG"; }
-left() { echo $((DEADLINE - $(date +%s))); }
+# 8B Llama-shaped: 32 layers of q, k, v, o (4096 and 1024 x 4096), gate, up
+# (14336 x 4096), down (4096 x 14336), bf16
+LAYER_8B="gaussian:4096x4096:bf16,gaussian:1024x4096:bf16*2,gaussian:4096x4096:bf16,gaussian:14336x4096:bf16*2,gaussian:4096x14336:bf16"
+SPEC_8B=$LAYER_8B
+for _ in $(seq 2 32); do SPEC_8B="$SPEC_8B,$LAYER_8B"; done
+DATA_FREE=int,fp8,nvfp4,mx,nf4
+CALIBRATED=gptq,awq,hqq,mse,imat,rht,rht_gptq
 
-# step NAME LIMIT_S LOGFILE CMD...: runs CMD with a time limit (never past the
-# deadline), output into LOGFILE and device.log, one summary row.
-step() {
-  local name=$1 limit=$2 file=$3
-  shift 3
-  local l
-  l=$(left)
-  [ "$limit" -gt "$l" ] && limit=$l
-  if [ "$limit" -le 5 ]; then
-    ROWS+=("$(printf '%-14s %-8s %6s  %s' "$name" "skipped" "-" "no time left")")
+plan_field() {  # plan_field NAME COLUMN: build, steps, out or what
+  local name build steps files what
+  while IFS='|' read -r name build steps files what; do
+    name=$(echo $name)
+    [ "$name" = "$1" ] || continue
+    case $2 in
+      build) echo $build ;;
+      steps) echo $steps ;;
+      out) echo summary.txt summary.json device.log $files | sed 's/ -$//' ;;
+      what) echo "$what" | sed 's/^ *//;s/ *$//' ;;
+    esac
+    return 0
+  done <<< "$PLANS"
+  return 1
+}
+plan_names() { echo "$PLANS" | awk -F'|' 'NF >= 5 { gsub(/ /, "", $1); print $1 }'; }
+
+log() { echo "$*" | tee -a "$OUT/device.log"; }
+tidy() { [ -n "$DRY" ] || rm -rf "$@"; }
+shown() {  # the command as the log shows it: long arguments (the 8B spec) shortened
+  local a s=
+  for a in "$@"; do
+    [ ${#a} -gt 120 ] && a="${a:0:60}...(${#a} characters)"
+    case $a in *[[:space:]]*) a="'$a'" ;; esac
+    s="$s $a"
+  done
+  echo "${s# }"
+}
+
+# run NAME LIMIT CMD...: CMD under a time limit (never past the deadline),
+# its output into device.log (or into RUN_LOG alone, for a verbose step),
+# one row of the summary. In a dry run: the command, and a check that the
+# repository files it names exist.
+run() {
+  local name=$1 limit=$2
+  shift 2
+  if [ -n "$DRY" ]; then
+    printf '  %-15s %4ss  %s\n' "$name" "$limit" "$(shown "$@")"
+    local a
+    for a in "$@"; do
+      case $a in
+        bench/*|tests/*|scripts/*|examples/*|data/*)
+          [ -e "$ROOT/$a" ] || { echo "device.sh: plan step $name names $a, which is not in the repository" >&2; DRY_FAILED=1; } ;;
+      esac
+    done
+    return 0
+  fi
+  local left=$(( DEADLINE - $(date +%s) ))
+  [ "$limit" -gt "$left" ] && limit=$left
+  if [ "$left" -le 5 ]; then
+    printf '%s\tskipped\t0\tno time left\n' "$name" >> "$WORK/steps.tsv"
     log "== $name: skipped, no time left"
     return 124
   fi
-  local shown="$*"
-  [ ${#shown} -gt 240 ] && shown="${shown:0:240}..."
-  log "== $name (limit ${limit}s): $shown"
-  local t0=$(date +%s) rc
-  [ "$file" != "$LOG" ] && : > "$file"
-  if [ -n "${STEP_OWN_LOG:-}" ]; then
-    # a verbose step (ctest -V): its own log only, gzipped into $OUT at the end
-    timeout --kill-after=10 "$limit" "$@" >> "$file" 2>&1
+  log "== $name (limit ${limit}s): $(shown "$@")"
+  local t0 rc
+  t0=$(date +%s.%N)
+  if [ -n "${RUN_LOG:-}" ]; then
+    timeout --kill-after=10 "$limit" "$@" >> "$RUN_LOG" 2>&1
   else
-    timeout --kill-after=10 "$limit" "$@" > >(tee -a "$file" >> "$LOG") 2>&1
+    timeout --kill-after=10 "$limit" "$@" > >(tee -a "$OUT/device.log") 2>&1
   fi
   rc=$?
   sleep 0.2
-  local dt=$(( $(date +%s) - t0 ))
-  local status=ok
+  local dt status=ok
+  dt=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
   [ $rc -ne 0 ] && status="rc=$rc"
-  [ $rc -eq 124 ] && status="timeout"
-  [ $rc -eq 77 ] && status="skip"
-  ROWS+=("$(printf '%-14s %-8s %6ss' "$name" "$status" "$dt")")
+  [ $rc -eq 124 ] && status=timeout
+  [ $rc -eq 77 ] && status=skip
+  printf '%s\t%s\t%s\t\n' "$name" "$status" "$dt" >> "$WORK/steps.tsv"
   log "== $name: $status in ${dt}s"
   return $rc
 }
 
-log "frontier device run, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-if [ -f .carry/commit.txt ]; then cat .carry/commit.txt >> "$LOG"; fi
-git rev-parse HEAD >> "$LOG" 2>&1 || log "git: no repository in this copy (see the commit line above)"
-{ nvidia-smi; nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv; } >> "$LOG" 2>&1
-{ nvcc --version | tail -2; cmake --version | head -1; ninja --version; gcc --version | head -1; nproc; } >> "$LOG" 2>&1
-
-# ---- 1. dependencies and build ----
-source scripts/device-deps.sh
-JOBS=$(nproc)
-step configure 90 "$LOG" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DFRONTIER_CUDA=ON -DFRONTIER_PLOTS=AUTO -DFRONTIER_MPI=AUTO
-# the whole model's calibrated sweep needs only the CLI (about a minute less
-# of device time per cold call than the whole build); with DEVICE_TESTS=1 it
-# builds everything, for the GPU tests that run first
-CLI_ONLY=
-[ "${DEVICE_PLAN:-}" = calib-model ] && [ -z "${DEVICE_TESTS:-}" ] && CLI_ONLY=1
-TARGETS=()
-[ -n "$CLI_ONLY" ] && TARGETS=(--target frontier_cli)
-step build 300 "$LOG" cmake --build "$BUILD" -j"$JOBS" "${TARGETS[@]}"
-BUILT=$?
-FRONTIER=$BUILD/frontier
-BENCH=$BUILD/bench/bench_gpu
-
-# ---- plans ----
-# DEVICE_PLAN=calib: only GPTQ against PyTorch and the calibrated 8B
-# benchmark (scripts/device-calib8b.sh) after the tests; the data-free
-# benchmarks (kernels, fused sweep, 8B, file streaming), the example family
-# and the rest of the suite are skipped
-# DEVICE_PLAN=calibprof: the tests, then scripts/device-calib8b.sh's profile
-# (CALIB8B_PLAN=profile), without the GPTQ benchmark
-PLAN=${DEVICE_PLAN:-full}
-if [ "$PLAN" = calibprof ]; then PLAN=calib; export CALIB8B_PLAN=profile; SKIP_GPTQ=1; fi
-# DEVICE_PLAN=calib-layer / calib-free: the tests, then device-calib8b.sh's
-# one calibrated layer (c1) / the whole model's data-free output error in
-# FP32 and TF32 (c2, c3), without the GPTQ benchmark unless DEVICE_GPTQ=1
-# DEVICE_PLAN=calib-model: only (c4), the whole model's calibrated sweep,
-# continued from the dataset so far (scripts/device-calib8b.sh); no tests
-# unless DEVICE_TESTS=1
-[ -n "$CLI_ONLY" ] && SKIP_TESTS=1
-case "$PLAN" in
-  calib-layer|calib-free|calib-model)
-    export CALIB8B_PLAN=${PLAN#calib-}; PLAN=calib; [ -z "${DEVICE_GPTQ:-}" ] && SKIP_GPTQ=1 ;;
-esac
-
-# ---- 2. GPU tests ----
-# -V: every test's own lines (the measured GPU-vs-CPU differences, flips,
-# timings) go into the log; the summary greps the key ones
-if [ $BUILT -eq 0 ] && [ -z "${SKIP_TESTS:-}" ]; then
-  # GPU_TESTS=REGEX: only those GPU tests (ctest -R)
-  STEP_OWN_LOG=1 step gpu-tests 240 "$CTLOG/ctest-gpu.log" ctest --test-dir "$BUILD" -L gpu -V -j4 \
+# ---- the steps (each a function step_<name>, '-' written '_') ----
+step_gpu_tests() {
+  # -V: every test's own lines (GPU-vs-CPU differences, flips, timings) in
+  # its own log, which comes back gzipped; the summary quotes the key ones
+  RUN_LOG=$WORK/ctest-gpu.log run gpu-tests 300 ctest --test-dir "$BUILD" -L gpu -V -j4 \
     ${GPU_TESTS:+-R "$GPU_TESTS"}
-  gzip -c "$CTLOG/ctest-gpu.log" > "$OUT/ctest-gpu.log.gz"
-fi
+  [ -n "$DRY" ] || gzip -c "$WORK/ctest-gpu.log" > "$OUT/ctest-gpu.log.gz"
+}
+step_ctest_rest() {
+  RUN_LOG=$WORK/ctest-rest.log run ctest-rest 150 ctest --test-dir "$BUILD" -LE gpu --output-on-failure -j"$JOBS"
+}
+step_kernels() {
+  run bench-kernels 100 "$BENCH" kernels --reps 10 --json "$RAW/bench_kernels.json"
+}
+step_fused() {
+  local w=$WORK/w-4096x14336.bf16 peer=()
+  run bench-tensor 30 "$BENCH" fused --reps 3 --write-tensor "$w"
+  run torch-peer 120 python3 bench/peers/torch_sweep.py --tensor "$w" --rows 4096 --cols 14336 \
+    --passes 2 --json "$RAW/peer.json"
+  if [ -n "$DRY" ] || [ -f "$RAW/peer.json" ]; then peer=(--peer "$RAW/peer.json"); fi
+  run bench-fused 60 "$BENCH" fused --tensor "$w" --reps 20 "${peer[@]}" --json "$RAW/bench_fused.json"
+  tidy "$w"
+}
+step_e2e_8b() {
+  run e2e-8b 180 "$FRONTIER" sweep --synthetic "$SPEC_8B" --bits 2..8 --quantizers "$DATA_FREE" \
+    --device cuda --device-stats "$RAW/e2e_8b.json" -o "$WORK/llama8b.h5"
+  tidy "$WORK/llama8b.h5"
+}
+step_e2e_file() {
+  # every byte host -> device through the pinned double buffers
+  local f=$WORK/llama4.safetensors
+  run make-file 90 python3 bench/make_llama_layers.py "$f" 4
+  run e2e-file 120 "$FRONTIER" sweep "$f" --bits 2..8 --quantizers "$DATA_FREE" --device cuda \
+    --device-stats "$RAW/e2e_file.json" -o "$WORK/llama4.h5"
+  tidy "$f" "$WORK/llama4.h5"
+}
+step_gptq_tests() {
+  run gptq-tests 120 "$BUILD/tests/gpu/test_gpu_calib"
+}
+step_gptq() {
+  # int4-g128-sym on 4096x4096 and 14336x4096, H from 8192 correlated
+  # tokens: bench_gptq times the GPU and writes the data, torch_gptq.py runs
+  # the classic per-column GPTQ on it (speedup, both output errors)
+  local d=$WORK/gptq
+  [ -n "$DRY" ] || mkdir -p "$d"
+  run bench-gptq 90 "$BUILD/bench/bench_gptq" --reps 5 --tokens 8192 --dir "$d" --json "$RAW/gptq_gpu.json" \
+    --phases --loops "${GPTQ_LOOPS:-warp8,serial,warp4,block}"
+  run torch-gptq 120 python3 bench/peers/torch_gptq.py --dir "$d" --passes "${GPTQ_PASSES:-2}" \
+    --gpu-json "$RAW/gptq_gpu.json" --json "$RAW/gptq.json"
+  tidy "$d"
+}
+step_family() {
+  run family-cuda 240 bash tests/family/add_example.sh "$ROOT" ON
+}
+step_calib_layer() {
+  run calib-layer 300 "$FRONTIER" sweep --synthetic "$LAYER_8B" --calib synthetic --bits 2..4 \
+    --quantizers "$CALIBRATED" --device cuda --device-stats "$RAW/calib_layer.json" -o "$WORK/calib_layer.h5"
+  run calib-rows 60 bash "$SELF" rows "$WORK/calib_layer.h5"
+  tidy "$WORK/calib_layer.h5"
+}
+step_outerr_8b() {
+  run outerr-fp32 300 "$FRONTIER" sweep --synthetic "$SPEC_8B" --calib synthetic --bits 2..8 \
+    --quantizers "$DATA_FREE" --device cuda --device-stats "$RAW/outerr_fp32.json" -o "$WORK/outerr_fp32.h5"
+  run outerr-tf32 120 "$FRONTIER" sweep --synthetic "$SPEC_8B" --calib synthetic --tf32 --bits 2..8 \
+    --quantizers "$DATA_FREE" --device cuda --device-stats "$RAW/outerr_tf32.json" -o "$WORK/outerr_tf32.h5"
+  tidy "$WORK"/outerr_*.h5
+}
+step_mpi() {
+  # Open MPI of the device image, ranks on one host sharing the one GPU
+  run mpi-gpu 200 python3 bench/bench_mpi.py --frontier "$FRONTIER" --device cuda --ranks 1,2,4 \
+    --json "$RAW/mpi_gpu.json"
+  run mpi-cpu 120 python3 bench/bench_mpi.py --frontier "$FRONTIER" --device cpu --layers 1 --scale 2 \
+    --ranks 1,2,4 --json "$RAW/mpi_cpu.json"
+}
+step_profile() {
+  # clocks left alone (--clock-control none)
+  local ncu=ncu sections=() s
+  [ -n "$DRY" ] || ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for s in SpeedOfLight Occupancy LaunchStats WarpStateStats ComputeWorkloadAnalysis MemoryWorkloadAnalysis \
+           InstructionStats SchedulerStats; do sections+=(--section "$s"); done
+  RUN_LOG=$OUT/ncu-stream.txt run ncu-stream 200 "$ncu" --clock-control none "${sections[@]}" \
+    -k regex:fr_kstream_kernel -c 2 "$BENCH" kernels --reps 1
+  RUN_LOG=$OUT/ncu-fused.txt run ncu-fused 200 "$ncu" --clock-control none "${sections[@]}" \
+    -k regex:fr_kfused_kernel -c 1 "$BENCH" fused --reps 1
+}
+step_fuzz() {
+  run fuzz $(( ${FUZZ_SECONDS:-300} + 60 )) bash "$SELF" fuzz-run "${FUZZ_SECONDS:-300}"
+}
 
-# ---- 3. benchmarks ----
-if [ "$PLAN" = calib ]; then BENCH=/nonexistent; fi
-if [ $BUILT -eq 0 ] && [ -x "$BENCH" ]; then
-  step bench-kernels 100 "$LOG" "$BENCH" kernels --reps 10 --json "$OUT/bench_kernels.json"
-  W=/tmp/frontier-w-4096x14336.bf16
-  step bench-tensor 30 "$LOG" "$BENCH" fused --reps 3 --write-tensor "$W"
-  step torch-peer 120 "$LOG" python3 bench/peers/torch_sweep.py --tensor "$W" --rows 4096 \
-    --cols 14336 --passes 2 --json "$OUT/peer.json"
-  PEER=()
-  [ -f "$OUT/peer.json" ] && PEER=(--peer "$OUT/peer.json")
-  step bench-fused 60 "$LOG" "$BENCH" fused --tensor "$W" --reps 20 "${PEER[@]}" \
-    --json "$OUT/bench_fused.json"
-  rm -f "$W"
-fi
-# ---- GPTQ on the GPU against eager PyTorch (issue 10; docs/gpu.md, "GPTQ") ----
-# int4-g128-sym on 4096x4096 and 14336x4096 with H from 8192 correlated
-# tokens: bench_gptq times the GPU and writes the data, torch_gptq.py runs the
-# classic per-column GPTQ on it and prints the table (speedup, both output errors)
-BENCH_GPTQ=$BUILD/bench/bench_gptq
-if [ $BUILT -eq 0 ] && [ -x "$BENCH_GPTQ" ] && [ -z "${SKIP_GPTQ:-}" ]; then
-  GD=/tmp/frontier-gptq
-  rm -rf "$GD"
-  mkdir -p "$GD"
-  step bench-gptq 90 "$LOG" "$BENCH_GPTQ" --reps 5 --tokens 8192 --dir "$GD" --json "$GD/gpu.json" \
-    --phases --loops warp8,serial,warp4,block
-  step torch-gptq 120 "$LOG" python3 bench/peers/torch_gptq.py --dir "$GD" --passes "${GPTQ_PASSES:-2}" \
-    --gpu-json "$GD/gpu.json" --json "$OUT/gptq.json"
-  # without torch the GPU figures still come back
-  [ -f "$OUT/gptq.json" ] || { [ -f "$GD/gpu.json" ] && cp "$GD/gpu.json" "$OUT/gptq.json"; }
-  rm -rf "$GD"
-fi
-if [ $BUILT -eq 0 ] && [ -x "$FRONTIER" ] && [ "$PLAN" != calib ]; then
-  # 8B Llama-shaped: 32 layers of q, k, v, o (4096/1024 x 4096), gate, up
-  # (14336 x 4096), down (4096 x 14336), bf16
-  layer="gaussian:4096x4096:bf16,gaussian:1024x4096:bf16*2,gaussian:4096x4096:bf16,gaussian:14336x4096:bf16*2,gaussian:4096x14336:bf16"
-  spec=$layer
-  for _ in $(seq 2 32); do spec="$spec,$layer"; done
-  rm -f /tmp/frontier-llama8b.h5
-  E2E0=$(date +%s.%N)
-  FRONTIER_CUDA_STATS=$OUT/e2e_stats.json step e2e-8b 180 "$LOG" "$FRONTIER" sweep \
-    --synthetic "$spec" --bits 2..8 --quantizers int,fp8,nvfp4,mx,nf4 --device cuda -o /tmp/frontier-llama8b.h5
-  E2E1=$(date +%s.%N)
-  E2E_WALL=$(python3 -c "print(f'{$E2E1 - $E2E0:.2f}')")
-  if [ -f /tmp/frontier-llama8b.h5 ]; then
-    python3 - /tmp/frontier-llama8b.h5 >> "$LOG" 2>&1 <<'PY'
-import sys
-try:
-    import h5py
-    with h5py.File(sys.argv[1], "r") as f:
-        r = f["results"]
-        print(f"e2e dataset: {r.shape[0]} result rows, {f['tensors'].shape[0]} tensors, {f['configs'].shape[0]} configs")
-except Exception as e:
-    print(f"e2e dataset: not readable with h5py: {e}")
-PY
+# ---- there: cJSON from .carry/debs, configure, build ----
+deps() {
+  local prefix=/tmp/frontier-deps deb pc
+  rm -rf "$prefix"
+  mkdir -p "$prefix"
+  for deb in .carry/debs/*.deb; do [ -f "$deb" ] && dpkg -x "$deb" "$prefix"; done
+  pc=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig
+  if [ -f "$pc/libcjson.pc" ]; then
+    sed -i "s|=/usr|=$prefix/usr|g" "$pc"/*.pc
+    export PKG_CONFIG_PATH=$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+    export CMAKE_PREFIX_PATH=$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+    export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export CPATH=$prefix/usr/include${CPATH:+:$CPATH}
+    log "cJSON from .carry/debs in $prefix"
+  else
+    log "no .carry/debs (run scripts/device.sh prepare here first): relying on a system cJSON"
   fi
-  rm -f /tmp/frontier-llama8b.h5
-fi
+}
 
-if [ $BUILT -eq 0 ] && [ -x "$FRONTIER" ] && [ "$PLAN" != calib ]; then
-  # streaming from a real file: 4 Llama-8B layers in bf16 (1.75 GB) written
-  # to disk, swept on the GPU: every byte goes host -> device through the
-  # pinned double buffers (the h2d time is reported separately)
-  F=/tmp/frontier-llama4.safetensors
-  step make-file 90 "$LOG" python3 bench/make_llama_layers.py "$F" 4
-  rm -f /tmp/frontier-llama4.h5
-  FRONTIER_CUDA_STATS=$OUT/e2e_file_stats.json step e2e-file 120 "$LOG" "$FRONTIER" sweep "$F" \
-    --bits 2..8 --quantizers int,fp8,nvfp4,mx,nf4 --device cuda -o /tmp/frontier-llama4.h5
-  rm -f "$F" /tmp/frontier-llama4.h5
-fi
-
-# ---- the worked example family of docs/adding-a-quantizer.md, through nvcc and the GPU ----
-if [ $BUILT -eq 0 ] && [ "$PLAN" = calib ] && [ -z "${SKIP_CALIB8B:-}" ]; then
-  # issue 10's calibrated benchmark on the 8B shape (synthetic statistics);
-  # SKIP_CALIB8B=1: not run (the tests and the GPTQ benchmark only)
-  FRONTIER_DEVICE_DEADLINE=$((DEADLINE - 15)) step calib8b "$(( $(left) - 15 ))" "$LOG" \
-    bash scripts/device-calib8b.sh
-fi
-if [ $BUILT -eq 0 ] && [ "$PLAN" != calib ]; then
-  step family-cuda 240 "$LOG" bash tests/family/add_example.sh "$ROOT" ON
-fi
-
-# ---- 4. the rest of the suite ----
-if [ $BUILT -eq 0 ] && [ "$PLAN" != calib ]; then
-  step ctest-rest 150 "$CTLOG/ctest-all.log" ctest --test-dir "$BUILD" -LE gpu --output-on-failure -j"$JOBS"
-fi
-
-# ---- summary (last) ----
-{
-  echo
-  echo "================ frontier device summary ================"
-  [ -f .carry/commit.txt ] && head -1 .carry/commit.txt
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1
-  printf '%-14s %-8s %7s\n' step status time
-  for r in "${ROWS[@]}"; do echo "$r"; done
-  for f in ctest-gpu ctest-all; do
-    [ -f "$CTLOG/$f.log" ] || continue
-    echo "$f: $(grep -E 'tests passed|tests failed' "$CTLOG/$f.log" | tail -1);" \
-      "skipped: $(grep -c '(Skipped)' "$CTLOG/$f.log")"
-    grep -E '^ +[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Not Run)\)' "$CTLOG/$f.log" | head -20
+run_plan() {  # run_plan NAME
+  local plan=$1 build steps s targets=() built=0
+  build=$(plan_field "$plan" build) || { echo "device.sh: no plan '$plan' (scripts/device.sh list)" >&2; return 2; }
+  steps=$(plan_field "$plan" steps)
+  if [ -n "$DRY" ]; then
+    echo "plan $plan: $(plan_field "$plan" what)"
+  else
+    rm -rf "$WORK"
+    mkdir -p "$RAW" "$OUT"
+    : > "$OUT/device.log"
+    : > "$WORK/steps.tsv"
+    log "frontier device run, plan $plan, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    [ -f .carry/commit.txt ] && cat .carry/commit.txt >> "$OUT/device.log"
+    { nvidia-smi; nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv
+      nvcc --version | tail -2; cmake --version | head -1; ninja --version; gcc --version | head -1; nproc
+    } >> "$OUT/device.log" 2>&1
+  fi
+  if [ "$build" != - ]; then
+    [ -n "$DRY" ] || deps
+    run configure 90 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFRONTIER_CUDA=ON \
+      -DFRONTIER_PLOTS=AUTO -DFRONTIER_MPI=AUTO || built=1
+    [ "$build" = all ] || for s in $build; do targets+=(--target "$s"); done
+    if [ -n "$DRY" ]; then
+      for s in $build; do
+        [ "$s" = all ] && continue
+        grep -RqsE "(add_executable|frontier_test_exe)\($s[ )]" --include=CMakeLists.txt --include='*.cmake' \
+          --exclude-dir='build*' --exclude-dir=.git "$ROOT" ||
+          { echo "device.sh: plan $plan builds $s, which no CMake file defines" >&2; DRY_FAILED=1; }
+      done
+    fi
+    [ $built -eq 0 ] && { run build 300 cmake --build "$BUILD" -j"$JOBS" "${targets[@]}" || built=1; }
+  fi
+  for s in $steps; do
+    if ! declare -F "step_${s//-/_}" > /dev/null; then
+      echo "device.sh: plan $plan names step '$s', which has no function step_${s//-/_}" >&2
+      DRY_FAILED=1
+      continue
+    fi
+    if [ $built -ne 0 ]; then
+      [ -n "$DRY" ] || printf '%s\tnot run\t0\tthe build failed\n' "$s" >> "$WORK/steps.tsv"
+      continue
+    fi
+    "step_${s//-/_}"
   done
-  if [ -f "$CTLOG/ctest-gpu.log" ]; then
-    # the tests' own figures (ctest -V prefixes each line with the test number)
-    grep -E "^[0-9]+: .*(out terms 1100x512|GPU vs CPU|rows compared|worst|flips|differ:|rht\+ rows|executor:|examined)" \
-      "$CTLOG/ctest-gpu.log" | cut -c1-220 | head -40
+  if [ -n "$DRY" ]; then
+    echo "  -> \$OUT: $(plan_field "$plan" out)"
+    return 0
   fi
-  python3 - "$OUT" "${E2E_WALL:-nan}" <<'PY'
-import json, os, sys
-out, e2e_wall = sys.argv[1], float(sys.argv[2])
-def load(name):
+  summary "$plan" > "$OUT/summary.txt" 2>&1
+  cat "$OUT/summary.txt" >> "$OUT/device.log"
+  cat "$OUT/summary.txt"
+  # the call's exit status: 0 only when every step ran and passed
+  awk -F'\t' '$2 != "ok" && $2 != "skip" { bad = 1 } END { exit bad }' "$WORK/steps.tsv"
+}
+
+# ---- the summary: a table of the steps and the figures, and summary.json ----
+summary() {
+  local ct
+  for ct in gpu rest; do [ -f "$WORK/ctest-$ct.log" ] || : > "$WORK/ctest-$ct.log"; done
+  python3 - "$1" "$WORK" "$OUT" "$ROOT/.carry/commit.txt" "$(( $(date +%s) - START ))" <<'PY'
+import glob, json, os, re, subprocess, sys
+plan, work, out, commit_file, total = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+raw = {}
+for p in sorted(glob.glob(os.path.join(work, "raw", "*.json"))):
     try:
-        with open(os.path.join(out, name)) as f:
-            return json.load(f)
-    except Exception:
-        return None
-k = load("bench_kernels.json")
-if k:
-    print(f"(1) copy {k['copy_bytes_per_s']/1e9:.0f} GB/s; single-config sweeps below 80%: "
-          f"{k['configs_below_80_percent']} of {len(k['configs'])}, worst {100*k['worst_fraction']:.1f}% "
-          f"(target >= 80% each)")
-    worst = sorted(k["configs"], key=lambda c: c["sweep_fraction_of_copy"])[:3]
-    print("    slowest: " + ", ".join(f"{c['name']} {100*c['sweep_fraction_of_copy']:.0f}%" for c in worst))
-    kern = [c.get("kernel_fraction_of_copy", 0) for c in k["configs"]]
-    if kern:
-        print(f"    fused kernel alone (statistics excluded): {sum(f < 0.8 for f in kern)} below 80%, "
-              f"worst {100*min(kern):.1f}%, median {100*sorted(kern)[len(kern)//2]:.1f}%")
-f = load("bench_fused.json")
-if f:
-    line = f"(2) fused sweep of {f['n_configs']} configs on 4096x14336 bf16: {1e3*f['sweep_seconds']:.2f} ms"
+        with open(p) as f:
+            raw[os.path.basename(p)[:-5]] = json.load(f)
+    except Exception as e:
+        raw[os.path.basename(p)[:-5]] = {"unreadable": str(e)}
+steps = []
+with open(os.path.join(work, "steps.tsv")) as f:
+    for line in f:
+        name, status, sec, note = (line.rstrip("\n").split("\t") + ["", "", "", ""])[:4]
+        steps.append({"step": name, "status": status, "seconds": float(sec or 0), "note": note})
+commit = open(commit_file).read().strip() if os.path.exists(commit_file) else "unknown (no .carry/commit.txt)"
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip().splitlines()[0]
+except Exception:
+    gpu = "unknown"
+fig = {}  # the figures, by name
+lines = []
+for name in ("gpu", "rest"):
+    log = open(os.path.join(work, f"ctest-{name}.log"), errors="replace").read()
+    m = re.findall(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", log)
+    if m:
+        _, failed, total_t = (int(x) for x in m[-1])
+        failed_names = re.findall(r"^\s+\d+ - (\S+) \((Failed|Timeout|SEGFAULT|Subprocess aborted|Not Run)\)", log, re.M)
+        skipped = len(re.findall(r"^\s+\d+ - \S+ \(Skipped\)", log, re.M))
+        fig[f"ctest_{name}"] = {"total": total_t, "failed": failed, "skipped": skipped,
+                                "failed_tests": [n for n, _ in failed_names]}
+        lines.append(f"ctest -L{'' if name == 'gpu' else 'E'} gpu: {total_t - failed} of {total_t} pass"
+                     + f" ({skipped} skipped)" + (f"; failed: {', '.join(n for n, _ in failed_names)}" if failed else ""))
+    if name == "gpu" and log:
+        # the tests' own figures (ctest -V prefixes each line with the test number)
+        for l in re.findall(r"^\d+: .*(?:out terms 1100x512|GPU vs CPU|rows compared|worst|flips|differ:|rht\+ rows|executor:|examined).*$", log, re.M)[:40]:
+            lines.append("  " + l[:200])
+k = raw.get("bench_kernels")
+if k and "configs" in k:
+    kern = sorted(c.get("kernel_fraction_of_copy", 0) for c in k["configs"])
+    fig["kernels"] = {"copy_gb_s": k["copy_bytes_per_s"] / 1e9, "below_80_percent": k["configs_below_80_percent"],
+                      "configs": len(k["configs"]), "worst_fraction": k["worst_fraction"],
+                      "median_kernel_fraction": kern[len(kern) // 2] if kern else None}
+    lines.append(f"kernels: copy {k['copy_bytes_per_s']/1e9:.0f} GB/s; one-configuration sweeps below 80% of it: "
+                 f"{k['configs_below_80_percent']} of {len(k['configs'])}, worst {100*k['worst_fraction']:.1f}%; "
+                 f"fused kernel alone median {100*fig['kernels']['median_kernel_fraction']:.1f}%")
+f = raw.get("bench_fused")
+if f and "sweep_seconds" in f:
+    fig["fused_ms"] = 1e3 * f["sweep_seconds"]
+    l = f"fused sweep of {f['n_configs']} configurations on 4096x14336 bf16: {1e3*f['sweep_seconds']:.2f} ms"
     if "speedup" in f:
-        line += (f"; PyTorch {f['peer_seconds']:.3f} s; speedup {f['speedup']:.0f}x (target >= 100x); "
-                 f"rel_err within 1e-4: {f['compared']-f['mismatched']}/{f['compared']}, worst {f['worst_rel_diff']:.1e}")
-    print(line)
-g = load("gptq.json")
-if g:
-    for l in g.get("layers", []):
-        if "torch_seconds" in l and "gpu_seconds" in l:
-            print(f"(G) gptq int4-g128 {l['shape']}: gpu {1e3*l['gpu_seconds']:.1f} ms, PyTorch "
-                  f"{l['torch_seconds']:.3f} s, speedup {l['speedup']:.0f}x (target >= 50x); "
-                  f"out_rel_err {l['gpu_out_rel_err']:.5g} vs {l['torch_out_rel_err']:.5g} "
-                  f"({100*l['out_rel_err_diff']:.2f}%, target <= 1%)")
-        elif "gpu_seconds" in l:
-            print(f"(G) gptq int4-g128 {l['shape']}: gpu {1e3*l['gpu_seconds']:.1f} ms, "
-                  f"out_rel_err {l['out_rel_err']:.5g} (no PyTorch figures)")
-ef = load("e2e_file_stats.json")
-if ef:
-    print(f"(3b) 4 Llama-8B layers from a safetensors file: executor {ef['wall_s']:.2f} s, "
-          f"{ef['tensor_bytes']/1e9:.2f} GB at {ef['tensor_bytes']/1e9/max(ef['wall_s'],1e-9):.1f} GB/s; "
-          f"gpu {ef['gpu_s']:.3f} s, host->device {ef['h2d_s']:.3f} s ({ef['h2d_bytes']/1e9:.2f} GB), "
-          f"staging {ef['stage_s']:.3f} s")
-e = load("e2e_stats.json")
-if e:
-    print(f"(3) 8B synthetic sweep: wall {e2e_wall:.1f} s (executor {e['wall_s']:.2f} s), "
-          f"{e['tensor_bytes']/1e9:.1f} GB at {e['tensor_bytes']/1e9/max(e['wall_s'],1e-9):.1f} GB/s; "
-          f"gpu {e['gpu_s']:.3f} s (generate {e['generate_s']:.3f} s; target < 2 s), "
-          f"host->device {e['h2d_s']:.3f} s; {e['fused_configs']} (tensor, config) pairs fused, "
-          f"{e['cpu_configs']} on cpu")
+        fig["fused_speedup"] = f["speedup"]
+        l += (f"; PyTorch {f['peer_seconds']:.3f} s, {f['speedup']:.0f}x; rel_err within 1e-4: "
+              f"{f['compared']-f['mismatched']} of {f['compared']}, worst {f['worst_rel_diff']:.1e}")
+    lines.append(l)
+for key, what in (("e2e_8b", "8B synthetic sweep"), ("e2e_file", "4 Llama-8B layers from a file")):
+    e = raw.get(key)
+    if e and "gpu_s" in e:
+        fig[f"{key}_gpu_s"] = e["gpu_s"]
+        lines.append(f"{what}: GPU {e['gpu_s']:.3f} s (numeric flags {e.get('numeric_s', 0):.3f}, generation "
+                     f"{e.get('generate_s', 0):.3f}, host->device {e.get('h2d_s', 0):.3f} s for "
+                     f"{e.get('h2d_bytes', 0)/1e9:.2f} GB); executor {e['wall_s']:.2f} s, {e['tensor_bytes']/1e9:.2f} GB "
+                     f"at {e['tensor_bytes']/1e9/max(e['wall_s'], 1e-9):.1f} GB/s; {e['fused_configs']} fused pairs, "
+                     f"{e['cpu_configs']} on the CPU")
+g = raw.get("gptq") or raw.get("gptq_gpu")
+for l in (g or {}).get("layers", []):
+    if "gpu_seconds" not in l:
+        continue
+    fig[f"gptq_{l['shape']}_ms"] = 1e3 * l["gpu_seconds"]
+    if "torch_seconds" in l:
+        lines.append(f"gptq int4-g128 {l['shape']}: GPU {1e3*l['gpu_seconds']:.2f} ms, PyTorch {l['torch_seconds']:.3f} s, "
+                     f"{l['speedup']:.0f}x; out_rel_err {l['gpu_out_rel_err']:.6g} against {l['torch_out_rel_err']:.6g}")
+    else:
+        lines.append(f"gptq int4-g128 {l['shape']}: GPU {1e3*l['gpu_seconds']:.2f} ms, out_rel_err "
+                     f"{l.get('out_rel_err', float('nan')):.6g} (no PyTorch figures)")
+for key, what in (("calib_layer", "one 8B layer, calibrated configurations"),
+                  ("outerr_fp32", "8B data-free out_rel_err, FP32"), ("outerr_tf32", "8B data-free out_rel_err, TF32")):
+    e = raw.get(key)
+    if e and "wall_s" in e:
+        fig[f"{key}_wall_s"] = e["wall_s"]
+        n = e.get("plugin_configs", 0) + e.get("fused_configs", 0) + e.get("cpu_configs", 0)
+        lines.append(f"{what}: {n} rows in {e['wall_s']:.1f} s (gpu {e['gpu_s']:.1f}, output terms "
+                     f"{e.get('output_s', 0) + e.get('plugin_out_s', 0):.1f}, plugin {e.get('plugin_s', 0):.1f})")
+for key in ("mpi_gpu", "mpi_cpu"):
+    for r in (raw.get(key) or {}).get("results", []):
+        lines.append(f"{key}: {r['ranks']} ranks, wall {r['wall_s']:.2f} s, sweep {r['sweep_s']}, rows {r['rows']}, "
+                     f"balance {r['balance'] if r['balance'] is None else round(r['balance'], 2)}")
+for name in ("stream", "fused"):
+    p = os.path.join(out, f"ncu-{name}.txt")
+    if os.path.exists(p):
+        lines.append(f"ncu, {name} kernel:")
+        keys = re.compile(r"fr_k|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|"
+                          r"Achieved Occupancy|Theoretical Occupancy|Issued Ipc|No Eligible|Warp Cycles Per Issued|"
+                          r"L1/TEX Hit|L2 Hit|Dynamic Shared|Waves Per SM|Executed Instructions  ")
+        lines += ["  " + l.strip()[:160] for l in open(p, errors="replace") if keys.search(l)][:40]
+# against the last recorded figures (docs/benchmarks.md)
+refs = {"fused_ms": [(5.76, "98b8a64")], "e2e_8b_gpu_s": [(1.13, "the reference of the acceptance"),
+                                                            (1.291, "01c85a5, with the numeric flags")]}
+for key, rl in refs.items():
+    if key in fig:
+        lines.append(f"{key} {fig[key]:.4g}: " + "; ".join(
+            f"{100 * (fig[key] / r - 1):+.1f}% on {r} ({c})" for r, c in rl))
+files = sorted(os.listdir(out)) + ["summary.json"]
+print()
+print(f"================ frontier device summary: plan {plan} ================")
+print(commit.splitlines()[0] if commit else "")
+print(gpu)
+print(f"{'step':<16} {'status':<10} {'seconds':>8}")
+for s in steps:
+    print(f"{s['step']:<16} {s['status']:<10} {s['seconds']:>8.1f}  {s['note']}".rstrip())
+for l in lines:
+    print(l)
+print(f"total {total} s; $OUT: {' '.join(sorted(set(files)))}")
+with open(os.path.join(out, "summary.json"), "w") as fo:
+    json.dump({"plan": plan, "commit": commit, "gpu": gpu, "total_seconds": total, "steps": steps,
+               "figures": fig, "raw": raw}, fo, indent=1)
 PY
-  echo "total $(( $(date +%s) - START ))s; files in \$OUT: $(ls "$OUT" | tr '\n' ' ')"
-} > "$SUMMARY" 2>&1
-cat "$SUMMARY" >> "$LOG"
-cat "$SUMMARY"
+}
+
+# ---- rows: the dataset of a calibrated sweep per family (rows, seconds, ms per row by shape) ----
+rows() {
+  python3 - "$1" <<'PY'
+import sys, h5py, numpy as np
+def text(v):  # HDF5 strings come back as bytes
+    return v.decode() if isinstance(v, bytes) else str(v)
+with h5py.File(sys.argv[1], "r") as f:
+    r = f["results"][...]
+    fam = {int(x["config_id"]): text(x["family"]) for x in f["configs"][...]}
+    shape = {int(x["tensor_id"]): text(x["shape"]) for x in f["tensors"][...]}
+print(f"{len(r)} rows, {int(np.isfinite(r['out_rel_err']).sum())} with out_rel_err; "
+      f"seconds (sum of rows) {float(r['seconds'].sum()):.1f}")
+by, cell = {}, {}
+for row in r:
+    k = fam[int(row["config_id"])]
+    e = by.setdefault(k, [0, 0.0])
+    e[0] += 1
+    e[1] += float(row["seconds"])
+    c = cell.setdefault((k, shape.get(int(row["tensor_id"]), "?")), [0, 0.0])
+    c[0] += 1
+    c[1] += float(row["seconds"])
+for k in sorted(by):
+    print(f"  {k:10s} {by[k][0]:6d} rows, {by[k][1]:8.2f} s; ms per row: " +
+          ", ".join(f"{s} {1e3 * c[1] / c[0]:.1f}" for (kk, s), c in sorted(cell.items()) if kk == k))
+PY
+}
+
+# ---- there: every fuzz target at once, one process each, from the carried build ----
+fuzz_run() {
+  local secs=$1 t dict asan pids="" src
+  local f=$WORK/fuzz out=$WORK/fuzz-out
+  mkdir -p "$f" "$out"
+  tar -C "$f" -xJf .carry/fuzz.tar.xz || return 1
+  # fuzz_recipe reads data/ from the source folder compiled into it
+  src=$(cat "$f/fuzz/srcdir" 2>/dev/null)
+  if [ -n "$src" ] && [ ! -e "$src/data" ]; then mkdir -p "$src" && ln -sfn "$ROOT/data" "$src/data"; fi
+  mkdir -p "$f/corpus"
+  [ -f .carry/fuzz-corpus.tar.gz ] && tar -C "$f" -xzf .carry/fuzz-corpus.tar.gz
+  local targets
+  targets=$(cd "$f/fuzz/bin" && ls fuzz_* | sed 's/^fuzz_//')
+  for t in $targets; do
+    mkdir -p "$f/corpus/$t" "$out/artifacts/$t"
+    cp -n tests/fuzz/corpus/$t/* "$f/corpus/$t/" 2>/dev/null || true
+    dict=""
+    [ -f tests/fuzz/$t.dict ] && dict="-dict=$ROOT/tests/fuzz/$t.dict"
+    asan="abort_on_error=0"
+    [ "$t" = dataset ] && asan="allocator_may_return_null=1:max_allocation_size_mb=1024"
+    ( cd "$out/artifacts/$t" &&
+      LD_LIBRARY_PATH=$f/fuzz/lib ASAN_OPTIONS=$asan LSAN_OPTIONS=suppressions=$ROOT/tests/fuzz/lsan.supp \
+        "$f/fuzz/bin/fuzz_$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+        -print_final_stats=1 $dict "$f/corpus/$t" > "$out/fuzz-$t.log" 2>&1
+      echo "exit $?" >> "$out/fuzz-$t.log" ) &
+    pids="$pids $!"
+  done
+  # shellcheck disable=SC2086
+  wait $pids
+  for t in $targets; do
+    printf '%-12s %s, %s, corpus %s\n' "$t" \
+      "$(grep -m1 -o 'stat::number_of_executed_units: [0-9]*' "$out/fuzz-$t.log" || echo 'no stats')" \
+      "$(tail -1 "$out/fuzz-$t.log")" "$(ls "$f/corpus/$t" | wc -l)"
+  done
+  echo "crash inputs: $(find "$out/artifacts" -type f | wc -l)"
+  tar -C "$f" -czf "$OUT/corpus.tar.gz" corpus
+  tar -C "$out" -czf "$OUT/fuzz-logs.tar.gz" .
+}
+
+# ---- here: what the device machine lacks, into .carry/ ----
+prepare() {
+  mkdir -p .carry/debs
+  ( cd .carry/debs
+    if ! ls libcjson1_*.deb libcjson-dev_*.deb > /dev/null 2>&1; then
+      apt-get download libcjson1 libcjson-dev 2>/dev/null ||
+        { apt-get update -qq && apt-get download libcjson1 libcjson-dev; }
+    fi ) || return 1
+  # what is measured: the copy on the device machine has no .git
+  { echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+    echo "branch $(git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)"
+    echo "prepared $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+      echo "uncommitted changes to tracked files:"
+      git status --porcelain --untracked-files=no
+    fi
+  } > .carry/commit.txt
+  ls -l .carry/debs
+  cat .carry/commit.txt
+}
+fuzz_pack() {
+  # the fuzzers are built here with clang (docs/security.md, "Fuzzing"):
+  # CC=clang cmake -S . -B build-fuzz -DFRONTIER_FUZZ=ON -DFRONTIER_CUDA=OFF -DFRONTIER_BENCH=OFF
+  local p=.carry/fuzz b
+  rm -rf "$p" && mkdir -p "$p/bin" "$p/lib"
+  for b in build-fuzz/tests/fuzz/fuzz_*; do
+    [ -x "$b" ] && [ -f "$b" ] && case $b in *replay*) ;; *) cp "$b" "$p/bin/" ;; esac
+  done
+  [ -n "$(ls "$p/bin")" ] || { echo "device.sh: no fuzzers in build-fuzz/tests/fuzz" >&2; return 1; }
+  sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build-fuzz/CMakeCache.txt > "$p/srcdir"
+  # the libraries they link, less the C runtime the device has in a newer version
+  for b in "$p"/bin/*; do ldd "$b" | awk '{print $3}'; done | sort -u | grep -v '^$' |
+    grep -vE 'libc\.so|libm\.so|libresolv|libgcc_s|libstdc\+\+|ld-linux|libpthread|libdl\.so|librt\.so' |
+    xargs -r -I{} cp -L {} "$p/lib/"
+  tar -C .carry -cJf .carry/fuzz.tar.xz fuzz && rm -rf "$p"
+  ls -l .carry/fuzz.tar.xz
+}
+
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$SELF"; }
+
+case "${1:-}" in
+  list)
+    for p in $(plan_names); do printf '%-12s %s\n' "$p" "$(plan_field "$p" what)"; done ;;
+  dry-run)
+    [ $# -ge 2 ] || { usage >&2; exit 2; }
+    DRY=1 DRY_FAILED= OUT='$OUT' JOBS='$(nproc)'
+    if [ "$2" = all ]; then set -- $(plan_names); else set -- "$2"; fi
+    for p in "$@"; do run_plan "$p" || exit 2; done
+    [ -z "$DRY_FAILED" ] || exit 1 ;;
+  prepare) prepare ;;
+  fuzz-pack) fuzz_pack ;;
+  rows) rows "$2" ;;
+  fuzz-run) export OUT=${OUT:-$ROOT/out}; fuzz_run "$2" ;;
+  ""|-h|--help|help) usage ;;
+  *)
+    export OUT=${OUT:-$ROOT/out}
+    JOBS=$(nproc)
+    START=$(date +%s)
+    DEADLINE=$(( START + ${DEVICE_SECONDS:-570} ))
+    run_plan "$1" ;;
+esac

@@ -7,10 +7,10 @@ sensitivity-weighted output error.
 
 Needs torch and transformers (CPU); about 20 minutes on one core. Writes, beside
 the table on stdout:
-  examples/eval/stories260K/*.json      one kld.py result per evaluated checkpoint
+  data/eval/stories260K/*.json         one kld.py result per evaluated checkpoint
                                         (every uniform configuration, data-free and
                                         calibrated, and every allocated recipe)
-  examples/eval/stories260K/recipes/    the allocated recipes
+  data/eval/stories260K/recipes/       the allocated recipes
   docs/figures/study-stories260K-kl.svg measured KL against bits
   out/study/run.h5                      the sweep, annotated with all of the above
 Everything is over the 35 linear layers (--include 'layers\\.'): the tied
@@ -41,7 +41,7 @@ import kld  # noqa: E402
 
 MODEL = os.path.join(ROOT, "data", "stories260K")
 CALIB = os.path.join(MODEL, "calib.safetensors")
-EVAL_DIR = os.path.join(ROOT, "examples", "eval", "stories260K")
+EVAL_DIR = os.path.join(ROOT, "data", "eval", "stories260K")
 FIG = os.path.join(ROOT, "docs", "figures", "study-stories260K-kl.svg")
 BUDGETS = [2.5, 3.0, 3.5, 4.0, 4.5]
 INCLUDE = r"layers\."

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The peer of the GPTQ benchmark (docs/gpu.md, "GPTQ"; issue 10): a
+"""The peer of the GPTQ benchmark (docs/gpu.md, "GPTQ"): a
 straightforward eager PyTorch GPTQ, the classic per-column loop with lazy
 block updates of the reference implementation (Frantar et al. 2022,
 gptq.py fasterquant), with frontier's int4-g128-sym rule (fp16 scale

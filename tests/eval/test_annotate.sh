@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # frontier annotate (docs/dataset.md, "/frontier/measured") on the shipped
-# eval results of the stories260K study (examples/eval/stories260K, written
+# eval results of the stories260K study (data/eval/stories260K, written
 # by scripts/study_stories260K.py; no torch here): round trip of every value,
 # re-annotation replacing a row, the dataset's own tables still reading
 # (checksums), and bad inputs with their exit codes: bad JSON, not an eval
@@ -9,7 +9,7 @@ set -uo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
 root=$2
-evals=$root/examples/eval/stories260K
+evals=$root/data/eval/stories260K
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

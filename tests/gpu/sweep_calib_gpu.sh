@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `frontier sweep --calib` on the GPU against the CPU (issue 10; docs/gpu.md,
+# `frontier sweep --calib` on the GPU against the CPU (docs/gpu.md,
 # "Output error", "GPTQ"), data/stories260K with its shipped statistics:
 #  - data-free configurations: the same rows, rel_err within 1e-6 and
 #    out_rel_err within 1e-5 relative, device cuda:N (out_rel_err now on the GPU);

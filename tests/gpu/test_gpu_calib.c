@@ -1,5 +1,5 @@
 /*
- * The GPU side of issue 10 against the CPU reference (docs/gpu.md, "Output
+ * The calibrated GPU path against the CPU reference (docs/gpu.md, "Output
  * error" and "GPTQ"):
  *  - out_rel_err terms: fr_cuda_output_term (cuBLAS, FP32 math) against
  *    fr_output_error_term (OpenBLAS) and a direct double trace, within

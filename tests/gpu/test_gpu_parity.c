@@ -1,5 +1,5 @@
 /*
- * GPU parity (issue 5): every built-in data-free configuration, on shapes
+ * GPU parity: every built-in data-free configuration, on shapes
  * with short last groups, odd sizes, single rows and partial 128 x 128
  * tiles, in f32, f16 and bf16, on fresh random inputs each run:
  *

@@ -7,7 +7,7 @@ random mean x_j^2 statistics written twice:
   F32 ne [in, n_mat] and <name>.counts F32 ne [1, n_mat], n_mat = E for an
   expert stack ([E, out, in] in numpy order), 1 otherwise; expert 2 of
   blk.1.ffn_down_exps has count 0 (zeros);
-- OUT.safetensors in frontier's calibration layout (../shared/CALIBRATION.md):
+- OUT.safetensors in frontier's calibration layout (docs/calibration.md):
   <module>.act_sq_mean [in] or [E, in], token_count and
   <module>.expert_token_counts in __metadata__, the means formed as the imatrix
   reader forms them (float32(double(in_sum2) / count)), so both files hold the

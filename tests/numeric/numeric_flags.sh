@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Numeric edge cases named, not silent (issue 15; docs/dataset.md "Numeric
+# Numeric edge cases named, not silent (docs/dataset.md "Numeric
 # flags"): a checkpoint with fp16 scale overflow and underflow (and their
 # exact boundaries), an all-zero tensor with -0, subnormals; the /results
 # `flags` checked against numpy, one warning line per (tensor, kind); a file

@@ -4,7 +4,7 @@
  * with the layout decoder, and compared bit for bit with the registry's
  * quantize-dequantize of the input (after the cast to the input dtype for
  * dequantized output; with the shared global scale of the fused group for
- * NVFP4, recomputed here from the FORMATS.md definition). Copied tensors
+ * NVFP4, recomputed here from the docs/formats.md definition). Copied tensors
  * must be byte-identical. Runs on data/stories260K (F32) and on a BF16 copy
  * of it made here, single-file and sharded.
  *

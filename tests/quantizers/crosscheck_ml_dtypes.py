@@ -10,7 +10,7 @@ them with quantizers/numerics.h; ml_dtypes rounds them with its own casts.
 Deliberate differences from ml_dtypes, named and checked separately:
   - saturation: past +-max (beyond the midpoint to the next, nonexistent,
     value) ml_dtypes gives NaN (float8_e4m3fn) or Inf (float8_e5m2);
-    frontier saturates to +-max (FORMATS.md: "saturating to +-fmax").
+    frontier saturates to +-max (docs/formats.md, "Element formats").
   - e8m0: the MX scale is 2^floor(log2 amax) (OCP MX v1.0 section 6.3);
     ml_dtypes' float8_e8m0fnu cast rounds to the nearest power of two.
     Checked: every code decodes the same, and frontier's scale equals

@@ -7,14 +7,14 @@ they are missing. See docs/crosscheck.md for how to run it and the result.
 
 Deliberate differences from the references, named and checked separately:
   nvfp4 vs both references:
-    - lower clamp of block scales: FORMATS.md lets a group whose E4M3 scale
+    - lower clamp of block scales: docs/formats.md lets a group whose E4M3 scale
       rounds to 0 reconstruct to 0; compressed-tensors replaces a zero scale
       by the E4M3 eps (0.125), torchao clamps every block scale to E4M3's
       smallest normal (2^-6), so its groups with a subnormal scale (2^-9 ..
       2^-7) take coarser codes. Checked: zero-scale groups are all 0 here;
       subnormal-scale groups are compared with compressed-tensors (which
       keeps them) and only counted against torchao.
-    - dequantization order: FORMATS.md writes E2M1(x * gs / s) * s / gs;
+    - dequantization order: docs/formats.md writes E2M1(x * gs / s) * s / gs;
       compressed-tensors computes x / (s / gs) and code * (s / gs); torchao
       uses x * ((1 / pts) / s) and code * s * pts with pts = amax / 2688.
       The E2M1 codes and E4M3 scales agree; the reconstructions differ in the

@@ -1,5 +1,5 @@
 /*
- * frontier/metrics.c: the error sums and the metrics of FORMATS.md, cases
+ * frontier/metrics.c: the error sums and the metrics of docs/formats.md, cases
  * worked by hand, the all-zero rules, and sums that do not depend on the
  * thread count.
  */

@@ -215,7 +215,7 @@ static int nf4_brute(float y)
 static void check_nf4(void)
 {
     const float codes[16] = FR_NF4_CODES;
-    /* the codebook is the decimals of FORMATS.md parsed to float32 */
+    /* the codebook is the decimals of docs/formats.md parsed to float32 */
     CHECK_MSG(codes[1] == strtof("-0.6961928", NULL) && codes[14] == strtof("0.7229568", NULL),
               "nf4 codebook");
     for (int j = 0; j + 1 < 16; j++)
@@ -276,7 +276,7 @@ int main(void)
         CHECK_MSG(qt_identical(fr_round_e2m1(x), fr_round_fmt(x, FR_FMT_E2M1)), "e2m1 shorthand");
         CHECK_MSG(qt_identical(fr_round_fp16(x), fr_round_fmt(x, FR_FMT_FP16)), "fp16 shorthand");
     }
-    /* the NVFP4 E2M1 table of FORMATS.md, boundary by boundary */
+    /* the NVFP4 E2M1 table of docs/formats.md, boundary by boundary */
     const float e2m1_cases[][2] = {{0.25f, 0.0f}, {0.2500001f, 0.5f}, {0.7499999f, 0.5f},
                                    {0.75f, 1.0f}, {1.25f, 1.0f},      {1.2500001f, 1.5f},
                                    {1.7499999f, 1.5f}, {1.75f, 2.0f}, {2.5f, 2.0f},

@@ -96,7 +96,7 @@ static void check_quantizer(const frontier_quantizer *q, int wrapped)
               "%s: HAS_CUDA flag matches the functions", q->name);
 }
 
-/* An int configuration's name is what its parameters say (FORMATS.md):
+/* An int configuration's name is what its parameters say (docs/formats.md):
  * int<bits>-<g<group_size> | gC | tensor>-<sym | asym>. */
 static void check_int_name(const frontier_config *cfg, const cJSON *params)
 {
@@ -181,7 +181,7 @@ static uint64_t size_of(const char *name, int64_t rows, int64_t cols)
 static void check_sizes(void)
 {
     const uint64_t n = 4096ull * 4096ull;
-    /* the examples of FORMATS.md */
+    /* the examples of docs/formats.md */
     CHECK_MSG((double)size_of("int4-g128-asym", 4096, 4096) / (double)n == 4.15625,
               "int4-g128-asym 4096x4096 is %.17g bits/weight",
               (double)size_of("int4-g128-asym", 4096, 4096) / (double)n);

@@ -2,7 +2,7 @@
 """Flips one byte at many offsets of a real dataset and runs every command
 that reads datasets on the damaged copy: each must give exactly the output
 of the intact file, or refuse with a frontier error (exit 3, 4, 5 or 9); a
-crash, a hang or different numbers fail the test (issue 15).
+crash, a hang or different numbers fail the test (docs/security.md).
 
   corruption.py FRONTIER MODEL WORKDIR [N_OFFSETS]
 """

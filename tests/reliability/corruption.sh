@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A dataset with a byte flipped at many offsets: every reading command
 # (pareto, allocate, export, merge, sweep --resume) gives the intact
-# result or refuses (corruption.py). Issue 15, docs/security.md.
+# result or refuses (corruption.py). docs/security.md.
 #   bash corruption.sh FRONTIER DATA
 source "$(dirname "$0")/../sweep/lib.sh"
 need_python

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Write failures (issue 15): a full disk, an I/O error, a failing fsync, a
+# Write failures: a full disk, an I/O error, a failing fsync, a
 # read-only filesystem and a missing folder, for sweep, merge, export and
 # the tables pareto stores. Each must end with exit 5 and one line naming
 # the file, never a crash; the last committed dataset must stay readable

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Recomputes int4-g32-sym and int8-tensor-sym on data/stories260K with numpy,
-independently of frontier (docs/formats.md, written from /work FORMATS.md),
+independently of frontier (docs/formats.md),
 and compares with `frontier sweep --json` and the rows of its dataset.
 
   golden_stories.py MODEL.safetensors SUMMARY.json RUN.h5
