@@ -382,6 +382,315 @@ static void scan_block(const float *w, int64_t begin, int64_t n, float *lo, floa
     }
 }
 
+/* One oversized item evaluated block by block: what run_blocked's steps
+ * share; blocked_free releases what it holds. */
+typedef struct blocked {
+    batch *b;
+    size_t index;
+    const fr_sweep_item *it;
+    size_t nc;
+    fr_block_rule *rule;       /* per configuration */
+    fr_sweep_outcome *out;     /* per configuration */
+    float *w, *w_hat;          /* one block (+ the range's two rows), its output (+ guard) */
+    char reason[256];
+    fr_status skip;            /* why the item is skipped */
+    frontier_error_sums norm;
+    fr_error err;              /* a reader's or a reduction's failure */
+    int64_t multiple, block, first_bad, n_nan, n_inf;
+    int needs_range, with_out;
+    float lo, hi;
+    double out_ref;
+    fr_scale_rule *rules;
+    const fr_scale_rule **rule_refs;
+    uint32_t *flags;
+    fr_scale_detail *detail;
+    fr_numeric_stream *numeric;
+} blocked;
+
+/* How a pass over the blocks ended: the report it leads to. */
+enum { BLOCKS_DONE, BLOCKS_READ_FAILED, BLOCKS_NONFINITE, BLOCKS_CANCELLED };
+
+/* The bookkeeping allocated, the numeric stream begun (without memory: rows "not examined"). */
+static void blocked_begin(blocked *bl, batch *b, size_t index)
+{
+    const fr_sweep_item *it = &b->items[index];
+    const size_t nc = it->n_configs;
+    memset(bl, 0, sizeof *bl);
+    bl->b = b;
+    bl->index = index;
+    bl->it = it;
+    bl->nc = nc;
+    bl->rule = calloc(nc + 1, sizeof *bl->rule);
+    bl->out = calloc(nc + 1, sizeof *bl->out);
+    bl->skip = FR_OK;
+    bl->multiple = 1;
+    bl->first_bad = -1;
+    bl->lo = INFINITY;
+    bl->hi = -INFINITY;
+    bl->rules = calloc(nc + 1, sizeof *bl->rules);
+    bl->rule_refs = calloc(nc + 1, sizeof *bl->rule_refs);
+    bl->flags = calloc(nc + 1, sizeof *bl->flags);
+    bl->detail = calloc(nc + 1, sizeof *bl->detail);
+    fr_error_sums_init(&bl->norm);
+    if (bl->rules && bl->rule_refs && bl->flags && bl->detail) {
+        for (size_t c = 0; c < nc; c++) {
+            fr_scale_rule_parse(it->configs[c]->cfg->params_json, &bl->rules[c]);
+            bl->rule_refs[c] = &bl->rules[c];
+        }
+        bl->numeric = fr_numeric_stream_begin(bl->rule_refs, nc, it->cols);
+    }
+}
+
+/* Outcomes, block rules, rows per block (every rule's multiple), buffers; nonzero: skipped. */
+static int blocked_plan(blocked *bl, size_t max_memory)
+{
+    const fr_sweep_item *it = bl->it;
+    const int64_t cols = it->cols;
+    if (!bl->rule || !bl->out) {
+        bl->skip = FR_E_NOMEM;
+        snprintf(bl->reason, sizeof bl->reason, "cannot allocate the row blocks' bookkeeping");
+        return 1;
+    }
+    for (size_t c = 0; c < bl->nc; c++) {
+        fr_sweep_outcome *o = &bl->out[c];
+        fr_block_rule *rule = &bl->rule[c];
+        o->item = bl->index;
+        o->config = c;
+        o->out_sq_err = NAN;
+        o->out_sq_ref = NAN;
+        snprintf(o->device, sizeof o->device, "cpu");
+        fr_error_sums_init(&o->sums);
+        fr_block_rule_of(bl->b->reg, it->configs[c], rule);
+        if (!rule->row_multiple) {
+            /* the sweep's plan leaves such pairs out; another caller gets a failure */
+            fail_outcome(o, FR_E_NOMEM, "config '%s' on tensor '%s': %s", it->configs[c]->cfg->name,
+                         it->tensor->name, rule->reason);
+            continue;
+        }
+        if (rule->row_multiple > bl->multiple)
+            bl->multiple = rule->row_multiple;
+        bl->needs_range |= rule->needs_range;
+    }
+    /* the output error's chunks of FR_OUTPUT_ROWS rows stay whole too */
+    bl->with_out = it->calib && it->calib->hessian && it->calib->cols == cols;
+    if (bl->with_out) {
+        int64_t a = bl->multiple, g = FR_OUTPUT_ROWS; /* lcm(multiple, FR_OUTPUT_ROWS) */
+        while (a % g) {
+            int64_t t = a % g;
+            a = g;
+            g = t;
+        }
+        bl->multiple = bl->multiple / g * FR_OUTPUT_ROWS;
+    }
+    bl->block = fr_block_rows(it->rows, cols, bl->multiple, max_memory);
+    const size_t cap = (size_t)(bl->block + 2) * (size_t)cols;
+    bl->w = malloc(cap * sizeof *bl->w);
+    bl->w_hat = malloc((cap + FR_CPU_GUARD) * sizeof *bl->w_hat);
+    if (!bl->w || !bl->w_hat) {
+        bl->skip = FR_E_NOMEM;
+        snprintf(bl->reason, sizeof bl->reason,
+                 "cannot allocate %zu bytes for a block of %lld rows", cap * 8,
+                 (long long)bl->block);
+        return 1;
+    }
+    return 0;
+}
+
+/* Nonzero (and the batch stopped) when the sink cancels the run. */
+static int blocked_cancelled(blocked *bl)
+{
+    const fr_sweep_sink *sink = bl->b->sink;
+    if (sink->cancelled && sink->cancelled(sink->ctx)) {
+        bl->b->stopped = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* The first pass, when a configuration needs it: the tensor's range and non-finite count. */
+static int blocked_range(blocked *bl)
+{
+    const fr_sweep_item *it = bl->it;
+    const int64_t rows = it->rows, cols = it->cols, block = bl->block;
+    for (int64_t r0 = 0; bl->needs_range && r0 < rows; r0 += block) {
+        int64_t nr = rows - r0 < block ? rows - r0 : block;
+        if ((bl->skip = load_block(it, r0 * cols, nr * cols, bl->w, bl->b->pool, &bl->err)) !=
+            FR_OK)
+            return BLOCKS_READ_FAILED;
+        scan_block(bl->w, r0 * cols, nr * cols, &bl->lo, &bl->hi, &bl->first_bad, &bl->n_nan,
+                   &bl->n_inf);
+        if (blocked_cancelled(bl))
+            return BLOCKS_CANCELLED;
+    }
+    return bl->first_bad >= 0 ? BLOCKS_NONFINITE : BLOCKS_DONE;
+}
+
+/* Rows [r0, r0 + nr) have a non-finite norm: they and the rows after them scanned. */
+static int blocked_scan_rest(blocked *bl, int64_t r0, int64_t nr)
+{
+    const fr_sweep_item *it = bl->it;
+    const int64_t rows = it->rows, cols = it->cols, block = bl->block;
+    scan_block(bl->w, r0 * cols, nr * cols, &bl->lo, &bl->hi, &bl->first_bad, &bl->n_nan,
+               &bl->n_inf);
+    for (int64_t r1 = r0 + nr; r1 < rows; r1 += block) {
+        int64_t nr1 = rows - r1 < block ? rows - r1 : block;
+        if ((bl->skip = load_block(it, r1 * cols, nr1 * cols, bl->w, bl->b->pool, &bl->err)) !=
+            FR_OK)
+            return BLOCKS_READ_FAILED;
+        scan_block(bl->w, r1 * cols, nr1 * cols, &bl->lo, &bl->hi, &bl->first_bad, &bl->n_nan,
+                   &bl->n_inf);
+    }
+    return BLOCKS_NONFINITE;
+}
+
+/* Every configuration still running quantizes rows [r0, r0 + nr); its sums grow in block order. */
+static void blocked_quantize(blocked *bl, int64_t r0, int64_t nr)
+{
+    const batch *b = bl->b;
+    const fr_sweep_item *it = bl->it;
+    fr_pool *pool = b->pool;
+    const int64_t cols = it->cols, n = nr * cols;
+    float *w = bl->w, *w_hat = bl->w_hat;
+    for (size_t c = 0; c < bl->nc; c++) {
+        fr_sweep_outcome *o = &bl->out[c];
+        if (o->status != FR_OK)
+            continue;
+        const fr_config_ref *ref = it->configs[c];
+        const int64_t qrows = nr + (bl->rule[c].needs_range ? 2 : 0), qn = qrows * cols;
+        frontier_call call;
+        double t0 = now_seconds();
+        float guard = fr_bits_to_f32(FR_CPU_GUARD_BITS);
+        for (int i = 0; i < FR_CPU_GUARD; i++)
+            w_hat[qn + i] = guard;
+        fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
+        call.quantizer = fr_config_quantizer(b->reg, ref)->name;
+        fr_error qerr = {0};
+        fr_status st = fr_quantizer_quantize_cpu(b->reg, ref, w, w_hat, qrows, cols, it->calib,
+                                                 it->tensor->name, &call, &qerr);
+        if (st != FR_OK)
+            fail_outcome(o, st, "%s (rows %lld to %lld of a tensor over --max-memory)", qerr.msg,
+                         (long long)r0, (long long)(r0 + nr));
+        for (int i = 0; st == FR_OK && i < FR_CPU_GUARD; i++)
+            if (fr_f32_to_bits(w_hat[qn + i]) != FR_CPU_GUARD_BITS) {
+                fail_outcome(o, FR_E_PLUGIN,
+                             "config '%s' on tensor '%s': quantize_cpu wrote past the end "
+                             "of its output",
+                             ref->cfg->name, it->tensor->name);
+                st = FR_E_PLUGIN;
+            }
+        fr_error serr = {0};
+        if (st == FR_OK && fr_error_sums_accumulate(w, w_hat, n, pool, &o->sums, &serr) != FR_OK)
+            fail_outcome(o, FR_E_NOMEM, "%s", serr.msg);
+        if (st == FR_OK && bl->with_out) {
+            if (isnan(o->out_sq_err))
+                o->out_sq_err = 0.0;
+            if (fr_output_error_accumulate(w, w_hat, nr, cols, it->calib->hessian, pool,
+                                           &o->out_sq_err, &serr) != FR_OK)
+                fail_outcome(o, serr.code, "config '%s' on tensor '%s': %s", ref->cfg->name,
+                             it->tensor->name, serr.msg);
+        }
+        fr_call_release(&call);
+        o->seconds += now_seconds() - t0;
+    }
+}
+
+/* The measuring pass: each block read once, its norm, flags and reference term, then quantized. */
+static int blocked_measure(blocked *bl)
+{
+    const fr_sweep_item *it = bl->it;
+    fr_pool *pool = bl->b->pool;
+    const int64_t rows = it->rows, cols = it->cols, block = bl->block;
+    float *w = bl->w;
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        int64_t nr = rows - r0 < block ? rows - r0 : block, n = nr * cols;
+        if ((bl->skip = load_block(it, r0 * cols, n, w, pool, &bl->err)) != FR_OK)
+            return BLOCKS_READ_FAILED;
+        /* the norm with the metrics' own reduction, as load_item's */
+        if ((bl->skip = fr_error_sums_accumulate(w, w, n, pool, &bl->norm, &bl->err)) != FR_OK)
+            return BLOCKS_READ_FAILED;
+        if (!isfinite(bl->norm.sq_ref))
+            return blocked_scan_rest(bl, r0, nr);
+        fr_numeric_stream_add(bl->numeric, w, r0, nr);
+        if (bl->with_out &&
+            (bl->skip = fr_output_error_accumulate(w, NULL, nr, cols, it->calib->hessian, pool,
+                                                   &bl->out_ref, &bl->err)) != FR_OK)
+            return BLOCKS_READ_FAILED;
+        if (bl->needs_range) {
+            const float lo = bl->lo, hi = bl->hi;
+            for (int64_t i = 0; i < cols; i++) {
+                w[n + i] = lo;
+                w[n + cols + i] = hi;
+            }
+        }
+        blocked_quantize(bl, r0, nr);
+        if (blocked_cancelled(bl))
+            return BLOCKS_CANCELLED;
+    }
+    return BLOCKS_DONE;
+}
+
+/* The item's outcomes, or why it is skipped, to the sink under its lock, with the numeric flags. */
+static void blocked_report(blocked *bl, int end)
+{
+    const fr_sweep_sink *sink = bl->b->sink;
+    if (end == BLOCKS_NONFINITE) {
+        bl->skip = FR_E_FORMAT;
+        snprintf(bl->reason, sizeof bl->reason,
+                 "non-finite weights: %lld NaN and %lld Inf (first at element %lld)",
+                 (long long)bl->n_nan, (long long)bl->n_inf, (long long)bl->first_bad);
+    } else if (end == BLOCKS_READ_FAILED) {
+        size_t len = strnlen(bl->err.msg, sizeof bl->reason - 1);
+        memcpy(bl->reason, bl->err.msg, len);
+        bl->reason[len] = '\0';
+    }
+    if (bl->numeric) {
+        fr_tensor_facts facts;
+        if (fr_numeric_stream_end(bl->numeric, bl->flags, bl->detail, &facts) == 0 &&
+            bl->skip == FR_OK)
+            for (size_t c = 0; c < bl->nc; c++) {
+                bl->out[c].flags = bl->flags[c];
+                bl->out[c].scale_largest = bl->detail[c].largest;
+                bl->out[c].scale_smallest = bl->detail[c].smallest;
+            }
+        bl->numeric = NULL;
+    }
+    pthread_mutex_lock(&bl->b->sink_lock);
+    if (bl->skip != FR_OK) {
+        if (sink->item_skipped)
+            sink->item_skipped(sink->ctx, bl->index, bl->skip, bl->reason);
+    } else {
+        if (sink->item_norm)
+            sink->item_norm(sink->ctx, bl->index, bl->norm.sq_ref);
+        for (size_t c = 0; c < bl->nc; c++) {
+            if (bl->with_out && bl->out[c].status == FR_OK)
+                bl->out[c].out_sq_ref = bl->out_ref;
+            sink->outcome(sink->ctx, &bl->out[c]);
+        }
+    }
+    if (sink->item_done)
+        sink->item_done(sink->ctx, bl->index, bl->it->tensor->nbytes);
+    if (sink->cancelled && sink->cancelled(sink->ctx))
+        bl->b->stopped = 1;
+    pthread_mutex_unlock(&bl->b->sink_lock);
+}
+
+/* What blocked_begin and blocked_plan allocated, and the stream a cancelled run left open. */
+static void blocked_free(blocked *bl)
+{
+    if (bl->numeric) {
+        fr_tensor_facts facts;
+        fr_numeric_stream_end(bl->numeric, bl->flags, bl->detail, &facts);
+    }
+    free(bl->rules);
+    free(bl->rule_refs);
+    free(bl->flags);
+    free(bl->detail);
+    free(bl->rule);
+    free(bl->out);
+    free(bl->w);
+    free(bl->w_hat);
+}
+
 /*
  * Evaluates one oversized item block by block: each block of whole rows is
  * read once (its pages released right after), every configuration
@@ -395,222 +704,17 @@ static void scan_block(const float *w, int64_t begin, int64_t n, float *lo, floa
  */
 static void run_blocked(batch *b, size_t index, size_t max_memory)
 {
-    const fr_sweep_item *it = &b->items[index];
-    const fr_sweep_sink *sink = b->sink;
-    fr_pool *pool = b->pool;
-    const int64_t rows = it->rows, cols = it->cols;
-    const size_t nc = it->n_configs;
-    fr_block_rule *rule = calloc(nc + 1, sizeof *rule);
-    fr_sweep_outcome *out = calloc(nc + 1, sizeof *out);
-    float *w = NULL, *w_hat = NULL;
-    char reason[256] = "";
-    fr_status skip = FR_OK;
-    frontier_error_sums norm;
-    fr_error err = {0};
-    int64_t multiple = 1, first_bad = -1, n_nan = 0, n_inf = 0;
-    int needs_range = 0;
-    float lo = INFINITY, hi = -INFINITY;
-
-    fr_scale_rule *rules = calloc(nc + 1, sizeof *rules);
-    const fr_scale_rule **rule_refs = calloc(nc + 1, sizeof *rule_refs);
-    uint32_t *flags = calloc(nc + 1, sizeof *flags);
-    fr_scale_detail *detail = calloc(nc + 1, sizeof *detail);
-    fr_numeric_stream *numeric = NULL;
-    fr_error_sums_init(&norm);
-    /* the numeric edge cases, gathered block by block (without memory for
-     * them the rows say "not examined", as load_item's) */
-    if (rules && rule_refs && flags && detail) {
-        for (size_t c = 0; c < nc; c++) {
-            fr_scale_rule_parse(it->configs[c]->cfg->params_json, &rules[c]);
-            rule_refs[c] = &rules[c];
-        }
-        numeric = fr_numeric_stream_begin(rule_refs, nc, cols);
+    blocked bl;
+    int end = BLOCKS_DONE; /* a plan that fails reports its own reason */
+    blocked_begin(&bl, b, index);
+    if (blocked_plan(&bl, max_memory) == 0) {
+        end = blocked_range(&bl);
+        if (end == BLOCKS_DONE)
+            end = blocked_measure(&bl);
     }
-    if (!rule || !out) {
-        skip = FR_E_NOMEM;
-        snprintf(reason, sizeof reason, "cannot allocate the row blocks' bookkeeping");
-        goto report;
-    }
-    for (size_t c = 0; c < nc; c++) {
-        fr_sweep_outcome *o = &out[c];
-        o->item = index;
-        o->config = c;
-        o->out_sq_err = NAN;
-        o->out_sq_ref = NAN;
-        snprintf(o->device, sizeof o->device, "cpu");
-        fr_error_sums_init(&o->sums);
-        fr_block_rule_of(b->reg, it->configs[c], &rule[c]);
-        if (!rule[c].row_multiple) {
-            /* the sweep's plan leaves such pairs out; another caller gets a failure */
-            fail_outcome(o, FR_E_NOMEM, "config '%s' on tensor '%s': %s", it->configs[c]->cfg->name,
-                         it->tensor->name, rule[c].reason);
-            continue;
-        }
-        if (rule[c].row_multiple > multiple)
-            multiple = rule[c].row_multiple;
-        needs_range |= rule[c].needs_range;
-    }
-    /* the output error's chunks of FR_OUTPUT_ROWS rows stay whole too */
-    const int with_out = it->calib && it->calib->hessian && it->calib->cols == cols;
-    if (with_out) {
-        int64_t a = multiple, g = FR_OUTPUT_ROWS; /* lcm(multiple, FR_OUTPUT_ROWS) */
-        while (a % g) {
-            int64_t t = a % g;
-            a = g;
-            g = t;
-        }
-        multiple = multiple / g * FR_OUTPUT_ROWS;
-    }
-    double out_ref = 0.0;
-    const int64_t block = fr_block_rows(rows, cols, multiple, max_memory);
-    const size_t cap = (size_t)(block + 2) * (size_t)cols;
-    w = malloc(cap * sizeof *w);
-    w_hat = malloc((cap + FR_CPU_GUARD) * sizeof *w_hat);
-    if (!w || !w_hat) {
-        skip = FR_E_NOMEM;
-        snprintf(reason, sizeof reason, "cannot allocate %zu bytes for a block of %lld rows",
-                 cap * 8, (long long)block);
-        goto report;
-    }
-    /* the first pass: the tensor's range, when a configuration needs it */
-    for (int64_t r0 = 0; needs_range && r0 < rows; r0 += block) {
-        int64_t nr = rows - r0 < block ? rows - r0 : block;
-        if ((skip = load_block(it, r0 * cols, nr * cols, w, pool, &err)) != FR_OK)
-            goto report_err;
-        scan_block(w, r0 * cols, nr * cols, &lo, &hi, &first_bad, &n_nan, &n_inf);
-        if (sink->cancelled && sink->cancelled(sink->ctx)) {
-            b->stopped = 1;
-            goto cleanup;
-        }
-    }
-    if (first_bad >= 0)
-        goto nonfinite;
-    for (int64_t r0 = 0; r0 < rows; r0 += block) {
-        int64_t nr = rows - r0 < block ? rows - r0 : block, n = nr * cols;
-        if ((skip = load_block(it, r0 * cols, n, w, pool, &err)) != FR_OK)
-            goto report_err;
-        /* the norm with the metrics' own reduction, as load_item's */
-        if ((skip = fr_error_sums_accumulate(w, w, n, pool, &norm, &err)) != FR_OK)
-            goto report_err;
-        if (!isfinite(norm.sq_ref)) {
-            scan_block(w, r0 * cols, n, &lo, &hi, &first_bad, &n_nan, &n_inf);
-            for (int64_t r1 = r0 + nr; r1 < rows; r1 += block) {
-                int64_t nr1 = rows - r1 < block ? rows - r1 : block;
-                if ((skip = load_block(it, r1 * cols, nr1 * cols, w, pool, &err)) != FR_OK)
-                    goto report_err;
-                scan_block(w, r1 * cols, nr1 * cols, &lo, &hi, &first_bad, &n_nan, &n_inf);
-            }
-            goto nonfinite;
-        }
-        fr_numeric_stream_add(numeric, w, r0, nr);
-        if (with_out && (skip = fr_output_error_accumulate(w, NULL, nr, cols, it->calib->hessian,
-                                                           pool, &out_ref, &err)) != FR_OK)
-            goto report_err;
-        if (needs_range)
-            for (int64_t i = 0; i < cols; i++) {
-                w[n + i] = lo;
-                w[n + cols + i] = hi;
-            }
-        for (size_t c = 0; c < nc; c++) {
-            fr_sweep_outcome *o = &out[c];
-            if (o->status != FR_OK)
-                continue;
-            const fr_config_ref *ref = it->configs[c];
-            const int64_t qrows = nr + (rule[c].needs_range ? 2 : 0), qn = qrows * cols;
-            frontier_call call;
-            double t0 = now_seconds();
-            float guard = fr_bits_to_f32(FR_CPU_GUARD_BITS);
-            for (int i = 0; i < FR_CPU_GUARD; i++)
-                w_hat[qn + i] = guard;
-            fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
-            call.quantizer = fr_config_quantizer(b->reg, ref)->name;
-            fr_error qerr = {0};
-            fr_status st = fr_quantizer_quantize_cpu(b->reg, ref, w, w_hat, qrows, cols,
-                                                     it->calib, it->tensor->name, &call, &qerr);
-            if (st != FR_OK)
-                fail_outcome(o, st, "%s (rows %lld to %lld of a tensor over --max-memory)",
-                             qerr.msg, (long long)r0, (long long)(r0 + nr));
-            for (int i = 0; st == FR_OK && i < FR_CPU_GUARD; i++)
-                if (fr_f32_to_bits(w_hat[qn + i]) != FR_CPU_GUARD_BITS) {
-                    fail_outcome(o, FR_E_PLUGIN,
-                                 "config '%s' on tensor '%s': quantize_cpu wrote past the end "
-                                 "of its output",
-                                 ref->cfg->name, it->tensor->name);
-                    st = FR_E_PLUGIN;
-                }
-            fr_error serr = {0};
-            if (st == FR_OK &&
-                fr_error_sums_accumulate(w, w_hat, n, pool, &o->sums, &serr) != FR_OK)
-                fail_outcome(o, FR_E_NOMEM, "%s", serr.msg);
-            if (st == FR_OK && with_out) {
-                if (isnan(o->out_sq_err))
-                    o->out_sq_err = 0.0;
-                if (fr_output_error_accumulate(w, w_hat, nr, cols, it->calib->hessian, pool,
-                                               &o->out_sq_err, &serr) != FR_OK)
-                    fail_outcome(o, serr.code, "config '%s' on tensor '%s': %s", ref->cfg->name,
-                                 it->tensor->name, serr.msg);
-            }
-            fr_call_release(&call);
-            o->seconds += now_seconds() - t0;
-        }
-        if (sink->cancelled && sink->cancelled(sink->ctx)) {
-            b->stopped = 1;
-            goto cleanup;
-        }
-    }
-    goto report;
-nonfinite:
-    skip = FR_E_FORMAT;
-    snprintf(reason, sizeof reason, "non-finite weights: %lld NaN and %lld Inf (first at element %lld)",
-             (long long)n_nan, (long long)n_inf, (long long)first_bad);
-    goto report;
-report_err: {
-    size_t len = strnlen(err.msg, sizeof reason - 1);
-    memcpy(reason, err.msg, len);
-    reason[len] = '\0';
-}
-report:
-    if (numeric) {
-        fr_tensor_facts facts;
-        if (fr_numeric_stream_end(numeric, flags, detail, &facts) == 0 && skip == FR_OK)
-            for (size_t c = 0; c < nc; c++) {
-                out[c].flags = flags[c];
-                out[c].scale_largest = detail[c].largest;
-                out[c].scale_smallest = detail[c].smallest;
-            }
-        numeric = NULL;
-    }
-    pthread_mutex_lock(&b->sink_lock);
-    if (skip != FR_OK) {
-        if (sink->item_skipped)
-            sink->item_skipped(sink->ctx, index, skip, reason);
-    } else {
-        if (sink->item_norm)
-            sink->item_norm(sink->ctx, index, norm.sq_ref);
-        for (size_t c = 0; c < nc; c++) {
-            if (with_out && out[c].status == FR_OK)
-                out[c].out_sq_ref = out_ref;
-            sink->outcome(sink->ctx, &out[c]);
-        }
-    }
-    if (sink->item_done)
-        sink->item_done(sink->ctx, index, it->tensor->nbytes);
-    if (sink->cancelled && sink->cancelled(sink->ctx))
-        b->stopped = 1;
-    pthread_mutex_unlock(&b->sink_lock);
-cleanup:
-    if (numeric) {
-        fr_tensor_facts facts;
-        fr_numeric_stream_end(numeric, flags, detail, &facts);
-    }
-    free(rules);
-    free(rule_refs);
-    free(flags);
-    free(detail);
-    free(rule);
-    free(out);
-    free(w);
-    free(w_hat);
+    if (end != BLOCKS_CANCELLED)
+        blocked_report(&bl, end);
+    blocked_free(&bl);
 }
 
 fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,

@@ -335,6 +335,172 @@ done:
     return st;
 }
 
+/* The input's key-value pairs walked (bytes kept for copying); general.alignment read. */
+static fr_status read_metadata(cursor *c, const fr_source *src, kv *kvs, uint64_t n_kv,
+                               uint64_t *alignment, fr_error *err)
+{
+    for (uint64_t i = 0; i < n_kv; i++) {
+        kv *k = &kvs[i];
+        k->start = c->pos;
+        if (!rd_u64(c, &k->key_len) || c->size - c->pos < k->key_len)
+            return fr_fail(err, FR_E_FORMAT, "cannot read '%s': metadata key %llu", src->path,
+                           (unsigned long long)i);
+        k->key = (const char *)c->p + c->pos;
+        c->pos += k->key_len;
+        if (!rd_u32(c, &k->type))
+            return fr_fail(err, FR_E_FORMAT, "cannot read '%s': metadata", src->path);
+        k->value_at = c->pos;
+        if (!skip_value(c, k->type, 0))
+            return fr_fail(err, FR_E_FORMAT, "cannot read '%s': metadata value of '%.*s'",
+                           src->path, (int)(k->key_len > 200 ? 200 : k->key_len), k->key);
+        k->end = c->pos;
+        if (key_is(k, "general.alignment")) {
+            cursor v = {c->p, k->value_at, c->size};
+            uint32_t a32;
+            uint64_t a64 = 0;
+            if (k->type == GV_UINT32 && rd_u32(&v, &a32))
+                a64 = a32;
+            else if (k->type == GV_UINT64)
+                rd_u64(&v, &a64);
+            else if (k->type == GV_UINT16)
+                a64 = (uint64_t)c->p[k->value_at] | (uint64_t)c->p[k->value_at + 1] << 8;
+            if (a64 == 0 || (a64 & (a64 - 1)) || a64 > (1u << 30))
+                return fr_fail(err, FR_E_FORMAT, "cannot read '%s': general.alignment",
+                               src->path);
+            *alignment = a64;
+        }
+    }
+    return FR_OK;
+}
+
+/* Each tensor info is the reader's tensor and its item's, in order; its dims and type kept. */
+static fr_status read_tensor_infos(cursor *c, const fr_source *src, const fr_gguf_item *items,
+                                   size_t n, tinfo *infos, fr_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t name_len;
+        tinfo *ti = &infos[i];
+        const fr_tensor *t = src->tensors + i;
+        int ok = rd_u64(c, &name_len) && name_len == strlen(t->name) &&
+                 c->size - c->pos >= name_len && !memcmp(c->p + c->pos, t->name, name_len);
+        ok = ok && take(c, name_len) && rd_u32(c, &ti->n_dims) && ti->n_dims <= FR_MAX_DIMS;
+        for (uint32_t d = 0; ok && d < ti->n_dims; d++)
+            ok = rd_u64(c, &ti->ne[d]);
+        uint64_t offset;
+        ok = ok && rd_u32(c, &ti->type) && rd_u64(c, &offset);
+        if (!ok || items[i].t != t)
+            return fr_fail(err, FR_E_FORMAT, "cannot read '%s': tensor info %zu ('%s')",
+                           src->path, i, t->name);
+        if (!items[i].ref && t->numel > 0 && t->nbytes == 0)
+            /* the reader knows no size for a ggml type newer than its table */
+            return fr_fail(err, FR_E_USAGE, "'%s': tensor '%s' has ggml type %s, whose size is "
+                           "unknown: it cannot be copied", src->path, t->name, t->dtype_name);
+    }
+    return FR_OK;
+}
+
+/* general.file_type: the LLAMA_FTYPE of the ggml type holding the most quantized elements. */
+static unsigned output_file_type(const fr_registry *reg, const fr_gguf_item *items, size_t n,
+                                 const tinfo *infos, int *quantizes)
+{
+    /* tensors the input already had in one of the family's types count
+     * too; *quantizes: whether this run quantizes something (only then is
+     * the type set) */
+    unsigned file_type = 0;
+    int64_t count[64] = {0}, best = 0;
+    unsigned ftype_of[64] = {0};
+    *quantizes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fr_ggml_params *p = params_of(reg, items[i].ref);
+        uint32_t ty = p ? (uint32_t)p->type : infos[i].type;
+        unsigned ft = p ? p->file_type : fr_ggml_file_type((fr_ggml_qtype)ty);
+        *quantizes |= p != NULL;
+        if (ty < 64 && ft) {
+            count[ty] += items[i].t->numel;
+            ftype_of[ty] = ft;
+        }
+    }
+    for (int ty = 0; ty < 64; ty++)
+        if (ftype_of[ty] && count[ty] > best) {
+            best = count[ty];
+            file_type = ftype_of[ty];
+        }
+    return file_type;
+}
+
+/* The output's header: the input's pairs (type and version set when major), the tensor infos. */
+static void build_header(obuf *h, const fr_registry *reg, const fr_mapped_file *in,
+                         const fr_gguf_item *items, size_t n, const kv *kvs, uint64_t n_kv,
+                         const tinfo *infos, uint64_t alignment, int major, unsigned file_type)
+{
+    int have_ft = 0, have_qv = 0;
+    for (uint64_t i = 0; i < n_kv; i++) {
+        have_ft |= key_is(&kvs[i], "general.file_type");
+        have_qv |= key_is(&kvs[i], "general.quantization_version");
+    }
+    uint64_t n_kv_out = n_kv + (uint64_t)(major && !have_ft) + (uint64_t)(major && !have_qv);
+    put(h, "GGUF", 4);
+    put_u32(h, 3);
+    put_u64(h, n);
+    put_u64(h, n_kv_out);
+    for (uint64_t i = 0; i < n_kv; i++) {
+        if (major && key_is(&kvs[i], "general.file_type"))
+            put_kv_u32(h, "general.file_type", file_type);
+        else if (major && key_is(&kvs[i], "general.quantization_version"))
+            put_kv_u32(h, "general.quantization_version", GGML_QNT_VERSION);
+        else
+            put(h, in->base + kvs[i].start, (size_t)(kvs[i].end - kvs[i].start));
+    }
+    if (major && !have_qv)
+        put_kv_u32(h, "general.quantization_version", GGML_QNT_VERSION);
+    if (major && !have_ft)
+        put_kv_u32(h, "general.file_type", file_type);
+    uint64_t offset = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fr_tensor *t = items[i].t;
+        const fr_ggml_params *p = params_of(reg, items[i].ref);
+        uint64_t bytes = p ? quantized_bytes(&items[i], p) : t->nbytes;
+        put_str(h, t->name, strlen(t->name));
+        put_u32(h, infos[i].n_dims);
+        for (uint32_t d = 0; d < infos[i].n_dims; d++)
+            put_u64(h, infos[i].ne[d]);
+        put_u32(h, p ? (uint32_t)p->type : infos[i].type);
+        put_u64(h, offset);
+        offset += bytes + pad_to(bytes, alignment);
+    }
+}
+
+/* The data section: each tensor quantized or copied byte for byte, padded to the alignment. */
+static fr_status write_data(const fr_registry *reg, const fr_source *src, fr_gguf_item *items,
+                           size_t n, FILE *f, const char *path, uint64_t alignment,
+                           uint64_t *data_bytes, fr_error *err)
+{
+    fr_status st = FR_OK;
+    *data_bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        fr_gguf_item *it = &items[i];
+        const fr_ggml_params *p = params_of(reg, it->ref);
+        uint64_t bytes = p ? quantized_bytes(it, p) : it->t->nbytes;
+        if (p) {
+            st = emit_quantized(reg, src, it, f, path, err);
+        } else {
+            const void *raw = fr_tensor_raw(src, it->t);
+            if (!raw && it->t->nbytes)
+                st = fr_fail(err, FR_E_IO, "cannot read tensor '%s' of '%s'", it->t->name,
+                             src->path);
+            else
+                st = write_bytes(f, raw, (size_t)it->t->nbytes, path, err);
+            fr_tensor_release(src, it->t);
+        }
+        if (st == FR_OK)
+            st = write_zeros(f, pad_to(bytes, alignment), path, err);
+        if (st != FR_OK)
+            return st;
+        *data_bytes += bytes;
+    }
+    return FR_OK;
+}
+
 fr_status fr_gguf_write(const fr_registry *reg, const fr_source *src, fr_gguf_item *items,
                         size_t n, const char *path, uint64_t *data_bytes, fr_error *err)
 {
@@ -362,131 +528,13 @@ fr_status fr_gguf_write(const fr_registry *reg, const fr_source *src, fr_gguf_it
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto done;
     }
-    for (uint64_t i = 0; i < n_kv; i++) {
-        kv *k = &kvs[i];
-        k->start = c.pos;
-        if (!rd_u64(&c, &k->key_len) || c.size - c.pos < k->key_len) {
-            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': metadata key %llu", src->path,
-                         (unsigned long long)i);
-            goto done;
-        }
-        k->key = (const char *)c.p + c.pos;
-        c.pos += k->key_len;
-        if (!rd_u32(&c, &k->type)) {
-            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': metadata", src->path);
-            goto done;
-        }
-        k->value_at = c.pos;
-        if (!skip_value(&c, k->type, 0)) {
-            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': metadata value of '%.*s'", src->path,
-                         (int)(k->key_len > 200 ? 200 : k->key_len), k->key);
-            goto done;
-        }
-        k->end = c.pos;
-        if (key_is(k, "general.alignment")) {
-            cursor v = {c.p, k->value_at, c.size};
-            uint32_t a32;
-            uint64_t a64 = 0;
-            if (k->type == GV_UINT32 && rd_u32(&v, &a32))
-                a64 = a32;
-            else if (k->type == GV_UINT64)
-                rd_u64(&v, &a64);
-            else if (k->type == GV_UINT16)
-                a64 = (uint64_t)c.p[k->value_at] | (uint64_t)c.p[k->value_at + 1] << 8;
-            if (a64 == 0 || (a64 & (a64 - 1)) || a64 > (1u << 30)) {
-                st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': general.alignment", src->path);
-                goto done;
-            }
-            alignment = a64;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t name_len;
-        tinfo *ti = &infos[i];
-        const fr_tensor *t = src->tensors + i;
-        int ok = rd_u64(&c, &name_len) && name_len == strlen(t->name) &&
-                 c.size - c.pos >= name_len && !memcmp(c.p + c.pos, t->name, name_len);
-        ok = ok && take(&c, name_len) && rd_u32(&c, &ti->n_dims) && ti->n_dims <= FR_MAX_DIMS;
-        for (uint32_t d = 0; ok && d < ti->n_dims; d++)
-            ok = rd_u64(&c, &ti->ne[d]);
-        uint64_t offset;
-        ok = ok && rd_u32(&c, &ti->type) && rd_u64(&c, &offset);
-        if (!ok || items[i].t != t) {
-            st = fr_fail(err, FR_E_FORMAT, "cannot read '%s': tensor info %zu ('%s')", src->path,
-                         i, t->name);
-            goto done;
-        }
-        if (!items[i].ref && t->numel > 0 && t->nbytes == 0) {
-            /* the reader knows no size for a ggml type newer than its table */
-            st = fr_fail(err, FR_E_USAGE, "'%s': tensor '%s' has ggml type %s, whose size is "
-                         "unknown: it cannot be copied", src->path, t->name, t->dtype_name);
-            goto done;
-        }
-    }
-
-    /* general.file_type: the LLAMA_FTYPE of the ggml type holding the most
-     * quantized elements of the output (tensors the input already had in
-     * one of the family's types count too); set only when this run
-     * quantizes something */
+    if ((st = read_metadata(&c, src, kvs, n_kv, &alignment, err)) != FR_OK ||
+        (st = read_tensor_infos(&c, src, items, n, infos, err)) != FR_OK)
+        goto done;
     int quantizes = 0;
-    unsigned file_type = 0;
-    {
-        int64_t count[64] = {0}, best = 0;
-        unsigned ftype_of[64] = {0};
-        for (size_t i = 0; i < n; i++) {
-            const fr_ggml_params *p = params_of(reg, items[i].ref);
-            uint32_t ty = p ? (uint32_t)p->type : infos[i].type;
-            unsigned ft = p ? p->file_type : fr_ggml_file_type((fr_ggml_qtype)ty);
-            quantizes |= p != NULL;
-            if (ty < 64 && ft) {
-                count[ty] += items[i].t->numel;
-                ftype_of[ty] = ft;
-            }
-        }
-        for (int ty = 0; ty < 64; ty++)
-            if (ftype_of[ty] && count[ty] > best) {
-                best = count[ty];
-                file_type = ftype_of[ty];
-            }
-    }
+    unsigned file_type = output_file_type(reg, items, n, infos, &quantizes);
     const int major = quantizes && file_type;
-
-    /* the header */
-    int have_ft = 0, have_qv = 0;
-    for (uint64_t i = 0; i < n_kv; i++) {
-        have_ft |= key_is(&kvs[i], "general.file_type");
-        have_qv |= key_is(&kvs[i], "general.quantization_version");
-    }
-    uint64_t n_kv_out = n_kv + (uint64_t)(major && !have_ft) + (uint64_t)(major && !have_qv);
-    put(&h, "GGUF", 4);
-    put_u32(&h, 3);
-    put_u64(&h, n);
-    put_u64(&h, n_kv_out);
-    for (uint64_t i = 0; i < n_kv; i++) {
-        if (major && key_is(&kvs[i], "general.file_type"))
-            put_kv_u32(&h, "general.file_type", file_type);
-        else if (major && key_is(&kvs[i], "general.quantization_version"))
-            put_kv_u32(&h, "general.quantization_version", GGML_QNT_VERSION);
-        else
-            put(&h, in->base + kvs[i].start, (size_t)(kvs[i].end - kvs[i].start));
-    }
-    if (major && !have_qv)
-        put_kv_u32(&h, "general.quantization_version", GGML_QNT_VERSION);
-    if (major && !have_ft)
-        put_kv_u32(&h, "general.file_type", file_type);
-    uint64_t offset = 0;
-    for (size_t i = 0; i < n; i++) {
-        const fr_tensor *t = items[i].t;
-        const fr_ggml_params *p = params_of(reg, items[i].ref);
-        uint64_t bytes = p ? quantized_bytes(&items[i], p) : t->nbytes;
-        put_str(&h, t->name, strlen(t->name));
-        put_u32(&h, infos[i].n_dims);
-        for (uint32_t d = 0; d < infos[i].n_dims; d++)
-            put_u64(&h, infos[i].ne[d]);
-        put_u32(&h, p ? (uint32_t)p->type : infos[i].type);
-        put_u64(&h, offset);
-        offset += bytes + pad_to(bytes, alignment);
-    }
+    build_header(&h, reg, in, items, n, kvs, n_kv, infos, alignment, major, file_type);
     if (h.oom) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
         goto done;
@@ -498,30 +546,9 @@ fr_status fr_gguf_write(const fr_registry *reg, const fr_source *src, fr_gguf_it
         goto done;
     }
     if ((st = write_bytes(f, h.p, h.n, path, err)) != FR_OK ||
-        (st = write_zeros(f, pad_to(h.n, alignment), path, err)) != FR_OK)
+        (st = write_zeros(f, pad_to(h.n, alignment), path, err)) != FR_OK ||
+        (st = write_data(reg, src, items, n, f, path, alignment, data_bytes, err)) != FR_OK)
         goto done;
-    *data_bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        fr_gguf_item *it = &items[i];
-        const fr_ggml_params *p = params_of(reg, it->ref);
-        uint64_t bytes = p ? quantized_bytes(it, p) : it->t->nbytes;
-        if (p) {
-            st = emit_quantized(reg, src, it, f, path, err);
-        } else {
-            const void *raw = fr_tensor_raw(src, it->t);
-            if (!raw && it->t->nbytes)
-                st = fr_fail(err, FR_E_IO, "cannot read tensor '%s' of '%s'", it->t->name,
-                             src->path);
-            else
-                st = write_bytes(f, raw, (size_t)it->t->nbytes, path, err);
-            fr_tensor_release(src, it->t);
-        }
-        if (st == FR_OK)
-            st = write_zeros(f, pad_to(bytes, alignment), path, err);
-        if (st != FR_OK)
-            goto done;
-        *data_bytes += bytes;
-    }
     if (fflush(f) != 0 || ferror(f)) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot write '%s': %s", path,
                      fr_errno_text(errno, why, sizeof why));

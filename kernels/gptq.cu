@@ -838,149 +838,170 @@ extern "C" void fr_cuda_gptq_release_cache(void)
     pthread_mutex_unlock(&fr_kg_lock);
 }
 
-extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, int64_t rows,
-                                        int64_t cols, const float *h, int h_on_device,
-                                        const fr_gptq_params *p, void *stream, int *damp_retries,
-                                        double *damp_used, fr_gptq_phases *phases, fr_error *err)
-{
-    fr_status st = FR_OK;
-    cudaStream_t s = (cudaStream_t)stream;
-    const int64_t n = cols;
-    const int64_t g = p->row_scales ? n : p->group;
-    const int64_t B = !p->row_scales && g > 128 ? g : 128;
-    const int64_t G = (n + g - 1) / g;
-    const int stat = p->variant == FR_GPTQ_ACT || p->row_scales;
-    std::vector<float> hdiag((size_t)n);
-    std::vector<double> diag((size_t)n);
-    std::vector<int64_t> perm((size_t)n);
-    std::vector<uint8_t> dead((size_t)n);
-    float *h_d = NULL, *u = NULL, *W = NULL, *E = NULL, *S = NULL, *Z = NULL;
+/* One call of fr_cuda_gptq_timed: the geometry, the host's order and the
+ * device buffers its steps share; fr_kg_release frees what it holds. */
+typedef struct fr_kg_run {
+    cudaStream_t s;
+    const fr_gptq_params *p;
+    const void *w;
+    int dtype;
+    float *w_hat;
+    const float *h;          /* H: the caller's, or h_d once uploaded */
+    int64_t rows, n, g, B, G;
+    int stat;                /* static scales (-act, gC) */
+    std::vector<float> hdiag;
+    std::vector<double> diag;
+    std::vector<int64_t> perm;
+    std::vector<uint8_t> dead;
+    float *h_d = NULL, *u = NULL, *W = NULL, *E = NULL, *E2 = NULL, *S = NULL, *Z = NULL;
     float *hdiag_d = NULL;
     double *a = NULL, *diag_d = NULL;
     int64_t *perm_d = NULL;
     uint8_t *dead_d = NULL;
     fr_kg_ws ws = {NULL, 0, NULL, 0, NULL, NULL};
-    int ok = 0, tries = 0, locked = 0;
-    double mean_diag = 0.0, damp;
-    const int grid = (int)std::min<int64_t>((rows * n + 255) / 256, 8192);
+    int ok = 0, tries = 0, locked = 0, ahead = 0, rest_pending = 0, u_owned = 1;
+    double mean_diag = 0.0, damp = 0.0;
     fr_kg_timer tm;
     std::vector<size_t> blk_marks, upd_marks, side_marks;
-    float *E2 = NULL;
     cudaStream_t side = NULL;
     cudaEvent_t ev_err = NULL, ev_rest = NULL;
-    int ahead = 0, rest_pending = 0, u_owned = 1;
     fr_kg_cached *ce = NULL;
     size_t m_fac0 = 0, m_fac1 = 0, m_loop0 = 0, m_end = 0;
-    tm.ph = phases;
-    *damp_retries = 0;
-    *damp_used = FR_KG_DAMP;
-    if (phases)
-        memset(phases, 0, sizeof *phases);
-    if (rows <= 0 || n <= 0)
-        return FR_OK;
-    if (g <= 0 || B > FR_KG_MAX_BLOCK || (g < B && B % g) || n > 65536)
-        return fr_fail(err, FR_E_USAGE, "gptq on the gpu: unsupported group %lld for %lld columns",
-                       (long long)g, (long long)n);
-    fr_kg_mark(&tm, s);
-    /* the diagonal, dead columns, the order: on the host, as the CPU does */
+} fr_kg_run;
+
+/* Host: diag H (dead columns -> 1), its mean, the act-order permutation: the CPU's. */
+static fr_status fr_kg_order(fr_kg_run *r, int h_on_device, fr_error *err)
+{
+    fr_status st = FR_OK;
+    cudaStream_t s = r->s;
+    const int64_t n = r->n;
     if (h_on_device) {
-        FR_CU(cudaMallocAsync((void **)&hdiag_d, (size_t)n * sizeof(float), s));
+        FR_CU(cudaMallocAsync((void **)&r->hdiag_d, (size_t)n * sizeof(float), s));
         FR_LAUNCH(fr_kg_diag<<<(int)std::min<int64_t>((n + 255) / 256, 1024), 256, 0, s>>>(
-            h, n, hdiag_d));
-        FR_CU(cudaMemcpyAsync(hdiag.data(), hdiag_d, (size_t)n * sizeof(float),
+            r->h, n, r->hdiag_d));
+        FR_CU(cudaMemcpyAsync(r->hdiag.data(), r->hdiag_d, (size_t)n * sizeof(float),
                               cudaMemcpyDeviceToHost, s));
         FR_CU(cudaStreamSynchronize(s));
     } else {
         for (int64_t j = 0; j < n; j++)
-            hdiag[(size_t)j] = h[j * n + j];
+            r->hdiag[(size_t)j] = r->h[j * n + j];
     }
     for (int64_t j = 0; j < n; j++) {
-        diag[(size_t)j] = hdiag[(size_t)j];
-        dead[(size_t)j] = diag[(size_t)j] == 0.0;
-        if (dead[(size_t)j])
-            diag[(size_t)j] = 1.0;
-        mean_diag += diag[(size_t)j];
-        perm[(size_t)j] = j;
+        r->diag[(size_t)j] = r->hdiag[(size_t)j];
+        r->dead[(size_t)j] = r->diag[(size_t)j] == 0.0;
+        if (r->dead[(size_t)j])
+            r->diag[(size_t)j] = 1.0;
+        r->mean_diag += r->diag[(size_t)j];
+        r->perm[(size_t)j] = j;
     }
-    mean_diag /= (double)n;
-    if (p->variant == FR_GPTQ_ACT)
-        std::sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
+    r->mean_diag /= (double)n;
+    if (r->p->variant == FR_GPTQ_ACT) {
+        const std::vector<double> &diag = r->diag;
+        std::sort(r->perm.begin(), r->perm.end(), [&](int64_t i, int64_t j) {
             return diag[(size_t)i] != diag[(size_t)j] ? diag[(size_t)i] > diag[(size_t)j] : i < j;
         });
+    }
+cleanup:
+    return st;
+}
 
-    FR_CU(cudaMallocAsync((void **)&W, (size_t)(rows * n) * sizeof(float), s));
-    FR_CU(cudaMallocAsync((void **)&E, (size_t)(rows * B) * sizeof(float), s));
-    FR_CU(cudaMallocAsync((void **)&diag_d, (size_t)n * sizeof(double), s));
-    FR_CU(cudaMallocAsync((void **)&perm_d, (size_t)n * sizeof(int64_t), s));
-    FR_CU(cudaMallocAsync((void **)&dead_d, (size_t)n, s));
-    FR_CU(cudaMallocAsync((void **)&ws.info_d, 2 * sizeof(int), s));
-    if (stat) {
-        FR_CU(cudaMallocAsync((void **)&S, (size_t)(rows * G) * sizeof(float), s));
-        FR_CU(cudaMallocAsync((void **)&Z, (size_t)(rows * G) * sizeof(float), s));
+/* Device: the call's buffers; H (from the host), diagonal, order, dead columns copied. */
+static fr_status fr_kg_upload(fr_kg_run *r, int h_on_device, fr_error *err)
+{
+    fr_status st = FR_OK;
+    cudaStream_t s = r->s;
+    const int64_t rows = r->rows, n = r->n, B = r->B, G = r->G;
+    FR_CU(cudaMallocAsync((void **)&r->W, (size_t)(rows * n) * sizeof(float), s));
+    FR_CU(cudaMallocAsync((void **)&r->E, (size_t)(rows * B) * sizeof(float), s));
+    FR_CU(cudaMallocAsync((void **)&r->diag_d, (size_t)n * sizeof(double), s));
+    FR_CU(cudaMallocAsync((void **)&r->perm_d, (size_t)n * sizeof(int64_t), s));
+    FR_CU(cudaMallocAsync((void **)&r->dead_d, (size_t)n, s));
+    FR_CU(cudaMallocAsync((void **)&r->ws.info_d, 2 * sizeof(int), s));
+    if (r->stat) {
+        FR_CU(cudaMallocAsync((void **)&r->S, (size_t)(rows * G) * sizeof(float), s));
+        FR_CU(cudaMallocAsync((void **)&r->Z, (size_t)(rows * G) * sizeof(float), s));
     }
     if (!h_on_device) {
-        FR_CU(cudaMallocAsync((void **)&h_d, (size_t)(n * n) * sizeof(float), s));
-        FR_CU(cudaMemcpyAsync(h_d, h, (size_t)(n * n) * sizeof(float), cudaMemcpyHostToDevice, s));
-        h = h_d;
+        FR_CU(cudaMallocAsync((void **)&r->h_d, (size_t)(n * n) * sizeof(float), s));
+        FR_CU(cudaMemcpyAsync(r->h_d, r->h, (size_t)(n * n) * sizeof(float),
+                              cudaMemcpyHostToDevice, s));
+        r->h = r->h_d;
     }
-    FR_CU(cudaMemcpyAsync(diag_d, diag.data(), (size_t)n * sizeof(double), cudaMemcpyHostToDevice, s));
-    FR_CU(cudaMemcpyAsync(perm_d, perm.data(), (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice, s));
-    FR_CU(cudaMemcpyAsync(dead_d, dead.data(), (size_t)n, cudaMemcpyHostToDevice, s));
+    FR_CU(cudaMemcpyAsync(r->diag_d, r->diag.data(), (size_t)n * sizeof(double),
+                          cudaMemcpyHostToDevice, s));
+    FR_CU(cudaMemcpyAsync(r->perm_d, r->perm.data(), (size_t)n * sizeof(int64_t),
+                          cudaMemcpyHostToDevice, s));
+    FR_CU(cudaMemcpyAsync(r->dead_d, r->dead.data(), (size_t)n, cudaMemcpyHostToDevice, s));
+cleanup:
+    return st;
+}
 
-    pthread_mutex_lock(&fr_kg_lock);
-    locked = 1;
-    FR_TRY(fr_kg_handles(s, err));
-    if (phases)
-        FR_CU(cudaEventCreate(&ws.mark));
-
-    m_fac0 = tm.ev.size();
-    fr_kg_mark(&tm, s);
-    damp = FR_KG_DAMP * mean_diag;
+/* U of this H and order, under fr_kg_lock: the kept one, or factored (damp x10 retries), kept. */
+static fr_status fr_kg_factor_kept(fr_kg_run *r, fr_error *err)
+{
+    fr_status st = FR_OK;
+    cudaStream_t s = r->s;
+    const fr_gptq_params *p = r->p;
+    const int64_t n = r->n;
+    r->m_fac0 = r->tm.ev.size();
+    fr_kg_mark(&r->tm, s);
+    r->damp = FR_KG_DAMP * r->mean_diag;
     if (p->h_serial) {
         int dev = -1;
         FR_CU(cudaGetDevice(&dev));
         if (dev >= 0 && dev < FR_KG_CACHE_DEVICES)
-            ce = &fr_kg_cache[dev][p->variant == FR_GPTQ_ACT];
+            r->ce = &fr_kg_cache[dev][p->variant == FR_GPTQ_ACT];
     }
-    if (ce && ce->serial == p->h_serial && ce->n == n && ce->u) {
+    if (r->ce && r->ce->serial == p->h_serial && r->ce->n == n && r->ce->u) {
         /* this H's factor in this order: the tensor's earlier configuration's */
-        u = ce->u;
-        u_owned = 0;
-        tries = ce->tries;
-        damp = ce->damp;
-        ok = 1;
+        r->u = r->ce->u;
+        r->u_owned = 0;
+        r->tries = r->ce->tries;
+        r->damp = r->ce->damp;
+        r->ok = 1;
     } else {
-        FR_CU(cudaMallocAsync((void **)&a, (size_t)(n * n) * sizeof(double), s));
-        FR_CU(cudaMallocAsync((void **)&u, (size_t)(n * n) * sizeof(float), s));
+        FR_CU(cudaMallocAsync((void **)&r->a, (size_t)(n * n) * sizeof(double), s));
+        FR_CU(cudaMallocAsync((void **)&r->u, (size_t)(n * n) * sizeof(float), s));
     }
-    while (!ok) {
-        FR_TRY(fr_kg_factor(s, h, perm_d, diag_d, perm.data(), diag.data(), damp, n, a, u, &ws,
-                            &ok, err));
-        if (ok)
+    while (!r->ok) {
+        FR_TRY(fr_kg_factor(s, r->h, r->perm_d, r->diag_d, r->perm.data(), r->diag.data(),
+                            r->damp, n, r->a, r->u, &r->ws, &r->ok, err));
+        if (r->ok)
             break;
-        if (++tries > FR_KG_RETRIES) {
+        if (++r->tries > FR_KG_RETRIES) {
             st = fr_fail(err, FR_E_USAGE,
-                         "H + %g I is not positive definite after %d dampening retries", damp,
+                         "H + %g I is not positive definite after %d dampening retries", r->damp,
                          FR_KG_RETRIES);
             goto cleanup;
         }
-        damp *= 10.0;
+        r->damp *= 10.0;
     }
-    if (ce && u_owned) {
+    if (r->ce && r->u_owned) {
         /* kept for the tensor's next configurations in this order */
-        if (ce->u)
-            FR_CU(cudaFreeAsync(ce->u, s));
-        *ce = fr_kg_cached{p->h_serial, n, u, tries, damp};
-        u_owned = 0;
+        if (r->ce->u)
+            FR_CU(cudaFreeAsync(r->ce->u, s));
+        *r->ce = fr_kg_cached{p->h_serial, n, r->u, r->tries, r->damp};
+        r->u_owned = 0;
     }
-    *damp_retries = tries;
-    *damp_used = damp / mean_diag;
-    m_fac1 = tm.ev.size();
-    fr_kg_mark(&tm, s);
-    FR_LAUNCH(fr_kg_prep_w<<<grid, 256, 0, s>>>(w, dtype, perm_d, dead_d, rows, n, W));
-    if (stat)
+cleanup:
+    return st;
+}
+
+/* W = w[:, perm] (dead columns 0), the static scales, the lookahead's stream and buffer. */
+static fr_status fr_kg_prep(fr_kg_run *r, fr_error *err)
+{
+    fr_status st = FR_OK;
+    cudaStream_t s = r->s;
+    const fr_gptq_params *p = r->p;
+    const int64_t rows = r->rows, n = r->n, B = r->B, G = r->G;
+    const int grid = (int)std::min<int64_t>((rows * n + 255) / 256, 8192);
+    r->m_fac1 = r->tm.ev.size();
+    fr_kg_mark(&r->tm, s);
+    FR_LAUNCH(fr_kg_prep_w<<<grid, 256, 0, s>>>(r->w, r->dtype, r->perm_d, r->dead_d, rows, n,
+                                                r->W));
+    if (r->stat)
         FR_LAUNCH(fr_kg_static<<<(int)std::min<int64_t>((rows * G + 255) / 256, 8192), 256, 0, s>>>(
-            w, dtype, dead_d, rows, n, g, G, p->bits, p->symmetric, S, Z));
+            r->w, r->dtype, r->dead_d, rows, n, r->g, G, p->bits, p->symmetric, r->S, r->Z));
     /* The lookahead (unless p->serial): after block k's column loop, the
      * next block's columns are updated on s and the rest, W[:, i2 + B:],
      * on the side stream, where it overlaps block k+1's column loop. Block
@@ -988,96 +1009,174 @@ extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, 
      * write them), which also frees block k's Err buffer (two, alternating)
      * for block k+2. The same products as one GEMM per block, split in two
      * along W's columns. */
-    ahead = !p->serial && n > 2 * B;
-    if (ahead) {
-        FR_CU(cudaMallocAsync((void **)&E2, (size_t)(rows * B) * sizeof(float), s));
-        FR_CU(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-        FR_CU(cudaEventCreateWithFlags(&ev_err, cudaEventDisableTiming));
-        FR_CU(cudaEventCreateWithFlags(&ev_rest, cudaEventDisableTiming));
-    }
-    m_loop0 = tm.ev.size();
-    fr_kg_mark(&tm, s);
-    for (int64_t i1 = 0, k = 0; i1 < n; i1 += B, k++) {
-        const int64_t i2 = i1 + B < n ? i1 + B : n, nb = i2 - i1;
-        float *Ek = ahead && (k & 1) ? E2 : E;
-        fr_kg_args ka = {W, u, perm_d, w_hat, Ek, S, Z, rows, n, g, G, B, i1, nb,
-                         p->bits, p->symmetric, p->variant};
-        blk_marks.push_back(tm.ev.size());
-        fr_kg_mark(&tm, s);
-        FR_TRY(fr_kg_loop(s, ka, p->loop, err));
-        fr_kg_mark(&tm, s);
-        if (i2 >= n)
-            break;
-        const int64_t i3 = ahead && i2 + B < n ? i2 + B : n;
-        if (rest_pending)
-            FR_CU(cudaStreamWaitEvent(s, ev_rest, 0));
-        upd_marks.push_back(tm.ev.size());
-        fr_kg_mark(&tm, s);
-        FR_TRY(fr_kg_update(s, 0, W, Ek, u, rows, n, B, i1, i2, i2, i3, err));
-        fr_kg_mark(&tm, s);
-        if (i3 < n) {
-            FR_CU(cudaEventRecord(ev_err, s));
-            FR_CU(cudaStreamWaitEvent(side, ev_err, 0));
-            side_marks.push_back(tm.ev.size());
-            fr_kg_mark(&tm, side);
-            FR_TRY(fr_kg_update(side, 1, W, Ek, u, rows, n, B, i1, i2, i3, n, err));
-            fr_kg_mark(&tm, side);
-            FR_CU(cudaEventRecord(ev_rest, side));
-            rest_pending = 1;
-        }
-    }
-    if (rest_pending)
-        FR_CU(cudaStreamWaitEvent(s, ev_rest, 0));
-    m_end = tm.ev.size();
-    fr_kg_mark(&tm, s);
-    FR_CU(cudaStreamSynchronize(s));
-    if (phases && m_end < tm.ev.size()) {
-        phases->setup_ms = fr_kg_span(&tm, 0, m_fac0);
-        phases->factor_ms = fr_kg_span(&tm, m_fac0, m_fac1);
-        phases->prep_ms = fr_kg_span(&tm, m_fac1, m_loop0);
-        phases->loop_ms = fr_kg_span(&tm, m_loop0, m_end);
-        for (size_t k : blk_marks)
-            phases->block_ms += fr_kg_span(&tm, k, k + 1);
-        for (size_t k : upd_marks)
-            phases->update_ms += fr_kg_span(&tm, k, k + 1);
-        for (size_t k : side_marks)
-            phases->update_ms += fr_kg_span(&tm, k, k + 1);
-        phases->factor_tries = tries + 1;
-        /* the last factorisation's potrf: from the factor's start when it
-         * ran once */
-        float pm = 0.0f;
-        if (tries == 0 && ws.mark && cudaEventElapsedTime(&pm, tm.ev[m_fac0], ws.mark) == cudaSuccess)
-            phases->potrf_ms = pm;
+    r->ahead = !p->serial && n > 2 * B;
+    if (r->ahead) {
+        FR_CU(cudaMallocAsync((void **)&r->E2, (size_t)(rows * B) * sizeof(float), s));
+        FR_CU(cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking));
+        FR_CU(cudaEventCreateWithFlags(&r->ev_err, cudaEventDisableTiming));
+        FR_CU(cudaEventCreateWithFlags(&r->ev_rest, cudaEventDisableTiming));
     }
 cleanup:
-    if (side) {
+    return st;
+}
+
+/* Per block: its column loop, then W[:, i2:] -= Err U[i1:i2, i2:] (the rest on the side). */
+static fr_status fr_kg_blocks(fr_kg_run *r, fr_error *err)
+{
+    fr_status st = FR_OK;
+    cudaStream_t s = r->s;
+    const fr_gptq_params *p = r->p;
+    const int64_t rows = r->rows, n = r->n, B = r->B;
+    fr_kg_timer *tm = &r->tm;
+    r->m_loop0 = tm->ev.size();
+    fr_kg_mark(tm, s);
+    for (int64_t i1 = 0, k = 0; i1 < n; i1 += B, k++) {
+        const int64_t i2 = i1 + B < n ? i1 + B : n, nb = i2 - i1;
+        float *Ek = r->ahead && (k & 1) ? r->E2 : r->E;
+        fr_kg_args ka = {r->W, r->u, r->perm_d, r->w_hat, Ek, r->S, r->Z, rows, n, r->g, r->G, B,
+                         i1, nb, p->bits, p->symmetric, p->variant};
+        r->blk_marks.push_back(tm->ev.size());
+        fr_kg_mark(tm, s);
+        FR_TRY(fr_kg_loop(s, ka, p->loop, err));
+        fr_kg_mark(tm, s);
+        if (i2 >= n)
+            break;
+        const int64_t i3 = r->ahead && i2 + B < n ? i2 + B : n;
+        if (r->rest_pending)
+            FR_CU(cudaStreamWaitEvent(s, r->ev_rest, 0));
+        r->upd_marks.push_back(tm->ev.size());
+        fr_kg_mark(tm, s);
+        FR_TRY(fr_kg_update(s, 0, r->W, Ek, r->u, rows, n, B, i1, i2, i2, i3, err));
+        fr_kg_mark(tm, s);
+        if (i3 < n) {
+            FR_CU(cudaEventRecord(r->ev_err, s));
+            FR_CU(cudaStreamWaitEvent(r->side, r->ev_err, 0));
+            r->side_marks.push_back(tm->ev.size());
+            fr_kg_mark(tm, r->side);
+            FR_TRY(fr_kg_update(r->side, 1, r->W, Ek, r->u, rows, n, B, i1, i2, i3, n, err));
+            fr_kg_mark(tm, r->side);
+            FR_CU(cudaEventRecord(r->ev_rest, r->side));
+            r->rest_pending = 1;
+        }
+    }
+    if (r->rest_pending)
+        FR_CU(cudaStreamWaitEvent(s, r->ev_rest, 0));
+    r->m_end = tm->ev.size();
+    fr_kg_mark(tm, s);
+cleanup:
+    return st;
+}
+
+/* The phase times from the events between the steps, once the stream is synchronised. */
+static void fr_kg_phase_times(const fr_kg_run *r, fr_gptq_phases *phases)
+{
+    const fr_kg_timer *tm = &r->tm;
+    if (!phases || r->m_end >= tm->ev.size())
+        return;
+    phases->setup_ms = fr_kg_span(tm, 0, r->m_fac0);
+    phases->factor_ms = fr_kg_span(tm, r->m_fac0, r->m_fac1);
+    phases->prep_ms = fr_kg_span(tm, r->m_fac1, r->m_loop0);
+    phases->loop_ms = fr_kg_span(tm, r->m_loop0, r->m_end);
+    for (size_t k : r->blk_marks)
+        phases->block_ms += fr_kg_span(tm, k, k + 1);
+    for (size_t k : r->upd_marks)
+        phases->update_ms += fr_kg_span(tm, k, k + 1);
+    for (size_t k : r->side_marks)
+        phases->update_ms += fr_kg_span(tm, k, k + 1);
+    phases->factor_tries = r->tries + 1;
+    /* the last factorisation's potrf: from the factor's start when it
+     * ran once */
+    float pm = 0.0f;
+    if (r->tries == 0 && r->ws.mark &&
+        cudaEventElapsedTime(&pm, tm->ev[r->m_fac0], r->ws.mark) == cudaSuccess)
+        phases->potrf_ms = pm;
+}
+
+/* Everything the call holds released: the side stream drained first, then lock, buffers, events. */
+static void fr_kg_release(fr_kg_run *r)
+{
+    cudaStream_t s = r->s;
+    if (r->side) {
         /* before the buffers it reads and writes are freed (an error path
          * may leave its last update running) */
-        cudaStreamSynchronize(side);
-        cudaStreamDestroy(side);
+        cudaStreamSynchronize(r->side);
+        cudaStreamDestroy(r->side);
     }
-    if (ev_err)
-        cudaEventDestroy(ev_err);
-    if (ev_rest)
-        cudaEventDestroy(ev_rest);
-    if (locked)
+    if (r->ev_err)
+        cudaEventDestroy(r->ev_err);
+    if (r->ev_rest)
+        cudaEventDestroy(r->ev_rest);
+    if (r->locked)
         pthread_mutex_unlock(&fr_kg_lock);
     {
         /* u when this call owns it (not when it is the kept factor) */
-        void *bufs[] = {a, u_owned ? u : NULL, W, E, E2, diag_d, perm_d, dead_d, ws.info_d,
-                        S, Z, h_d, hdiag_d};
+        void *bufs[] = {r->a, r->u_owned ? r->u : NULL, r->W, r->E, r->E2, r->diag_d, r->perm_d,
+                        r->dead_d, r->ws.info_d, r->S, r->Z, r->h_d, r->hdiag_d};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
             if (bufs[k])
                 cudaFreeAsync(bufs[k], s);
-        if (ws.work)
-            cudaFreeAsync(ws.work, s);
-        free(ws.host);
+        if (r->ws.work)
+            cudaFreeAsync(r->ws.work, s);
+        free(r->ws.host);
         cudaStreamSynchronize(s);
     }
-    for (cudaEvent_t e : tm.ev)
+    for (cudaEvent_t e : r->tm.ev)
         cudaEventDestroy(e);
-    if (ws.mark)
-        cudaEventDestroy(ws.mark);
+    if (r->ws.mark)
+        cudaEventDestroy(r->ws.mark);
+}
+
+extern "C" fr_status fr_cuda_gptq_timed(const void *w, int dtype, float *w_hat, int64_t rows,
+                                        int64_t cols, const float *h, int h_on_device,
+                                        const fr_gptq_params *p, void *stream, int *damp_retries,
+                                        double *damp_used, fr_gptq_phases *phases, fr_error *err)
+{
+    fr_status st = FR_OK;
+    fr_kg_run r;
+    r.s = (cudaStream_t)stream;
+    r.p = p;
+    r.w = w;
+    r.dtype = dtype;
+    r.w_hat = w_hat;
+    r.h = h;
+    r.rows = rows;
+    r.n = cols;
+    r.g = p->row_scales ? r.n : p->group;
+    r.B = !p->row_scales && r.g > 128 ? r.g : 128;
+    r.G = (r.n + r.g - 1) / r.g;
+    r.stat = p->variant == FR_GPTQ_ACT || p->row_scales;
+    r.hdiag.resize((size_t)r.n);
+    r.diag.resize((size_t)r.n);
+    r.perm.resize((size_t)r.n);
+    r.dead.resize((size_t)r.n);
+    r.tm.ph = phases;
+    *damp_retries = 0;
+    *damp_used = FR_KG_DAMP;
+    if (phases)
+        memset(phases, 0, sizeof *phases);
+    if (rows <= 0 || r.n <= 0)
+        return FR_OK;
+    if (r.g <= 0 || r.B > FR_KG_MAX_BLOCK || (r.g < r.B && r.B % r.g) || r.n > 65536)
+        return fr_fail(err, FR_E_USAGE, "gptq on the gpu: unsupported group %lld for %lld columns",
+                       (long long)r.g, (long long)r.n);
+    fr_kg_mark(&r.tm, r.s);
+    /* the diagonal, dead columns, the order: on the host, as the CPU does */
+    FR_TRY(fr_kg_order(&r, h_on_device, err));
+    FR_TRY(fr_kg_upload(&r, h_on_device, err));
+    pthread_mutex_lock(&fr_kg_lock);
+    r.locked = 1;
+    FR_TRY(fr_kg_handles(r.s, err));
+    if (phases)
+        FR_CU(cudaEventCreate(&r.ws.mark));
+    FR_TRY(fr_kg_factor_kept(&r, err));
+    *damp_retries = r.tries;
+    *damp_used = r.damp / r.mean_diag;
+    FR_TRY(fr_kg_prep(&r, err));
+    FR_TRY(fr_kg_blocks(&r, err));
+    FR_CU(cudaStreamSynchronize(r.s));
+    fr_kg_phase_times(&r, phases);
+cleanup:
+    fr_kg_release(&r);
     return st;
 }
 

@@ -594,6 +594,53 @@ static int parse_args_silently(int argc, char **argv, sweep_args *a)
     return rc;
 }
 
+/* The options the line does not set, and the log level; returns the level before ranks muted it. */
+static int set_run_options(sweep_args *a, int rank, char *command_line,
+                           fr_cuda_run_stats *cuda_stats)
+{
+    a->opt.command_line = command_line;
+    a->opt.stop = &stop_requested;
+    a->opt.cuda_stats = cuda_stats;
+    if (a->opt.quiet)
+        fr_log_set_level(FRONTIER_LOG_WARN);
+    /* `frontier -q sweep` silences the progress bar too */
+    if (fr_log_level() < FRONTIER_LOG_INFO)
+        a->opt.quiet = 1;
+    int log_level = fr_log_level();
+    if (rank > 0) {
+        /* rank 0 tells the job's story; the others only their own errors */
+        a->opt.quiet = 1;
+        fr_log_set_level(FRONTIER_LOG_ERROR);
+    }
+    return log_level;
+}
+
+#ifdef FRONTIER_HAVE_MPI
+/* The ranks' setups (rc: this one's) checked against each other: a failure is reported once. */
+static fr_status agree_ranks(fr_mpi *mpi, fr_status rc, const sweep_args *a, sweep_setup *S,
+                             int rank, int log_level, int *quiet_errors, fr_error *err)
+{
+    int failed = -1;
+    fr_error aerr = {0};
+    fr_status ast = fr_mpi_agree(mpi, rc, &S->reg, S->sources, S->n_sources, &S->devices,
+                                 a->opt.threads, &failed, &aerr);
+    if (ast != FR_OK) {
+        if (rc == FR_OK || failed != rank) {
+            /* another rank failed, or the ranks disagree: rank 0 says so */
+            *err = aerr;
+            *quiet_errors = rank != 0;
+        } else if (rank > 0) {
+            fr_error_prefix(err, "rank %d: ", rank);
+            *quiet_errors = failed != rank;
+        }
+        return ast;
+    }
+    if (rank > 0)
+        fr_log_set_level(log_level < FRONTIER_LOG_DEBUG ? FRONTIER_LOG_WARN : log_level);
+    return rc;
+}
+#endif
+
 int cmd_sweep(int argc, char **argv)
 {
     int rc = FR_OK;
@@ -646,21 +693,8 @@ int cmd_sweep(int argc, char **argv)
             print_usage(stdout);
         goto done;
     }
-    a.opt.command_line = command_line;
-    a.opt.stop = &stop_requested;
-    a.opt.cuda_stats = &cuda_stats;
-    if (a.opt.quiet)
-        fr_log_set_level(FRONTIER_LOG_WARN);
-    /* `frontier -q sweep` silences the progress bar too */
-    if (fr_log_level() < FRONTIER_LOG_INFO)
-        a.opt.quiet = 1;
-    int log_level = fr_log_level(); /* the other ranks' level once the job has started */
-    (void)log_level;                /* (not without MPI) */
-    if (rank > 0) {
-        /* rank 0 tells the job's story; the others only their own errors */
-        a.opt.quiet = 1;
-        fr_log_set_level(FRONTIER_LOG_ERROR);
-    }
+    int log_level = set_run_options(&a, rank, command_line, &cuda_stats);
+    (void)log_level; /* (not without MPI) */
 #ifdef FRONTIER_HAVE_MPI
     if (mpi && rank == 0)
         a.opt.executor = fr_mpi_executor(mpi);
@@ -675,26 +709,8 @@ int cmd_sweep(int argc, char **argv)
     }
     rc = setup_sweep(argc, argv, &a, &S, local_rank, local_size, launched > 1, &err);
 #ifdef FRONTIER_HAVE_MPI
-    if (mpi) {
-        int failed = -1;
-        fr_error aerr = {0};
-        fr_status ast = fr_mpi_agree(mpi, rc, &S.reg, S.sources, S.n_sources, &S.devices,
-                                     a.opt.threads, &failed, &aerr);
-        if (ast != FR_OK) {
-            if (rc == FR_OK || failed != rank) {
-                /* another rank failed, or the ranks disagree: rank 0 says so */
-                err = aerr;
-                quiet_errors = rank != 0;
-            } else if (rank > 0) {
-                fr_error_prefix(&err, "rank %d: ", rank);
-                quiet_errors = failed != rank;
-            }
-            rc = ast;
-            goto report;
-        }
-        if (rank > 0)
-            fr_log_set_level(log_level < FRONTIER_LOG_DEBUG ? FRONTIER_LOG_WARN : log_level);
-    }
+    if (mpi)
+        rc = agree_ranks(mpi, rc, &a, &S, rank, log_level, &quiet_errors, &err);
 #endif
     if (rc != FR_OK)
         goto report;
