@@ -1,10 +1,10 @@
 /*
  * Mixed-precision allocation over a dataset (docs/analysis.md, "allocate"):
  * the tensors and their measured configurations turned into a
- * multiple-choice knapsack (frontier/mckp.h), solved for one budget or a
+ * multiple-choice knapsack (frontier/analysis/mckp.h), solved for one budget or a
  * range of them. What an allocation is written as is in frontier/recipe.c.
  */
-#include "frontier/allocate.h"
+#include "frontier/analysis/allocate.h"
 
 #include <math.h>
 #include <stdlib.h>

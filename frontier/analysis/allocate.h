@@ -6,9 +6,9 @@
  * The problem is a multiple-choice knapsack: item i (a tensor) takes exactly
  * one option j (a configuration) of weight w_ij = total_bits (an integer)
  * and cost e_ij = sq_err (or out_sq_err); minimise sum e subject to
- * sum w <= capacity = floor(budget * sum numel). frontier/mckp.h solves it
- * exactly; frontier/allocate.c builds it from a dataset and solves it for
- * one budget or a range; frontier/recipe.c writes the answer.
+ * sum w <= capacity = floor(budget * sum numel). frontier/analysis/mckp.h solves it
+ * exactly; frontier/analysis/allocate.c builds it from a dataset and solves it for
+ * one budget or a range; frontier/recipe/recipe.c writes the answer.
  */
 #ifndef FR_ALLOCATE_H
 #define FR_ALLOCATE_H
@@ -18,9 +18,9 @@
 #include <stdio.h>
 
 #include "core/error.h"
-#include "frontier/dataset.h"
-#include "frontier/mckp.h"
-#include "frontier/pareto.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/analysis/mckp.h"
+#include "frontier/analysis/pareto.h"
 
 /* ---- allocation over a dataset ---- */
 
@@ -75,7 +75,7 @@ typedef struct fr_alloc_tensor {
 
 /* An item (fr_alloc_tensor) is one allocation unit: a stored tensor, or with
  * expert_units all the 2-D experts of one (layer, projection) (fr_units in
- * frontier/pareto.h). A unit's option is a configuration measured on all its
+ * frontier/analysis/pareto.h). A unit's option is a configuration measured on all its
  * members: total_bits, err_term and norm_term the sums over the members in
  * expert order (as a stack's row sums its experts, docs/formats.md), cost
  * err_term or, under the sensitivity objective, the sum of the members'
@@ -200,7 +200,7 @@ fr_status fr_alloc_sweep(const fr_alloc_problem *prob, double lo, double hi, dou
                          int uniform_too, fr_mixed_curve *out, fr_error *err);
 void fr_mixed_curve_free(fr_mixed_curve *c);
 
-/* ---- outputs (frontier/recipe.c) ---- */
+/* ---- outputs (frontier/recipe/recipe.c) ---- */
 
 /* The recipe JSON (docs/analysis.md): totals and tensor -> configuration. */
 fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,

@@ -1,11 +1,11 @@
 /*
- * /frontier/measured (frontier/annotate.h): eval JSON in, a table of
+ * /frontier/measured (frontier/analysis/annotate.h): eval JSON in, a table of
  * measured model quality out, written to a copy of the dataset that is
  * renamed over it once complete.
  */
-#include "frontier/annotate.h"
-#include "frontier/dataset_schema.h"
-#include "frontier/pareto.h"
+#include "frontier/analysis/annotate.h"
+#include "frontier/dataset/dataset_schema.h"
+#include "frontier/analysis/pareto.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
-#include "frontier/dataset.h"
+#include "frontier/dataset/dataset.h"
 
 #define FR_MEASURED_GROUP "/frontier/measured"
 

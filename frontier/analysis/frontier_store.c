@@ -3,7 +3,7 @@
  * written through the HDF5 C API into an in-memory copy of the dataset
  * whose bytes replace it on commit (tmp + fsync + rename).
  */
-#include "frontier/frontier_store.h"
+#include "frontier/analysis/frontier_store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 
 #include <hdf5.h>
 
-#include "frontier/dataset_schema.h"
+#include "frontier/dataset/dataset_schema.h"
 
 #define STORE_ROOT "/frontier"
 

@@ -14,9 +14,9 @@
 #define FR_FRONTIER_STORE_H
 
 #include "core/error.h"
-#include "frontier/allocate.h"
-#include "frontier/dataset.h"
-#include "frontier/pareto.h"
+#include "frontier/analysis/allocate.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/analysis/pareto.h"
 
 typedef struct fr_store fr_store;
 

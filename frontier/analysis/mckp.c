@@ -1,5 +1,5 @@
 /*
- * The exact multiple-choice knapsack solver (frontier/mckp.h).
+ * The exact multiple-choice knapsack solver (frontier/analysis/mckp.h).
  *
  * The solver follows the classic route for the MCKP (Sinha & Zoltners 1979,
  * "The multiple-choice knapsack problem", Oper. Res. 27(3); Dyer, Kayal &
@@ -11,7 +11,7 @@
  * (undominated partial solutions, each dropped when the LP bound of the
  * undecided items shows it cannot beat the incumbent) proves optimality.
  */
-#include "frontier/mckp.h"
+#include "frontier/analysis/mckp.h"
 
 #include <math.h>
 #include <stdlib.h>

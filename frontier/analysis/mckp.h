@@ -1,6 +1,6 @@
 /*
  * The exact multiple-choice knapsack solver behind `frontier allocate`
- * (frontier/allocate.h builds its input from a dataset).
+ * (frontier/analysis/allocate.h builds its input from a dataset).
  *
  * Item i takes exactly one option j of weight w_ij (an integer) and cost
  * e_ij; minimise sum e subject to sum w <= capacity. Lagrangian relaxation

@@ -1,7 +1,7 @@
 /*
  * Model-level points and Pareto sets (docs/analysis.md, "pareto").
  */
-#include "frontier/pareto.h"
+#include "frontier/analysis/pareto.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -20,7 +20,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
-#include "frontier/dataset.h"
+#include "frontier/dataset/dataset.h"
 
 /* ---- metrics ---- */
 
@@ -93,7 +93,7 @@ static inline const fr_ds_result *fr_result_at(const fr_result_index *ix, size_t
 /* Position of a configuration by name, -1 when absent. */
 int64_t fr_config_position(const fr_dataset *ds, const char *name);
 
-/* ---- allocation units (frontier/units.c) ---- */
+/* ---- allocation units (frontier/analysis/units.c) ---- */
 
 /* The tensors pareto and allocate give one configuration each. By default
  * every stored tensor is a unit of its own; with expert units the 2-D

@@ -13,7 +13,7 @@
  * 5. the other files of the folder, config.json, the index, the report;
  *    then the temporary folder or file is renamed to OUT.
  */
-#include "frontier/quantize.h"
+#include "frontier/checkpoint/quantize.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -31,14 +31,14 @@
 #include "core/call.h"
 #include "core/log.h"
 #include "core/safetensors_write.h"
-#include "frontier/dataset_schema.h"
+#include "frontier/dataset/dataset_schema.h"
 #include "core/source.h"
-#include "frontier/calib_attach.h"
-#include "frontier/fused_scale.h"
-#include "frontier/metrics.h"
-#include "frontier/quantize_gguf.h"
-#include "frontier/quantize_layout.h"
-#include "frontier/sweep.h" /* fr_sweep_skip_reason, fr_sweep_matrix */
+#include "frontier/model/calib_attach.h"
+#include "frontier/model/fused_scale.h"
+#include "frontier/exec/metrics.h"
+#include "frontier/checkpoint/quantize_gguf.h"
+#include "frontier/checkpoint/quantize_ct.h"
+#include "frontier/sweep/sweep.h" /* fr_sweep_skip_reason, fr_sweep_matrix */
 #include "quantizers/families.h"
 #include "quantizers/nvfp4_group.h"
 
@@ -101,7 +101,7 @@ typedef struct qtensor {
     int group;                /* index into plan.groups, -1 */
     float global_scale;       /* NVFP4 override (fused), NAN: the tensor's own */
     int has_group_amax;       /* nvfp4-fused: group_amax, the joint amax of its group */
-    float group_amax;         /* (frontier/fused_scale.h), handed to the quantizer */
+    float group_amax;         /* (frontier/model/fused_scale.h), handed to the quantizer */
     size_t first_entry, n_entries;
     int shard;
     double recipe_rel_err;    /* NAN when the recipe does not say */
@@ -193,7 +193,7 @@ static int needs_statistics(const plan *p, const fr_config_ref *ref)
 }
 
 /* What a calibrated configuration lacks to be computed on q (NULL:
- * nothing): the sweep's rule (frontier/sweep.c missing_statistics), so a
+ * nothing): the sweep's rule (frontier/sweep/sweep.c missing_statistics), so a
  * tensor is written under a configuration exactly when the sweep measured
  * it under that configuration with the same file. */
 static const char *missing_statistics(const plan *p, const qtensor *q, char *buf, size_t len)
@@ -438,7 +438,7 @@ done:
 }
 
 /* --calib: each tensor under a configuration that needs statistics gets
- * them as the sweep attaches them (frontier/calib_attach.h). A malformed
+ * them as the sweep attaches them (frontier/model/calib_attach.h). A malformed
  * module is an error; a tensor without statistics is refused by
  * check_writers, with every other such tensor. */
 static fr_status attach_statistics(plan *p, fr_error *err)
@@ -464,7 +464,7 @@ static fr_status attach_statistics(plan *p, fr_error *err)
         fr_calib_stats cs;
         if (q->experts > 1) {
             /* each expert its own statistics, as the sweep measured it
-             * (frontier/sweep.c; docs/calibration.md) */
+             * (frontier/sweep/sweep.c; docs/calibration.md) */
             q->expert_calib = calloc((size_t)q->experts, sizeof *q->expert_calib);
             if (!q->expert_calib)
                 return fr_fail(err, FR_E_NOMEM, "out of memory");
@@ -827,7 +827,7 @@ static void metrics_of(const float *w, const float *w_hat, int64_t n, fr_metrics
 /* The metrics of W against W_hat for an expert stack of `experts`
  * matrices of `per` elements: each expert's sums as for one tensor, added
  * in expert order (max_abs_err the maximum), as the sweep makes a stack's
- * row (frontier/sweep.c on_expert_outcome); one expert: metrics_of. */
+ * row (frontier/sweep/sweep.c on_expert_outcome); one expert: metrics_of. */
 static void stack_metrics_of(const float *w, const float *w_hat, int64_t experts, int64_t per,
                              fr_metrics *m, frontier_error_sums *sums, double *expert_rel_err)
 {
@@ -1016,7 +1016,7 @@ static fr_status emit_copy(plan *p, const qtensor *q, fr_st_writer *wr, fr_error
     return st;
 }
 
-/* --format gguf: the whole file (frontier/quantize_gguf.c) at p->tmp. */
+/* --format gguf: the whole file (frontier/checkpoint/quantize_gguf.c) at p->tmp. */
 static fr_status write_gguf(plan *p, uint64_t *data_bytes, fr_error *err)
 {
     fr_gguf_item *items = calloc(p->n_qt ? p->n_qt : 1, sizeof *items);

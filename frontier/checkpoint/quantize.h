@@ -44,7 +44,7 @@ typedef struct fr_quantize_options {
     const char *calib;       /* calibration statistics (--calib), or NULL: what the
                               * configurations that need them (gptq-, awq-, imat-,
                               * rht+gptq-) are computed with, looked up as the sweep
-                              * does (frontier/calib_attach.h) */
+                              * does (frontier/model/calib_attach.h) */
     fr_qformat format;
     int force;               /* replace an existing OUT */
     uint64_t max_shard_bytes; /* 0: FR_QUANTIZE_DEFAULT_SHARD_BYTES */

@@ -18,7 +18,7 @@
  *    biased E8M0 exponent e + 127 of the block scale 2^e; no global scale:
  *    W = E2M1 * 2^(weight_scale - 127).
  */
-#include "frontier/quantize_layout.h"
+#include "frontier/checkpoint/quantize_ct.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -52,7 +52,7 @@ typedef struct fr_ct_part {
     const char *suffix; /* "weight_packed", "weight_scale", ... (static) */
     const char *dtype;  /* safetensors dtype name (static) */
     int ndim;
-    int64_t shape[3];   /* 3: an expert stack's part [E, ...] (frontier/quantize.c) */
+    int64_t shape[3];   /* 3: an expert stack's part [E, ...] (frontier/checkpoint/quantize.c) */
     uint64_t nbytes;
 } fr_ct_part;
 

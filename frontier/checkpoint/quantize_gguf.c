@@ -15,7 +15,7 @@
  * the alignment); zero padding to general.alignment (default 32); the data,
  * each tensor padded to the alignment.
  */
-#include "frontier/quantize_gguf.h"
+#include "frontier/checkpoint/quantize_gguf.h"
 
 #include <errno.h>
 #include <math.h>

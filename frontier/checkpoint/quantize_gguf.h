@@ -5,7 +5,7 @@
  * (quantizers/ggml_blocks.h), as llama-quantize writes them: metadata copied
  * byte for byte (general.file_type and general.quantization_version set),
  * other tensors copied as they are, data aligned to general.alignment.
- * frontier/quantize.c plans, refuses, names the temporary and renames it;
+ * frontier/checkpoint/quantize.c plans, refuses, names the temporary and renames it;
  * this file writes the temporary.
  */
 #ifndef FR_QUANTIZE_GGUF_H
@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/registry.h"
 #include "core/source.h"
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 
 /* One tensor of the model, in the model's order. */
 typedef struct fr_gguf_item {

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/dataset.h"
-#include "frontier/dataset_schema.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/dataset/dataset_schema.h"
 
 /* ---- growth: arrays hold capacity(n) rows (16, then powers of two) ---- */
 

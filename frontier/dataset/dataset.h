@@ -121,7 +121,7 @@ void fr_dataset_free(fr_dataset *ds);
 const fr_ds_tensor *fr_dataset_tensor(const fr_dataset *ds, uint32_t tensor_id);
 const fr_ds_config *fr_dataset_config(const fr_dataset *ds, uint32_t config_id);
 
-/* ---- building and writing (frontier/dataset.c, frontier/dataset_write.c) ----
+/* ---- building and writing (frontier/dataset/dataset.c, frontier/dataset/dataset_write.c) ----
  * Table arrays are allocated only by fr_dataset_read and the add functions
  * below (which grow them geometrically); do not realloc them elsewhere. A
  * zeroed fr_dataset is an empty one. */

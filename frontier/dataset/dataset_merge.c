@@ -1,4 +1,4 @@
-/* Joining frontier datasets (frontier/merge.h). */
+/* Joining frontier datasets (frontier/dataset/dataset_merge.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "core/call.h"
-#include "frontier/merge.h"
-#include "frontier/sweep.h" /* fr_source_identity_same */
+#include "frontier/dataset/dataset_merge.h"
+#include "frontier/sweep/sweep.h" /* fr_source_identity_same */
 
 #define METRIC_TOLERANCE 1e-12
 

@@ -1,5 +1,5 @@
 /*
- * Joining frontier datasets (`frontier merge`, frontier/dataset_merge.c).
+ * Joining frontier datasets (`frontier merge`, frontier/dataset/dataset_merge.c).
  *
  * Sources, tensors and configurations are deduplicated by identity and
  * their ids renumbered in order of first appearance:
@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
-#include "frontier/dataset.h"
+#include "frontier/dataset/dataset.h"
 
 typedef struct fr_merge_stats {
     size_t n_duplicate_rows; /* rows found in more than one input */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "frontier/dataset.h"
+#include "frontier/dataset/dataset.h"
 
 typedef enum ds_field_type {
     DS_U32,

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/dataset.h"
-#include "frontier/dataset_schema.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/dataset/dataset_schema.h"
 
 hid_t ds_string_type(void)
 {

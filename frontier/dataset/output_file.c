@@ -1,5 +1,5 @@
-/* The text files the analysis writes (frontier/output_file.h). */
-#include "frontier/output_file.h"
+/* The text files the analysis writes (frontier/dataset/output_file.h). */
+#include "frontier/dataset/output_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "frontier/dataset_schema.h"
-#include "frontier/sweep.h"
+#include "frontier/dataset/dataset_schema.h"
+#include "frontier/sweep/sweep.h"
 
 #ifdef FRONTIER_HAVE_OPENSSL
 #include <openssl/evp.h>

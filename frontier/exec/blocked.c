@@ -1,10 +1,10 @@
-/* Row blocks of oversized tensors (frontier/blocked.h). */
+/* Row blocks of oversized tensors (frontier/exec/blocked.h). */
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "core/error_sums.h"
-#include "frontier/blocked.h"
+#include "frontier/exec/blocked.h"
 #include "quantizers/families.h"
 
 static const char *json_string(const cJSON *root, const char *key)

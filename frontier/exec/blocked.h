@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "core/registry.h"
-#include "frontier/executor.h"
+#include "frontier/exec/executor.h"
 
 typedef struct fr_block_rule {
     int64_t row_multiple; /* blocks start at multiples of this many rows; 0: cannot block */

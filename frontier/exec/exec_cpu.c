@@ -1,5 +1,5 @@
 /*
- * The CPU executor (frontier/executor.h).
+ * The CPU executor (frontier/exec/executor.h).
  *
  * Items are processed in plan order, in batches: consecutive small tensors
  * are loaded together (up to FR_CPU_BATCH_BYTES of float32 weights, and
@@ -9,7 +9,7 @@
  * thread would exceed FR_CPU_PARALLEL_BYTES its configurations run one after
  * the other, each using every thread inside (the quantizer's parallel_for
  * and the error reduction). Results never depend on the schedule: every sum
- * is fr_error_sums_accumulate's (frontier/metrics.h), reduced over fixed
+ * is fr_error_sums_accumulate's (frontier/exec/metrics.h), reduced over fixed
  * chunks in chunk order, whatever the thread count. Each outcome reaches the sink as soon
  * as its job is done (from the worker that ran it, one call at a time under
  * a lock), so the engine commits rows while other jobs still run.
@@ -27,10 +27,10 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/synthetic.h"
-#include "frontier/blocked.h"
-#include "frontier/executor.h"
-#include "frontier/metrics.h"
-#include "frontier/numeric_flags.h"
+#include "frontier/exec/blocked.h"
+#include "frontier/exec/executor.h"
+#include "frontier/exec/metrics.h"
+#include "frontier/exec/numeric_flags.h"
 
 /* Defaults; fr_executor_options.cpu_batch_bytes and cpu_parallel_bytes
  * override them (the command line's --cpu-batch-bytes and
@@ -260,7 +260,7 @@ static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_su
         ld->reason[len] = '\0';
     }
     /* the numeric edge cases of each configuration, once per tensor
-     * (frontier/numeric_flags.h); without memory for them the rows say
+     * (frontier/exec/numeric_flags.h); without memory for them the rows say
      * "not examined" (flags 0) */
     if (st == FR_OK)
         examine_item(it, ld);
@@ -336,7 +336,7 @@ static size_t item_bytes(const fr_sweep_item *it)
     return (size_t)(it->rows * it->cols) * sizeof(float);
 }
 
-/* ---- row blocks (--max-memory, frontier/blocked.h) ---- */
+/* ---- row blocks (--max-memory, frontier/exec/blocked.h) ---- */
 
 /* Elements converted between two page releases of a block. */
 #define FR_CPU_RELEASE_ELEMS ((int64_t)1 << 22)
@@ -389,7 +389,7 @@ static void scan_block(const float *w, int64_t begin, int64_t n, float *lo, floa
  * hold whole 65,536-element chunks, so every sum is the whole tensor's bit
  * for bit (fr_error_sums_accumulate adds chunk partials in chunk order).
  * Configurations that need the tensor's range get it from a first pass,
- * as two extra rows after the block (frontier/blocked.h). The numeric
+ * as two extra rows after the block (frontier/exec/blocked.h). The numeric
  * flags are gathered block by block (fr_numeric_stream_*), equal to
  * load_item's on the whole tensor.
  */

@@ -1,5 +1,5 @@
 /*
- * The CUDA executor (frontier/executor.h; docs/gpu.md, "Streaming"): the
+ * The CUDA executor (frontier/exec/executor.h; docs/gpu.md, "Streaming"): the
  * policy of a GPU sweep (what runs where, the CPU fallback, staging,
  * statistics) over the device library's mechanisms (kernels/kcommon.cuh:
  * the statistics pre-pass, the fused kernels, device scratch).
@@ -35,7 +35,7 @@
  * slab, if a single slab is larger) plus the statistics (about 1/16 of the
  * largest tensor's bf16 size).
  *
- * The numeric flags of the fused and plugin rows (frontier/numeric_flags.h)
+ * The numeric flags of the fused and plugin rows (frontier/exec/numeric_flags.h)
  * come from the device reduction of each tensor to its group extremes and
  * counts; the rules are evaluated here on the host with the CPU's code
  * (fr_numeric_evaluate), so GPU rows carry the CPU's flags bit for bit.
@@ -56,8 +56,8 @@ extern "C" {
 #include "core/parallel.h"
 #include "core/registry.h"
 #include "core/synthetic.h"
-#include "frontier/executor.h"
-#include "frontier/numeric_flags.h"
+#include "frontier/exec/executor.h"
+#include "frontier/exec/numeric_flags.h"
 }
 
 #define FR_X_DEFAULT_CAP ((size_t)1 << 30)
@@ -110,7 +110,7 @@ typedef struct fr_x_item {
     uint64_t h_serial;              /* that upload's number (frontier_call.hessian_serial) */
     fr_status out_status;           /* the terms could not be computed: the rows fail */
     char out_error[256];
-    /* numeric flags (frontier/numeric_flags.h) of the fused and plugin
+    /* numeric flags (frontier/exec/numeric_flags.h) of the fused and plugin
      * configurations, from the device reduction (kernels/numeric.h); the
      * CPU part's come from fr_exec_cpu */
     fr_scale_rule *num_rules;       /* per configuration index */
@@ -302,7 +302,7 @@ static void fr_x_chunk(fr_x *X, fr_x_item *xi)
 }
 
 /* The scale rules of the configurations measured here (fused, then
- * plugin) and their distinct group shapes (frontier/numeric_flags.h). */
+ * plugin) and their distinct group shapes (frontier/exec/numeric_flags.h). */
 static fr_status fr_x_numeric_plan(fr_x_item *xi)
 {
     const fr_sweep_item *it = xi->it;

@@ -23,7 +23,7 @@ typedef struct fr_sweep_item {
     size_t n_configs;
     const fr_config_ref *const *configs; /* configurations still to evaluate on it */
     const frontier_calib *calib;      /* host statistics, or NULL */
-    int has_group_amax;               /* group_amax is set (frontier/fused_scale.h) */
+    int has_group_amax;               /* group_amax is set (frontier/model/fused_scale.h) */
     float group_amax;                 /* joint amax of the tensor's fused group, handed
                                        * to the call for nvfp4-fused */
 } fr_sweep_item;
@@ -37,7 +37,7 @@ typedef struct fr_sweep_outcome {
     double out_sq_err, out_sq_ref;   /* calibrated output error terms, NaN without calib */
     double seconds;               /* time of this configuration on this tensor */
     char device[16];              /* "cpu", "cuda:0" */
-    /* numeric edge cases (frontier/numeric_flags.h): FR_ROW_* bits, 0 when
+    /* numeric edge cases (frontier/exec/numeric_flags.h): FR_ROW_* bits, 0 when
      * the executor did not examine them; the largest and the smallest
      * nonzero scale quotient, for the warning lines */
     uint32_t flags;
@@ -95,7 +95,7 @@ typedef struct fr_executor_options {
      * after the other, each on every thread (default 1 GiB). */
     size_t cpu_batch_bytes;
     size_t cpu_parallel_bytes;
-    /* CPU: bound on a tensor's working set (--max-memory, frontier/blocked.h):
+    /* CPU: bound on a tensor's working set (--max-memory, frontier/exec/blocked.h):
      * a tensor whose float32 copy and one output exceed it is evaluated in
      * blocks of whole rows, and batches and parallel jobs are kept under it;
      * 0: no bound. The CUDA executor does not read it. */
@@ -111,13 +111,13 @@ typedef struct fr_executor_options {
     int cuda_tf32;
 } fr_executor_options;
 
-/* The CPU executor (frontier/exec_cpu.c). */
+/* The CPU executor (frontier/exec/exec_cpu.c). */
 fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
                       const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err);
 
 #ifdef FRONTIER_HAVE_CUDA
 /*
- * The CUDA executor (frontier/exec_cuda.cu). Evaluates every (item, config)
+ * The CUDA executor (frontier/exec/exec_cuda.cu). Evaluates every (item, config)
  * of the plan on device opt->device (0 when negative): built-in data-free
  * configurations in one fused read per tensor and variant, plugins through
  * the registry's checked sweep_cuda / quantize_cuda, and whatever has no

@@ -1,5 +1,5 @@
 /*
- * Numeric edge cases of a (tensor, configuration) (frontier/numeric_flags.h).
+ * Numeric edge cases of a (tensor, configuration) (frontier/exec/numeric_flags.h).
  */
 #include <float.h>
 #include <math.h>
@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "frontier/numeric_flags.h"
+#include "frontier/exec/numeric_flags.h"
 #include "quantizers/numerics.h"
 
 /* ---- rules from params ---- */

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frontier/dataset.h" /* FR_ROW_* */
+#include "frontier/dataset/dataset.h" /* FR_ROW_* */
 
 typedef enum fr_scale_kind {
     FR_SCALE_NONE = 0,  /* no rule frontier can evaluate: FR_ROW_SCALE_UNCHECKED */

@@ -1,5 +1,5 @@
 /*
- * Sharding a plan over devices (frontier/shard.h).
+ * Sharding a plan over devices (frontier/exec/shard.h).
  *
  * The split is static: a sweep knows every item's cost before it starts
  * (stored bytes x configurations: the fused GPU sweep and the CPU
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
-#include "frontier/shard.h"
+#include "frontier/exec/shard.h"
 
 #ifdef FRONTIER_HAVE_CUDA
 #include "kernels/launchers.h" /* fr_cuda_device_count */

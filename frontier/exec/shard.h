@@ -1,7 +1,7 @@
 /*
  * Sharding a sweep's plan: over the CUDA devices of one process
  * (`--device cuda:all`, `cuda:0,2`) and over the ranks of an MPI job
- * (frontier/sweep_mpi.c). docs/scale-out.md is the user's view.
+ * (frontier/sweep/sweep_mpi.c). docs/scale-out.md is the user's view.
  *
  *   fr_shard_balance   which shard takes each item: largest cost first, each
  *                      to the shard with the least cost so far (LPT)
@@ -20,7 +20,7 @@
 
 #include "core/error.h"
 #include "core/registry.h"
-#include "frontier/executor.h"
+#include "frontier/exec/executor.h"
 
 /* The cost of an item: stored bytes x configurations to evaluate (a
  * synthetic tensor counts 4 bytes per element). */

@@ -4,17 +4,17 @@
  * frontier and the stored mixed-precision curve turned into the series of
  * an fr_plot, which every figure writer (pgfplots, gnuplot, cairo) renders
  * alike; fr_export hands the points or the figure to the writer of the
- * format (frontier/export_writers.h lists them).
+ * format (frontier/export/export_writers.h lists them).
  */
-#include "frontier/export.h"
+#include "frontier/export/export.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
-#include "frontier/annotate.h"
-#include "frontier/export_writers.h"
+#include "frontier/analysis/annotate.h"
+#include "frontier/export/export_writers.h"
 
 static const char *const format_names[FR_EXPORT_COUNT] = {
     [FR_EXPORT_CSV] = "csv", [FR_EXPORT_JSON] = "json", [FR_EXPORT_TEX] = "tex",

@@ -7,10 +7,10 @@
 #define FR_EXPORT_H
 
 #include "core/error.h"
-#include "frontier/allocate.h"
-#include "frontier/dataset.h"
-#include "frontier/pareto.h"
-#include "frontier/plot.h"
+#include "frontier/analysis/allocate.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/analysis/pareto.h"
+#include "frontier/export/plot.h"
 
 typedef enum fr_export_format {
     FR_EXPORT_CSV = 0,
@@ -45,7 +45,7 @@ fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
                     const fr_export_options *opt, const char *path, fr_error *err);
 
 /* The figure the image formats draw, built from Pareto points (by family or
- * by class) and an optional mixed curve (frontier/export.c). Everything it
+ * by class) and an optional mixed curve (frontier/export/export.c). Everything it
  * points to is owned by fig and freed by fr_figure_free. Exposed for tests. */
 typedef struct fr_figure {
     fr_plot plot;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontier/export_writers.h"
-#include "frontier/output_file.h"
+#include "frontier/export/export_writers.h"
+#include "frontier/dataset/output_file.h"
 
 /* gnuplot point types of the pdfcairo/pngcairo/svg terminals: filled, open. */
 static const int gp_points[FR_MARK_COUNT][2] = {

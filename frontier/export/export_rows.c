@@ -10,8 +10,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "frontier/export_writers.h"
-#include "frontier/output_file.h"
+#include "frontier/export/export_writers.h"
+#include "frontier/dataset/output_file.h"
 
 static const char *const columns[] = {
     "kind", "group", "tensor", "class", "config", "family", "nominal_bits", "numel",

@@ -5,8 +5,8 @@
  */
 #include <stdio.h>
 
-#include "frontier/export_writers.h"
-#include "frontier/output_file.h"
+#include "frontier/export/export_writers.h"
+#include "frontier/dataset/output_file.h"
 
 static void tex_escape(FILE *f, const char *s)
 {

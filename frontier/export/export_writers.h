@@ -1,5 +1,5 @@
 /*
- * The writers behind fr_export (frontier/export.h), one file each:
+ * The writers behind fr_export (frontier/export/export.h), one file each:
  * export_rows.c (csv, json), export_tex.c (pgfplots), export_gnuplot.c;
  * plot.c draws svg/pdf/png. The series helpers at the end are defined with
  * the figure model in export.c. Internal to the export: not installed.
@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
-#include "frontier/export.h"
+#include "frontier/export/export.h"
 
 /* Every selected result, Pareto point and mixed-curve point as one tidy
  * row, into path as csv or json (opt->format). */

@@ -3,7 +3,7 @@
  * "Figures". All geometry is in points (1/72 in); png is the same drawing
  * scaled to the requested dpi.
  */
-#include "frontier/plot.h"
+#include "frontier/export/plot.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* The statistics of one weight (calib_attach.h): the sweep's rules. */
-#include "frontier/calib_attach.h"
+#include "frontier/model/calib_attach.h"
 
 #include <stdio.h>
 

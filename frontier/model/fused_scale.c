@@ -1,11 +1,11 @@
-#include "frontier/fused_scale.h"
+#include "frontier/model/fused_scale.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype.h"
-#include "frontier/quantize.h"
+#include "frontier/checkpoint/quantize.h"
 
 void fr_fused_scan_free(fr_fused_scan *s)
 {

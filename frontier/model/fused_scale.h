@@ -1,7 +1,7 @@
 /*
  * The fused groups of a checkpoint and their joint amax (docs/quantize.md,
  * "The fused-scale rule"): the members of a group are the 2-D floating-point
- * tensors fr_quantize_fused_group (frontier/quantize.h) names alike
+ * tensors fr_quantize_fused_group (frontier/checkpoint/quantize.h) names alike
  * (q/k/v_proj, gate/up_proj, w1/w3, q_a_proj/kv_a_proj_with_mqa of one
  * block); the joint amax is the largest finite |w| over all of them. The
  * one scan both `frontier sweep --fused-global-scale` and `frontier

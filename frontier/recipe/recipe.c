@@ -4,7 +4,7 @@
  * types that stand for frontier's configurations, and the tables people
  * read.
  */
-#include "frontier/allocate.h"
+#include "frontier/analysis/allocate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "frontier/output_file.h"
+#include "frontier/dataset/output_file.h"
 #include "quantizers/families.h" /* fr_builtin_ggml_type: the family table's GGML types */
 
 /* ---- llama.cpp names and types ---- */

@@ -1,5 +1,5 @@
 /*
- * The sweep engine (frontier/sweep.h): selection, plan, rows, commits.
+ * The sweep engine (frontier/sweep/sweep.h): selection, plan, rows, commits.
  *
  * Crash safety: the dataset lives in memory and is committed as a whole
  * file with fr_dataset_write (tmp + fsync + rename) right after planning and
@@ -26,14 +26,14 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/synthetic.h"
-#include "frontier/blocked.h"
-#include "frontier/calib_attach.h"
-#include "frontier/dataset_schema.h"
-#include "frontier/executor.h"
-#include "frontier/fused_scale.h"
-#include "frontier/metrics.h"
-#include "frontier/numeric_flags.h"
-#include "frontier/sweep.h"
+#include "frontier/exec/blocked.h"
+#include "frontier/model/calib_attach.h"
+#include "frontier/dataset/dataset_schema.h"
+#include "frontier/exec/executor.h"
+#include "frontier/model/fused_scale.h"
+#include "frontier/exec/metrics.h"
+#include "frontier/exec/numeric_flags.h"
+#include "frontier/sweep/sweep.h"
 #include "quantizers/families.h"
 
 #ifdef FRONTIER_HAVE_CUDA
@@ -121,7 +121,7 @@ struct fr_sweep {
     fr_progress *progress;
     uint64_t items_done, bytes_done;
 
-    /* numeric edge cases (frontier/numeric_flags.h): per (item, config)
+    /* numeric edge cases (frontier/exec/numeric_flags.h): per (item, config)
      * of the flat plan, the outcome's flags and scale quotients, gathered
      * for the item's warning lines */
     uint32_t *item_flags;
@@ -814,7 +814,7 @@ done:
 }
 
 /* --fused-global-scale: each item that has nvfp4-fused to measure gets
- * the joint amax of its fused group (frontier/fused_scale.h, the scan
+ * the joint amax of its fused group (frontier/model/fused_scale.h, the scan
  * `frontier quantize` uses); an item outside a group of two or more, or an
  * expert's view of a stack, gets none and drop_unmeasurable drops the pair
  * (no row, not a failure). */
@@ -887,7 +887,7 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
                 n_unfused++;
                 continue;
             }
-            if (!why) /* over --max-memory and not row-local (frontier/blocked.h) */
+            if (!why) /* over --max-memory and not row-local (frontier/exec/blocked.h) */
                 why = fr_block_skip_reason(sw->reg, ref, it, sw->opt.max_memory);
             if (!why) {
                 sw->item_configs[first + keep] = ref;
@@ -1048,7 +1048,7 @@ static void emit_numeric_warning(void *ctx, const char *line)
 }
 
 /* One warning line per (tensor, kind of problem): the item's configurations
- * grouped by scale dtype (frontier/numeric_flags.c). */
+ * grouped by scale dtype (frontier/exec/numeric_flags.c). */
 static void report_numeric_flags(fr_sweep *sw, size_t item)
 {
     const fr_sweep_item *it = &sw->items[item];

@@ -1,6 +1,6 @@
 /*
  * The sweep engine: which configurations and tensors to measure, the plan
- * handed to an executor (frontier/executor.h), the rows it produces, and
+ * handed to an executor (frontier/exec/executor.h), the rows it produces, and
  * the dataset file they are committed to (docs/dataset.md).
  *
  *   fr_sweep_create   validates options, selects configurations, checks the
@@ -20,13 +20,13 @@
 
 #include "core/error.h"
 #include "core/registry.h"
-#include "frontier/executor.h"
+#include "frontier/exec/executor.h"
 #include "core/source.h"
-#include "frontier/dataset.h"
+#include "frontier/dataset/dataset.h"
 
 /* An executor standing in for the one --device names: several CUDA devices
- * of this process (frontier/shard.c) or the ranks of an MPI job
- * (frontier/sweep_mpi.c). device names it in the log, the summary and the
+ * of this process (frontier/exec/shard.c) or the ranks of an MPI job
+ * (frontier/sweep/sweep_mpi.c). device names it in the log, the summary and the
  * dataset's devices attribute ("cuda:0,2", "mpi 4 ranks: cuda:0 x4"). */
 typedef struct fr_sweep_executor {
     const char *device;
@@ -53,10 +53,10 @@ typedef struct fr_sweep_options {
     volatile sig_atomic_t *stop; /* becomes nonzero to stop early (SIGINT), or NULL */
     double commit_interval;      /* seconds between commits, used as given; <= 0:
                                   * 2 s stretched to 10x the time a commit takes */
-    /* executor settings (frontier/executor.h): 0 means the default */
+    /* executor settings (frontier/exec/executor.h): 0 means the default */
     size_t cpu_batch_bytes;
     size_t cpu_parallel_bytes;
-    size_t max_memory;           /* --max-memory: CPU row blocks past it (frontier/blocked.h) */
+    size_t max_memory;           /* --max-memory: CPU row blocks past it (frontier/exec/blocked.h) */
     size_t cuda_buffer_bytes;
     fr_cuda_run_stats *cuda_stats; /* filled after a run on a CUDA device, or NULL */
     int cuda_tf32;               /* --tf32: TF32 in the GPU output-error GEMM; recorded
@@ -103,7 +103,7 @@ const fr_dataset *fr_sweep_dataset(const fr_sweep *sw);
 const fr_sweep_stats *fr_sweep_get_stats(const fr_sweep *sw);
 void fr_sweep_destroy(fr_sweep *sw);
 
-/* ---- selection (frontier/sweep_select.c) ---- */
+/* ---- selection (frontier/sweep/sweep_select.c) ---- */
 
 #define FR_BITS_MAX_TERMS 64
 
@@ -142,7 +142,7 @@ int fr_sweep_expert_stack(const fr_tensor *t);
  * copy of t (the same name, source and dtype) at the bytes of slice e. */
 void fr_sweep_expert_view(const fr_tensor *t, uint32_t e, fr_tensor *view);
 
-/* ---- source identity (frontier/source_identity.c) ---- */
+/* ---- source identity (frontier/dataset/source_identity.c) ---- */
 
 /* sha256 of the source's files (one file: its digest, as sha256sum prints
  * it; several: the digest of their "digest  name\n" lines in order), or ""
@@ -158,7 +158,7 @@ fr_status fr_source_identity(const fr_source *src, char sha256[65], uint64_t *si
  * checkpoint may have moved). */
 int fr_source_identity_same(const fr_ds_source *a, const fr_ds_source *b, int by_path);
 
-/* ---- summary (frontier/sweep_summary.c) ---- */
+/* ---- summary (frontier/sweep/sweep_summary.c) ---- */
 
 /* Per configuration with rows: model-level bits per weight (sum total_bits /
  * sum numel), global rel_err sqrt(sum sq_err / sum sq_norm), and the best

@@ -1,5 +1,5 @@
 /*
- * The ranks of an MPI job share one sweep (frontier/sweep_mpi.h).
+ * The ranks of an MPI job share one sweep (frontier/sweep/sweep_mpi.h).
  *
  * Messages, on a duplicate of MPI_COMM_WORLD:
  *   rank 0 -> r  TAG_PLAN     plan_header, then (when it has tasks) the
@@ -24,8 +24,8 @@
 
 #include "core/calib.h"
 #include "core/log.h"
-#include "frontier/calib_attach.h"
-#include "frontier/sweep_mpi.h"
+#include "frontier/model/calib_attach.h"
+#include "frontier/sweep/sweep_mpi.h"
 
 enum { TAG_PLAN = 1, TAG_TASKS, TAG_REFS, TAG_EVENT, TAG_STOP };
 enum { EV_OUTCOME = 1, EV_SKIPPED, EV_NORM, EV_DONE, EV_FINISHED };
@@ -515,7 +515,7 @@ static fr_status send_share(fr_mpi *m, const fr_registry *reg, const size_t *sha
         while (s < m->n_sources && m->sources[s] != it->src)
             s++;
         /* an expert of an expert stack is a view outside the source's
-         * tensors (frontier/sweep.c): the task names the stack and the expert */
+         * tensors (frontier/sweep/sweep.c): the task names the stack and the expert */
         uintptr_t tp = (uintptr_t)it->tensor, t0 = (uintptr_t)it->src->tensors;
         uint64_t tensor = 0;
         uint32_t expert = 0;
@@ -809,14 +809,14 @@ static int fwd_cancelled(void *ctx)
 }
 
 /* The statistics of a task's tensor, by the names rank 0 found them under:
- * its own module, else (a tied embedding, frontier/sweep.c) the output
+ * its own module, else (a tied embedding, frontier/sweep/sweep.c) the output
  * layer's. */
 static fr_status worker_calib(fr_calib_file *cf, const fr_source *src, const fr_sweep_item *it,
                               const plan_task *t, frontier_calib *out, fr_error *err)
 {
     fr_calib_stats cs;
     fr_status st;
-    /* the planner's lookups (frontier/calib_attach.c), so both find the same
+    /* the planner's lookups (frontier/model/calib_attach.c), so both find the same
      * statistics: an expert of a stack takes its expert's slice, a tied
      * embedding lm_head's; quiet, since rank 0 prints the lines */
     if (t->expert) {
@@ -857,7 +857,7 @@ static fr_status worker_items(fr_mpi *m, const fr_registry *reg, const fr_sweep_
         it->src = src;
         it->tensor = &src->tensors[t->tensor];
         if (t->expert) {
-            /* expert e of a stack: the view rank 0 planned (frontier/sweep.c) */
+            /* expert e of a stack: the view rank 0 planned (frontier/sweep/sweep.c) */
             if (!fr_sweep_expert_stack(it->tensor) || t->expert > (uint64_t)it->tensor->shape[0])
                 return fr_fail(err, FR_E_FAIL, "rank %d: a task from rank 0 names no expert of '%s'",
                                m->rank, it->tensor->name);

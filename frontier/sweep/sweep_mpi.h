@@ -6,7 +6,7 @@
  * registers the same quantizers; fr_mpi_agree checks that they did. Rank 0
  * alone runs the sweep engine (resume, plan, commits, progress, summary)
  * with fr_mpi_executor as its executor: it splits the plan by cost
- * (frontier/shard.h), sends each rank its share as (source, tensor,
+ * (frontier/exec/shard.h), sends each rank its share as (source, tensor,
  * configurations), evaluates its own share, and feeds every rank's
  * outcomes into the engine as they arrive, so the one output file is
  * written and committed by rank 0 only. The other ranks run fr_mpi_serve:
@@ -31,8 +31,8 @@
 #include "core/error.h"
 #include "core/registry.h"
 #include "core/source.h"
-#include "frontier/shard.h"
-#include "frontier/sweep.h"
+#include "frontier/exec/shard.h"
+#include "frontier/sweep/sweep.h"
 
 typedef struct fr_mpi fr_mpi;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontier/sweep.h"
+#include "frontier/sweep/sweep.h"
 #include "quantizers/families.h"
 
 /* Parses one number of a --bits term; *end past it. */

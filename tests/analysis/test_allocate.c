@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "frontier/allocate.h"
+#include "frontier/analysis/allocate.h"
 #include "quantizers/families.h"
 
 static const char *choice_of(const fr_allocation *a, const fr_dataset *ds, const char *tensor)
