@@ -2,7 +2,7 @@
  * Mixed-precision allocation over a dataset (docs/analysis.md, "allocate"):
  * the tensors and their measured configurations turned into a
  * multiple-choice knapsack (frontier/analysis/mckp.h), solved for one budget or a
- * range of them. What an allocation is written as is in frontier/recipe.c.
+ * range of them. What an allocation is written as is in frontier/recipe/recipe.c.
  */
 #include "frontier/analysis/allocate.h"
 
@@ -12,6 +12,7 @@
 
 #include "core/calib.h"
 #include "core/log.h"
+#include "frontier/analysis/units.h"
 
 static int cmp_alloc_option(const void *a, const void *b)
 {

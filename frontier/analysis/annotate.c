@@ -4,7 +4,7 @@
  * renamed over it once complete.
  */
 #include "frontier/analysis/annotate.h"
-#include "frontier/dataset/dataset_schema.h"
+#include "frontier/dataset/dataset_file.h"
 #include "frontier/analysis/pareto.h"
 
 #include <errno.h>

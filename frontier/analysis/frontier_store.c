@@ -18,7 +18,7 @@
 
 #include <hdf5.h>
 
-#include "frontier/dataset/dataset_schema.h"
+#include "frontier/dataset/dataset_file.h"
 
 #define STORE_ROOT "/frontier"
 

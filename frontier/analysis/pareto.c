@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/analysis/units.h"
+
 /* ---- metrics ---- */
 
 static const char *const metric_names[FR_METRIC_COUNT] = {

@@ -4,7 +4,7 @@
  * (layer, projection), `...mlp.experts.<N>.gate_proj.weight` for every N,
  * are one unit whose members are taken in expert order.
  */
-#include "frontier/analysis/pareto.h"
+#include "frontier/analysis/units.h"
 
 #include <ctype.h>
 #include <stdlib.h>

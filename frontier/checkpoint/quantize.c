@@ -31,14 +31,14 @@
 #include "core/call.h"
 #include "core/log.h"
 #include "core/safetensors_write.h"
-#include "frontier/dataset/dataset_schema.h"
+#include "frontier/dataset/dataset_file.h"
 #include "core/source.h"
 #include "frontier/model/calib_attach.h"
 #include "frontier/model/fused_scale.h"
 #include "frontier/exec/metrics.h"
 #include "frontier/checkpoint/quantize_gguf.h"
 #include "frontier/checkpoint/quantize_ct.h"
-#include "frontier/sweep/sweep.h" /* fr_sweep_skip_reason, fr_sweep_matrix */
+#include "frontier/model/tensors.h"
 #include "quantizers/families.h"
 #include "quantizers/nvfp4_group.h"
 
@@ -62,32 +62,6 @@ const char *fr_qformat_name(fr_qformat f)
     case FR_QFORMAT_GGUF: return "gguf";
     default: return "dequantized";
     }
-}
-
-int fr_quantize_fused_group(const char *tensor, char *buf, size_t size)
-{
-    /* vLLM's packed_modules_mapping (qkv_proj, gate_up_proj) and the fused
-     * names of llm-compressor's observers/helpers.py */
-    static const struct {
-        const char *suffix, *group;
-    } members[] = {
-        {".q_proj.weight", ".qkv"},      {".k_proj.weight", ".qkv"},
-        {".v_proj.weight", ".qkv"},      {".gate_proj.weight", ".gate_up"},
-        {".up_proj.weight", ".gate_up"}, {".w1.weight", ".w13"},
-        {".w3.weight", ".w13"},          {".q_a_proj.weight", ".qa_kva"},
-        {".kv_a_proj_with_mqa.weight", ".qa_kva"},
-    };
-    size_t len = strlen(tensor);
-    if (size)
-        buf[0] = '\0';
-    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
-        size_t l = strlen(members[i].suffix);
-        if (len > l && !strcmp(tensor + len - l, members[i].suffix)) {
-            snprintf(buf, size, "%.*s%s", (int)(len - l), tensor, members[i].group);
-            return 1;
-        }
-    }
-    return 0;
 }
 
 /* ---- the plan ---- */

@@ -64,10 +64,4 @@ typedef struct fr_quantize_summary {
 fr_status fr_quantize(const fr_registry *reg, const fr_quantize_options *opt,
                       fr_quantize_summary *summary, fr_error *err);
 
-/* The fused group a tensor belongs to for vLLM's loader, by name:
- * "<prefix>.self_attn.qkv" for q_proj/k_proj/v_proj, "<prefix>.mlp.gate_up"
- * for gate_proj/up_proj, "<prefix>.w13" for w1/w3, "<prefix>.qa_kva" for
- * q_a_proj/kv_a_proj_with_mqa; 0 (buf empty) when none. */
-int fr_quantize_fused_group(const char *tensor, char *buf, size_t size);
-
 #endif

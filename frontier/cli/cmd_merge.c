@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "frontier/dataset/dataset.h"
 #include "frontier/dataset/dataset_merge.h"
+#include "frontier/dataset/dataset_write.h"
 
 static void print_usage(FILE *out)
 {

@@ -21,6 +21,7 @@
 #include "frontier/exec/shard.h"
 #include "frontier/sweep/sweep.h"
 #include "frontier/sweep/sweep_mpi.h"
+#include "frontier/sweep/sweep_summary.h"
 #include "quantizers/builtin.h"
 
 static void print_usage(FILE *out)

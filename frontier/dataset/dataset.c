@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "frontier/dataset/dataset.h"
+#include "frontier/dataset/dataset_checksum.h"
+#include "frontier/dataset/dataset_file.h"
 #include "frontier/dataset/dataset_schema.h"
 
 /* ---- growth: arrays hold capacity(n) rows (16, then powers of two) ---- */

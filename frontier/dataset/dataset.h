@@ -148,20 +148,8 @@ void fr_dataset_sort(fr_dataset *ds);
  * FR_E_IO when it cannot be opened, FR_E_FORMAT when it is not one. */
 fr_status fr_dataset_probe(const char *path, int64_t *schema_version, fr_error *err);
 
-/* How fr_dataset_write treats an existing file at path. */
-typedef enum fr_ds_write_mode {
-    FR_DS_CREATE = 0, /* path must not exist (checked atomically): else FR_E_OUTPUT */
-    FR_DS_REPLACE = 1 /* path is replaced in one step */
-} fr_ds_write_mode;
-
-/*
- * Writes ds as a complete frontier dataset: everything goes to
- * "<path>.tmp", which is flushed (fsync) and then renamed over path (or
- * hard-linked to it for FR_DS_CREATE), so path always holds either the
- * previous complete file or the new one, even after kill -9 or a power
- * loss. FR_E_OUTPUT names path when it cannot be written.
- */
-fr_status fr_dataset_write(const char *path, const fr_dataset *ds, fr_ds_write_mode mode,
-                           fr_error *err);
+/* Nonzero when path has derived tables under /frontier (pareto, allocate:
+ * frontier/analysis/frontier_store.h). */
+int ds_has_derived(const char *path);
 
 #endif

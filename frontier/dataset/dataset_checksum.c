@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frontier/dataset/dataset_schema.h"
+#include "frontier/dataset/dataset_checksum.h"
 
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
 #define FNV64_PRIME 0x100000001b3ULL

@@ -8,7 +8,7 @@
 
 #include "core/call.h"
 #include "frontier/dataset/dataset_merge.h"
-#include "frontier/sweep/sweep.h" /* fr_source_identity_same */
+#include "frontier/dataset/source_identity.h"
 
 #define METRIC_TOLERANCE 1e-12
 

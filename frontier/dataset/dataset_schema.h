@@ -1,7 +1,8 @@
 /*
  * The on-disk schema of the frontier dataset (docs/dataset.md), written once
  * as field tables that drive the writer (dataset_write.c), the reader and
- * the copying and freeing of rows in memory (dataset.c). Private to the
+ * the copying and freeing of rows in memory (dataset.c), the HDF5 types
+ * (dataset_file.c) and the checksums (dataset_checksum.c). Private to the
  * dataset code of frontier/.
  */
 #ifndef FR_DATASET_SCHEMA_H
@@ -167,86 +168,5 @@ static const ds_table ds_skipped_table = {"skipped", ds_skipped_fields,
 
 /* Root attribute names (docs/dataset.md). */
 #define DS_FORMAT "frontier"
-
-/* Compound types of a table: in memory (native, row struct offsets) or in
- * the file (little-endian, packed). Returns a type id or H5I_INVALID_HID. */
-hid_t ds_table_type(const ds_table *table, int for_file);
-/* The same without the fields whose bit is set in skip (bit i: field i):
- * the memory type of a file that lacks optional fields. */
-hid_t ds_table_type_subset(const ds_table *table, int for_file, uint64_t skip);
-
-/* A variable-length UTF-8 string type. */
-hid_t ds_string_type(void);
-
-/* File-access properties for reading a dataset from disk: file locking
- * that is ignored where the filesystem lacks it (NFS). */
-hid_t ds_fapl(void);
-
-/* The bytes of an in-memory HDF5 file, taken from HDF5 when it closes it. */
-typedef struct ds_image {
-    unsigned char *data; /* the core driver's buffer, ours after close */
-    size_t capacity;     /* bytes allocated */
-    size_t size;         /* bytes of the file (its end-of-file address) */
-} ds_image;
-
-/* File-access properties of a dataset built in memory (HDF5's core driver,
- * no backing store): HDF5 never writes to disk itself, so a full disk can
- * never leave it with a half-closed file (HDF5 1.10 then crashes in its
- * exit handler: the SIGSEGV of issue 15); ds_save_image writes the bytes
- * with plain POSIX calls instead. The format is HDF5 1.8's (superblock 2,
- * object headers 2: checksummed), readable by HDF5 >= 1.8 and h5py. H5Fopen
- * with it reads an existing file into memory; changes stay there. image
- * (zeroed) receives the bytes when the file is closed: call ds_close_image. */
-hid_t ds_memory_fapl(ds_image *image);
-
-/* Closes an in-memory file opened with ds_memory_fapl(image) and sizes
- * image from the superblock's end-of-file address (why not
- * H5Fget_file_image: HDF5 1.10.8 then clears the superblock's "open for
- * writing" flag without updating its checksum, so readers refuse the
- * copy). FR_E_OUTPUT naming name when HDF5 fails. */
-fr_status ds_close_image(hid_t file, ds_image *image, const char *name, fr_error *err);
-void ds_image_free(ds_image *image);
-
-/* Writes image to tmp, which is created or truncated (under an exclusive
- * flock: a second writer of the same tmp is refused) and fsync()ed;
- * *fd_out keeps the lock until the caller has renamed tmp and closes it.
- * FR_E_OUTPUT naming tmp on any failure (tmp is then removed unless
- * another process holds it, and *fd_out is -1). */
-fr_status ds_save_image(const ds_image *image, const char *tmp, int *fd_out, fr_error *err);
-
-/* Makes a rename in the folder of path durable. */
-int ds_fsync_folder(const char *path);
-
-/* The innermost message of HDF5's error stack ("hdf5 error" when empty),
- * on one line. */
-void ds_h5_message(char *buf, size_t len);
-
-/* ---- checksums (dataset_checksum.c, docs/security.md) ----
- * Fletcher32 (HDF5's filter) covers each chunk of a table, but not the
- * variable-length strings, which HDF5 keeps in its global heap, nor the
- * root attributes. So each table also carries a "checksum" attribute over
- * every field of its rows as read (FNV-1a 64 over a canonical encoding),
- * and the root one over the root attributes; the reader verifies each one
- * it finds (a table rewritten by another program without one is read as
- * it is; an attribute cannot silently vanish: object headers carry HDF5's
- * own checksum). */
-#define DS_CHECKSUM_ATTR "checksum"
-#define DS_CHECKSUM_TEXT 32 /* "fnv1a64:" + 16 hex digits + NUL fits */
-
-/* A running FNV-1a 64 hash. */
-typedef struct ds_hash {
-    uint64_t h;
-} ds_hash;
-
-void ds_hash_init(ds_hash *h);
-/* Adds n rows laid out as table describes (for /results: ds_result_io). */
-void ds_hash_rows(ds_hash *h, const ds_table *table, const void *rows, size_t n);
-/* The root attributes that make the dataset's identity, in a fixed order. */
-void ds_hash_root(ds_hash *h, const fr_dataset *ds);
-/* "fnv1a64:<16 hex digits>" */
-void ds_hash_text(const ds_hash *h, char out[DS_CHECKSUM_TEXT]);
-
-/* Nonzero when path has derived tables under /frontier (pareto, allocate). */
-int ds_has_derived(const char *path);
 
 #endif

@@ -4,15 +4,14 @@
  * its files (OpenSSL EVP, streamed with read(), so a 100 GB checkpoint
  * never has to fit in memory), total size and newest mtime.
  */
+#include "frontier/dataset/source_identity.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "frontier/dataset/dataset_schema.h"
-#include "frontier/sweep/sweep.h"
 
 #ifdef FRONTIER_HAVE_OPENSSL
 #include <openssl/evp.h>

@@ -28,7 +28,7 @@
 #include "core/parallel.h"
 #include "core/synthetic.h"
 #include "frontier/exec/blocked.h"
-#include "frontier/exec/executor.h"
+#include "frontier/exec/exec_cpu.h"
 #include "frontier/exec/metrics.h"
 #include "frontier/exec/numeric_flags.h"
 

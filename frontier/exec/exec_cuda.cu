@@ -56,7 +56,8 @@ extern "C" {
 #include "core/parallel.h"
 #include "core/registry.h"
 #include "core/synthetic.h"
-#include "frontier/exec/executor.h"
+#include "frontier/exec/exec_cpu.h"
+#include "frontier/exec/exec_cuda.h"
 #include "frontier/exec/numeric_flags.h"
 }
 

@@ -1,9 +1,10 @@
 /*
  * The split between the sweep engine (what to measure) and an executor (where
  * it runs). The engine builds a plan of items, one per tensor, each with the
- * configurations to evaluate; an executor (the CPU one, exec_cpu.c, or the CUDA
- * one, exec_cuda.cu, both here in frontier/) evaluates them and
- * hands back error sums through the sink, in any order. The engine turns sums into dataset rows.
+ * configurations to evaluate; an executor (the CPU one, exec_cpu.h, or the
+ * CUDA one, exec_cuda.h, both here in frontier/exec/) evaluates them and
+ * hands back error sums through the sink, in any order. The engine turns
+ * sums into dataset rows.
  */
 #ifndef FR_EXECUTOR_H
 #define FR_EXECUTOR_H
@@ -110,27 +111,5 @@ typedef struct fr_executor_options {
      * docs/gpu.md "Output error"); 0: FP32 math, within 1e-5 of the CPU */
     int cuda_tf32;
 } fr_executor_options;
-
-/* The CPU executor (frontier/exec/exec_cpu.c). */
-fr_status fr_exec_cpu(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
-                      const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err);
-
-#ifdef FRONTIER_HAVE_CUDA
-/*
- * The CUDA executor (frontier/exec/exec_cuda.cu). Evaluates every (item, config)
- * of the plan on device opt->device (0 when negative): built-in data-free
- * configurations in one fused read per tensor and variant, plugins through
- * the registry's checked sweep_cuda / quantize_cuda, and whatever has no
- * CUDA path (CPU-only quantizers and plugins, statistics without a Hessian,
- * tensors whose plugin or output error needs them whole but which exceed
- * the staging cap) through fr_exec_cpu. With a Hessian, out_rel_err terms
- * are computed on the device (cuBLAS, FP32 unless cuda_tf32). Tensors
- * stream host -> device through pinned double buffers on a copy stream
- * overlapped with the compute stream; synthetic tensors are generated on
- * the device.
- */
-fr_status fr_exec_cuda(const fr_registry *reg, const fr_sweep_item *items, size_t n_items,
-                       const fr_executor_options *opt, const fr_sweep_sink *sink, fr_error *err);
-#endif
 
 #endif

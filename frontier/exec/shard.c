@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "frontier/exec/exec_cpu.h"
+#include "frontier/exec/exec_cuda.h"
 #include "frontier/exec/shard.h"
 
 #ifdef FRONTIER_HAVE_CUDA

@@ -4,7 +4,8 @@
  * frontier and the stored mixed-precision curve turned into the series of
  * an fr_plot, which every figure writer (pgfplots, gnuplot, cairo) renders
  * alike; fr_export hands the points or the figure to the writer of the
- * format (frontier/export/export_writers.h lists them).
+ * format: export_rows.h (csv, json), export_tex.h, export_gnuplot.h, and
+ * plot.h (svg, pdf, png).
  */
 #include "frontier/export/export.h"
 
@@ -14,7 +15,9 @@
 
 #include "core/log.h"
 #include "frontier/analysis/annotate.h"
-#include "frontier/export/export_writers.h"
+#include "frontier/export/export_gnuplot.h"
+#include "frontier/export/export_rows.h"
+#include "frontier/export/export_tex.h"
 
 static const char *const format_names[FR_EXPORT_COUNT] = {
     [FR_EXPORT_CSV] = "csv", [FR_EXPORT_JSON] = "json", [FR_EXPORT_TEX] = "tex",
@@ -42,25 +45,6 @@ const char *fr_metric_label(fr_metric metric)
     case FR_METRIC_SQNR_DB: return "SQNR (dB)";
     default: return "Relative weight error";
     }
-}
-
-int fr_series_point_drawn(const fr_plot *p, const fr_plot_series *s, size_t i)
-{
-    return isfinite(s->x[i]) && isfinite(s->y[i]) && (!p->log_y || s->y[i] > 0);
-}
-
-int fr_series_point_wanted(const fr_plot *p, const fr_plot_series *s, size_t i, int want_emph)
-{
-    return fr_series_point_drawn(p, s, i) &&
-           (want_emph < 0 || (s->emphasis ? s->emphasis[i] != 0 : 1) == want_emph);
-}
-
-size_t fr_series_count_drawn(const fr_plot *p, const fr_plot_series *s, int want_emph)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < s->n; i++)
-        n += (size_t)fr_series_point_wanted(p, s, i, want_emph);
-    return n;
 }
 
 /* ---- storage: every array a figure points into, freed at once ---- */
@@ -350,9 +334,15 @@ fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
                                 opt->by == FR_BY_CLASS ? FR_BY_CLASS : FR_BY_CONFIG, opt->y, &p,
                                 err)) != FR_OK)
         return st;
-    if (opt->format == FR_EXPORT_CSV || opt->format == FR_EXPORT_JSON)
-        st = fr_export_rows(ds, ix, &p, opt, path, err);
-    else
+    if (opt->format == FR_EXPORT_CSV || opt->format == FR_EXPORT_JSON) {
+        fr_rows_options rows = {.json = opt->format == FR_EXPORT_JSON,
+                                .selection = &opt->selection,
+                                .y = opt->y,
+                                .by = opt->by,
+                                .mixed = opt->mixed,
+                                .dataset_path = opt->dataset_path};
+        st = fr_export_rows(ds, ix, &p, &rows, path, err);
+    } else
         st = write_figure(&p, opt, path, err);
     fr_pareto_free(&p);
     return st;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontier/export/export_writers.h"
+#include "frontier/export/export_gnuplot.h"
 #include "frontier/dataset/output_file.h"
 
 /* gnuplot point types of the pdfcairo/pngcairo/svg terminals: filled, open. */

@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "frontier/export/export_writers.h"
+#include "frontier/export/export_rows.h"
 #include "frontier/dataset/output_file.h"
 
 static const char *const columns[] = {
@@ -206,7 +206,7 @@ static fr_status write_csv(const fr_dataset *ds, const fr_result_index *ix, cons
 }
 
 static fr_status write_json(const fr_dataset *ds, const fr_result_index *ix, const fr_selector *sel,
-                            const fr_pareto *p, const fr_export_options *opt, const char *path,
+                            const fr_pareto *p, const fr_rows_options *opt, const char *path,
                             fr_error *err)
 {
     cJSON *root = cJSON_CreateObject();
@@ -243,13 +243,13 @@ static fr_status write_json(const fr_dataset *ds, const fr_result_index *ix, con
 }
 
 fr_status fr_export_rows(const fr_dataset *ds, const fr_result_index *ix, const fr_pareto *p,
-                         const fr_export_options *opt, const char *path, fr_error *err)
+                         const fr_rows_options *opt, const char *path, fr_error *err)
 {
     fr_selector sel;
-    fr_status st = fr_selector_init(&sel, &opt->selection, err);
+    fr_status st = fr_selector_init(&sel, opt->selection, err);
     if (st != FR_OK)
         return st;
-    if (opt->format == FR_EXPORT_CSV)
+    if (!opt->json)
         st = write_csv(ds, ix, &sel, p, opt->mixed, path, err);
     else
         st = write_json(ds, ix, &sel, p, opt, path, err);

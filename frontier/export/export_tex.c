@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "frontier/export/export_writers.h"
+#include "frontier/export/export_tex.h"
 #include "frontier/dataset/output_file.h"
 
 static void tex_escape(FILE *f, const char *s)

@@ -102,6 +102,27 @@ size_t fr_plot_ticks(double lo, double hi, int log_axis, double *ticks, size_t m
     return n;
 }
 
+/* ---- which points a writer draws ---- */
+
+int fr_series_point_drawn(const fr_plot *p, const fr_plot_series *s, size_t i)
+{
+    return isfinite(s->x[i]) && isfinite(s->y[i]) && (!p->log_y || s->y[i] > 0);
+}
+
+int fr_series_point_wanted(const fr_plot *p, const fr_plot_series *s, size_t i, int want_emph)
+{
+    return fr_series_point_drawn(p, s, i) &&
+           (want_emph < 0 || (s->emphasis ? s->emphasis[i] != 0 : 1) == want_emph);
+}
+
+size_t fr_series_count_drawn(const fr_plot *p, const fr_plot_series *s, int want_emph)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += (size_t)fr_series_point_wanted(p, s, i, want_emph);
+    return n;
+}
+
 #ifndef FRONTIER_HAVE_CAIRO
 
 int fr_plot_available(void)

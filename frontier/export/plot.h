@@ -62,6 +62,22 @@ typedef struct fr_plot {
 
 typedef enum fr_plot_format { FR_PLOT_SVG, FR_PLOT_PDF, FR_PLOT_PNG } fr_plot_format;
 
+/* ---- which points a writer draws ---- */
+
+/* Whether point i of a series is drawn: finite, and above 0 on a log axis
+ * (the rule the renderer applies too). */
+int fr_series_point_drawn(const fr_plot *plot, const fr_plot_series *s, size_t i);
+
+/* Points of a series that are drawn; want_emph 1 or 0 counts only the
+ * filled or the hollow ones, -1 all. */
+size_t fr_series_count_drawn(const fr_plot *plot, const fr_plot_series *s, int want_emph);
+
+/* Whether point i is drawn and, for want_emph >= 0, filled (1) or hollow (0). */
+int fr_series_point_wanted(const fr_plot *plot, const fr_plot_series *s, size_t i,
+                           int want_emph);
+
+/* ---- rendering (plot.c) ---- */
+
 /* 1 when this build renders svg/pdf/png (cairo was found). */
 int fr_plot_available(void);
 

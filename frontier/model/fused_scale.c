@@ -1,11 +1,37 @@
 #include "frontier/model/fused_scale.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype.h"
-#include "frontier/checkpoint/quantize.h"
+
+int fr_quantize_fused_group(const char *tensor, char *buf, size_t size)
+{
+    /* vLLM's packed_modules_mapping (qkv_proj, gate_up_proj) and the fused
+     * names of llm-compressor's observers/helpers.py */
+    static const struct {
+        const char *suffix, *group;
+    } members[] = {
+        {".q_proj.weight", ".qkv"},      {".k_proj.weight", ".qkv"},
+        {".v_proj.weight", ".qkv"},      {".gate_proj.weight", ".gate_up"},
+        {".up_proj.weight", ".gate_up"}, {".w1.weight", ".w13"},
+        {".w3.weight", ".w13"},          {".q_a_proj.weight", ".qa_kva"},
+        {".kv_a_proj_with_mqa.weight", ".qa_kva"},
+    };
+    size_t len = strlen(tensor);
+    if (size)
+        buf[0] = '\0';
+    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
+        size_t l = strlen(members[i].suffix);
+        if (len > l && !strcmp(tensor + len - l, members[i].suffix)) {
+            snprintf(buf, size, "%.*s%s", (int)(len - l), tensor, members[i].group);
+            return 1;
+        }
+    }
+    return 0;
+}
 
 void fr_fused_scan_free(fr_fused_scan *s)
 {

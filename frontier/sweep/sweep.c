@@ -28,12 +28,17 @@
 #include "core/synthetic.h"
 #include "frontier/exec/blocked.h"
 #include "frontier/model/calib_attach.h"
-#include "frontier/dataset/dataset_schema.h"
+#include "frontier/dataset/dataset_write.h"
+#include "frontier/dataset/source_identity.h"
+#include "frontier/exec/exec_cpu.h"
+#include "frontier/exec/exec_cuda.h"
 #include "frontier/exec/executor.h"
 #include "frontier/model/fused_scale.h"
 #include "frontier/exec/metrics.h"
 #include "frontier/exec/numeric_flags.h"
+#include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep.h"
+#include "frontier/sweep/sweep_select.h"
 #include "quantizers/families.h"
 
 #ifdef FRONTIER_HAVE_CUDA

@@ -8,7 +8,9 @@
  *   fr_sweep_add_source  once per model (or synthetic source)
  *   fr_sweep_execute  resume checks, plan, first commit, execution,
  *                     periodic commits, final commit
- *   fr_sweep_summary_print  the table (or JSON) users see at the end
+ *
+ * What it selects: frontier/sweep/sweep_select.h; the table (or JSON) users
+ * see at the end: frontier/sweep/sweep_summary.h.
  */
 #ifndef FR_SWEEP_H
 #define FR_SWEEP_H
@@ -56,7 +58,8 @@ typedef struct fr_sweep_options {
     /* executor settings (frontier/exec/executor.h): 0 means the default */
     size_t cpu_batch_bytes;
     size_t cpu_parallel_bytes;
-    size_t max_memory;           /* --max-memory: CPU row blocks past it (frontier/exec/blocked.h) */
+    size_t max_memory;           /* --max-memory: CPU row blocks past it
+                                  * (frontier/exec/blocked.h) */
     size_t cuda_buffer_bytes;
     fr_cuda_run_stats *cuda_stats; /* filled after a run on a CUDA device, or NULL */
     int cuda_tf32;               /* --tf32: TF32 in the GPU output-error GEMM; recorded
@@ -102,68 +105,5 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err);
 const fr_dataset *fr_sweep_dataset(const fr_sweep *sw);
 const fr_sweep_stats *fr_sweep_get_stats(const fr_sweep *sw);
 void fr_sweep_destroy(fr_sweep *sw);
-
-/* ---- selection (frontier/sweep/sweep_select.c) ---- */
-
-#define FR_BITS_MAX_TERMS 64
-
-/* A --bits filter: a union of closed ranges (a single number is [v, v]). */
-typedef struct fr_bits_filter {
-    size_t n;
-    double lo[FR_BITS_MAX_TERMS], hi[FR_BITS_MAX_TERMS];
-} fr_bits_filter;
-
-/* FR_E_USAGE for malformed text or an empty range like "8..2". */
-fr_status fr_bits_parse(const char *text, fr_bits_filter *out, fr_error *err);
-int fr_bits_match(const fr_bits_filter *f, double nominal_bits);
-
-/* The configurations a sweep measures, in registry order: those that pass
- * --bits and --quantizers, of the data-free ones (no Hessian or activation
- * statistics needed) and, when `calibrated` (--calib), also of those that
- * need statistics. nvfp4-fused is never among them (--fused-global-scale
- * adds it; naming it is FR_E_USAGE). FR_E_USAGE when a pattern matches no quantizer or
- * configuration, or when nothing is left. *out is malloc'd. */
-fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, const char *quantizers,
-                                  int calibrated, const fr_config_ref ***out, size_t *n_out,
-                                  fr_error *err);
-
-/* Why a tensor is not measured by default (NULL: it is measured). buf
- * receives the message when one is built. */
-const char *fr_sweep_skip_reason(const fr_tensor *t, int64_t min_numel, char *buf, size_t len);
-
-/* FORMATS.md's matrix view: rows = shape[0], cols = the rest; 1-D: one row. */
-void fr_sweep_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols);
-
-/* Nonzero for an expert stack (docs/formats.md "Expert tensors"): a rank-3
- * tensor [E, out, in] of class expert, quantized as E matrices [out, in]. */
-int fr_sweep_expert_stack(const fr_tensor *t);
-
-/* Expert e of the expert stack t as a 2-D tensor [out, in] of its own: a
- * copy of t (the same name, source and dtype) at the bytes of slice e. */
-void fr_sweep_expert_view(const fr_tensor *t, uint32_t e, fr_tensor *view);
-
-/* ---- source identity (frontier/dataset/source_identity.c) ---- */
-
-/* sha256 of the source's files (one file: its digest, as sha256sum prints
- * it; several: the digest of their "digest  name\n" lines in order), or ""
- * without OpenSSL or for synthetic sources; size = bytes of all files;
- * mtime = the newest. */
-fr_status fr_source_identity(const fr_source *src, char sha256[65], uint64_t *size,
-                             int64_t *mtime, fr_error *err);
-
-/* Whether two /sources rows name the same checkpoint: synthetic sources by
- * their spec; files by sha256 and size when both rows have a digest, else
- * by size and mtime, and then also by path when by_path is set (merge: two
- * folders with equal sizes and times are not one model; --resume: the
- * checkpoint may have moved). */
-int fr_source_identity_same(const fr_ds_source *a, const fr_ds_source *b, int by_path);
-
-/* ---- summary (frontier/sweep/sweep_summary.c) ---- */
-
-/* Per configuration with rows: model-level bits per weight (sum total_bits /
- * sum numel), global rel_err sqrt(sum sq_err / sum sq_norm), and the best
- * and worst tensor class by class-level global rel_err. */
-fr_status fr_sweep_summary_print(FILE *out, const fr_dataset *ds, const char *output,
-                                 const fr_sweep_stats *stats, int json, fr_error *err);
 
 #endif

@@ -25,6 +25,7 @@
 #include "core/calib.h"
 #include "core/log.h"
 #include "frontier/model/calib_attach.h"
+#include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep_mpi.h"
 
 enum { TAG_PLAN = 1, TAG_TASKS, TAG_REFS, TAG_EVENT, TAG_STOP };

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontier/sweep/sweep.h"
+#include "frontier/sweep/sweep_summary.h"
 
 typedef struct class_sums {
     double sq_err, sq_norm;

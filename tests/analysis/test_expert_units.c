@@ -9,6 +9,7 @@
  */
 #include "fixture.h"
 #include "frontier/analysis/allocate.h"
+#include "frontier/analysis/units.h"
 
 static uint32_t tensor2d(fr_dataset *ds, const char *name, const char *cls, int64_t rows,
                          int64_t cols, double sq_norm)

@@ -24,6 +24,8 @@
 #include "quantizers/builtin.h"
 #include "core/source.h"
 #include "core/synthetic.h"
+#include "frontier/exec/exec_cpu.h"
+#include "frontier/exec/exec_cuda.h"
 #include "frontier/exec/executor.h"
 #include "frontier/exec/metrics.h"
 

@@ -22,7 +22,7 @@
 #include "core/source.h"
 #include "frontier/checkpoint/quantize.h"
 #include "frontier/checkpoint/quantize_ct.h"
-#include "frontier/sweep/sweep.h"
+#include "frontier/model/tensors.h"
 #include "quantizers/builtin.h"
 
 static fr_registry reg;

@@ -14,7 +14,9 @@
 #include "check.h"
 #include "core/registry.h"
 #include "core/source.h"
+#include "frontier/exec/exec_cpu.h"
 #include "frontier/exec/shard.h"
+#include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep.h"
 #include "quantizers/builtin.h"
 

@@ -32,7 +32,7 @@
 #include "core/parallel.h"
 #include "core/source.h"
 #include "frontier/checkpoint/quantize.h"
-#include "frontier/sweep/sweep.h"
+#include "frontier/model/tensors.h"
 #include "quantizers/builtin.h"
 #include "quantizers/ggml_blocks.h"
 

@@ -25,7 +25,8 @@
 #include "core/source.h"
 #include "frontier/checkpoint/quantize.h"
 #include "frontier/checkpoint/quantize_ct.h"
-#include "frontier/sweep/sweep.h"
+#include "frontier/model/fused_scale.h"
+#include "frontier/model/tensors.h"
 #include "quantizers/builtin.h"
 #include "quantizers/nvfp4_group.h"
 

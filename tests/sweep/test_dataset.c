@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "frontier/dataset/dataset.h"
+#include "frontier/dataset/dataset_write.h"
 #include "check.h"
 
 static char dir[256];
