@@ -6,9 +6,11 @@
  * The problem is a multiple-choice knapsack: item i (a tensor) takes exactly
  * one option j (a configuration) of weight w_ij = total_bits (an integer)
  * and cost e_ij = sq_err (or out_sq_err); minimise sum e subject to
- * sum w <= capacity = floor(budget * sum numel). frontier/analysis/mckp.h solves it
- * exactly; frontier/analysis/allocate.c builds it from a dataset and solves it for
- * one budget or a range; frontier/recipe/recipe.c writes the answer.
+ * sum w <= capacity = floor(budget * sum numel). frontier/analysis/mckp.h
+ * solves it exactly; frontier/analysis/allocate.c builds it from a dataset
+ * and solves it for one budget or a range; frontier/analysis/
+ * allocate_output.h writes the answer (the recipe through
+ * frontier/recipe/recipe.h).
  */
 #ifndef FR_ALLOCATE_H
 #define FR_ALLOCATE_H
@@ -199,28 +201,5 @@ typedef struct fr_mixed_curve {
 fr_status fr_alloc_sweep(const fr_alloc_problem *prob, double lo, double hi, double step,
                          int uniform_too, fr_mixed_curve *out, fr_error *err);
 void fr_mixed_curve_free(fr_mixed_curve *c);
-
-/* ---- outputs (frontier/recipe/recipe.c) ---- */
-
-/* The recipe JSON (docs/analysis.md): totals and tensor -> configuration. */
-fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
-                                   const char *dataset_path, const char *path, fr_error *err);
-
-/* A llama.cpp `llama-quantize --tensor-type-file` file: one `pattern=type`
- * line per tensor whose configuration has a GGML type (an anchored, escaped
- * regex of the GGUF tensor name). Tensors without one are skipped and
- * counted in *n_unmapped. */
-fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_alloc_problem *prob,
-                                           const char *path, size_t *n_unmapped, fr_error *err);
-
-/* The GGUF name of a Hugging Face Llama-style tensor name
- * ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight");
- * other names are copied. Writes at most size bytes. */
-void fr_gguf_tensor_name(const char *name, char *buf, size_t size);
-
-/* Table people read. */
-void fr_allocation_print(FILE *out, const fr_allocation *a, const fr_alloc_problem *prob,
-                         int per_tensor);
-void fr_mixed_curve_print(FILE *out, const fr_mixed_curve *c);
 
 #endif

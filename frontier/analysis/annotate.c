@@ -6,6 +6,7 @@
 #include "frontier/analysis/annotate.h"
 #include "frontier/dataset/dataset_file.h"
 #include "frontier/analysis/pareto.h"
+#include "frontier/recipe/recipe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,19 +20,6 @@
 
 #include <cjson/cJSON.h>
 #include <hdf5.h>
-
-static char *read_text(const char *path, size_t max)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max, f) : 0;
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    return buf;
-}
 
 static int num_field(const cJSON *o, const char *key, double *v)
 {
@@ -60,38 +48,33 @@ static double config_bpw(const fr_dataset *ds, uint32_t config_id)
     return numel > 0 ? bits / numel : NAN;
 }
 
+/* The recipe an eval result names, checked against ds (frontier/recipe/recipe.h:
+ * a bare map without the "format" tag is read too). */
 static fr_status check_recipe(const char *file, const char *what, const fr_dataset *ds,
                               double *bpw, fr_error *err)
 {
-    char *text = read_text(file, 64u << 20);
-    if (!text)
+    fr_recipe recipe;
+    fr_status st = fr_recipe_read(file, FR_RECIPE_UNTAGGED, &recipe, NULL);
+    if (st == FR_E_FORMAT)
+        return fr_fail(err, FR_E_USAGE, "%s: unknown recipe: '%s' is not a frontier recipe", what,
+                       file);
+    if (st != FR_OK)
         return fr_fail(err, FR_E_USAGE, "%s: unknown recipe: cannot read '%s'", what, file);
-    fr_status st = FR_OK;
-    cJSON *root = cJSON_Parse(text);
-    const cJSON *map = root ? cJSON_GetObjectItemCaseSensitive(root, "recipe") : NULL;
-    if (!cJSON_IsObject(map)) {
-        st = fr_fail(err, FR_E_USAGE, "%s: unknown recipe: '%s' is not a frontier recipe", what, file);
-        goto done;
-    }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, map) {
+    for (size_t i = 0; i < recipe.n_tensors && st == FR_OK; i++) {
+        const fr_recipe_tensor *e = &recipe.tensors[i];
         int t_ok = 0, c_ok = 0;
         for (size_t t = 0; t < ds->n_tensors && !t_ok; t++)
-            t_ok = !strcmp(ds->tensors[t].name, e->string);
-        for (size_t c = 0; cJSON_IsString(e) && c < ds->n_configs && !c_ok; c++)
-            c_ok = !strcmp(ds->configs[c].name, e->valuestring);
-        if (!t_ok || !c_ok) {
+            t_ok = !strcmp(ds->tensors[t].name, e->name);
+        for (size_t c = 0; e->config && c < ds->n_configs && !c_ok; c++)
+            c_ok = !strcmp(ds->configs[c].name, e->config);
+        if (!t_ok || !c_ok)
             st = fr_fail(err, FR_E_USAGE, "%s: unknown recipe: '%s' maps tensor '%s' to '%s', %s",
-                         what, file, e->string, cJSON_IsString(e) ? e->valuestring : "?",
+                         what, file, e->name, e->config ? e->config : "?",
                          !t_ok ? "a tensor not in the dataset" : "a configuration not in the dataset");
-            goto done;
-        }
     }
-    if (!num_field(root, "bits_per_weight", bpw))
-        *bpw = NAN;
-done:
-    cJSON_Delete(root);
-    free(text);
+    if (st == FR_OK)
+        *bpw = recipe.bits_per_weight;
+    fr_recipe_free(&recipe);
     return st;
 }
 

@@ -39,6 +39,7 @@
 #include "frontier/checkpoint/quantize_gguf.h"
 #include "frontier/checkpoint/quantize_ct.h"
 #include "frontier/model/tensors.h"
+#include "frontier/recipe/recipe.h"
 #include "quantizers/families.h"
 #include "quantizers/nvfp4_group.h"
 
@@ -274,72 +275,32 @@ static qtensor *find_qt(plan *p, const char *name)
     return NULL;
 }
 
-/* Step 1 from a recipe JSON (frontier allocate -o). */
+/* Step 1 from a recipe JSON (frontier allocate -o; frontier/recipe/recipe.h). */
 static fr_status select_recipe(plan *p, fr_error *err)
 {
     const char *path = p->opt->recipe;
-    fr_status st = FR_OK;
-    FILE *f = fopen(path, "rb");
-    char why[128];
-    if (!f)
-        return fr_fail(err, FR_E_IO, "cannot open '%s': %s", path,
-                       fr_errno_text(errno, why, sizeof why));
-    char *text = NULL;
-    size_t len = 0, cap = 0, got;
-    char chunk[65536];
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + got + 1 > cap) {
-            cap = (len + got + 1) * 2;
-            char *bigger = realloc(text, cap);
-            if (!bigger) {
-                free(text);
-                fclose(f);
-                return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
-            }
-            text = bigger;
-        }
-        memcpy(text + len, chunk, got);
-        len += got;
-    }
-    fclose(f);
-    cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
-    free(text);
-    const cJSON *recipe = cJSON_GetObjectItemCaseSensitive(root, "recipe");
-    const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
-    if (!cJSON_IsObject(recipe) || !cJSON_IsString(format) ||
-        strcmp(format->valuestring, "frontier-recipe")) {
-        cJSON_Delete(root);
-        return fr_fail(err, FR_E_FORMAT,
-                       "cannot read '%s': not a recipe (a JSON object with \"format\": "
-                       "\"frontier-recipe\" and a \"recipe\" map, as 'frontier allocate -o' writes)",
-                       path);
-    }
+    fr_recipe recipe;
+    fr_status st = fr_recipe_read(path, 0, &recipe, err);
+    if (st != FR_OK)
+        return st;
     name_list missing = {{0}, 0}, unknown = {{0}, 0}, unquantizable = {{0}, 0};
-    const cJSON *item;
-    cJSON_ArrayForEach(item, recipe)
-    {
-        qtensor *q = find_qt(p, item->string);
+    for (size_t i = 0; i < recipe.n_tensors; i++) {
+        const fr_recipe_tensor *item = &recipe.tensors[i];
+        qtensor *q = find_qt(p, item->name);
         const fr_config_ref *ref =
-            cJSON_IsString(item) ? fr_registry_find_config(p->reg, item->valuestring) : NULL;
+            item->config ? fr_registry_find_config(p->reg, item->config) : NULL;
         char buf[256];
         if (!q) {
-            list_add(&missing, item->string);
+            list_add(&missing, item->name);
         } else if (!ref) {
-            list_add(&unknown, cJSON_IsString(item) ? item->valuestring : "(not a string)");
+            list_add(&unknown, item->config ? item->config : "(not a string)");
         } else if (fr_sweep_skip_reason(q->t, 0, buf, sizeof buf)) {
-            list_add(&unquantizable, item->string);
+            list_add(&unquantizable, item->name);
         } else {
             q->ref = ref;
         }
-    }
-    const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
-    cJSON_ArrayForEach(item, tensors)
-    {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
-        const cJSON *rel = cJSON_GetObjectItemCaseSensitive(item, "rel_err");
-        qtensor *q = cJSON_IsString(name) ? find_qt(p, name->valuestring) : NULL;
-        if (q && cJSON_IsNumber(rel))
-            q->recipe_rel_err = rel->valuedouble;
+        if (q && !isnan(item->error))
+            q->recipe_rel_err = item->error;
     }
     if (missing.n)
         st = fr_fail(err, FR_E_USAGE, "recipe '%s' names %zu tensor%s that '%s' does not have: %s",
@@ -361,7 +322,7 @@ static fr_status select_recipe(plan *p, fr_error *err)
         if (!n)
             st = fr_fail(err, FR_E_USAGE, "recipe '%s' quantizes no tensor", path);
     }
-    cJSON_Delete(root);
+    fr_recipe_free(&recipe);
     return st;
 }
 

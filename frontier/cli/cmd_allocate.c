@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "frontier/analysis/allocate.h"
+#include "frontier/analysis/allocate_output.h"
 #include "frontier/dataset/dataset.h"
 #include "frontier/analysis/frontier_store.h"
 #include "frontier/analysis/pareto.h"

@@ -1,12 +1,12 @@
 /*
- * What an allocation is written as (docs/analysis.md, "allocate"): the
- * recipe JSON, a llama.cpp --tensor-type-file with the GGUF names and GGML
- * types that stand for frontier's configurations, and the tables people
- * read.
+ * The recipe JSON (frontier/recipe/recipe.h): its one reader and its one
+ * writer.
  */
-#include "frontier/analysis/allocate.h"
+#include "frontier/recipe/recipe.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,61 +15,133 @@
 #include "frontier/dataset/output_file.h"
 #include "quantizers/families.h" /* fr_builtin_ggml_type: the family table's GGML types */
 
-/* ---- llama.cpp names and types ---- */
+/* ---- reading ---- */
 
-/* convert_hf_to_gguf.py's names for the Llama layout (gguf-py
- * tensor_mapping.py, MODEL_ARCH.LLAMA). */
-static const struct {
-    const char *hf, *gguf;
-} gguf_block_names[] = {
-    {"self_attn.q_proj", "attn_q"},
-    {"self_attn.k_proj", "attn_k"},
-    {"self_attn.v_proj", "attn_v"},
-    {"self_attn.o_proj", "attn_output"},
-    {"mlp.gate_proj", "ffn_gate"},
-    {"mlp.up_proj", "ffn_up"},
-    {"mlp.down_proj", "ffn_down"},
-    {"input_layernorm", "attn_norm"},
-    {"post_attention_layernorm", "ffn_norm"},
-};
-
-void fr_gguf_tensor_name(const char *name, char *buf, size_t size)
+void fr_recipe_free(fr_recipe *r)
 {
-    static const char *layers = "model.layers.";
-    if (size == 0)
-        return;
-    if (!strcmp(name, "model.embed_tokens.weight")) {
-        snprintf(buf, size, "token_embd.weight");
-        return;
-    }
-    if (!strcmp(name, "lm_head.weight")) {
-        snprintf(buf, size, "output.weight");
-        return;
-    }
-    if (!strcmp(name, "model.norm.weight")) {
-        snprintf(buf, size, "output_norm.weight");
-        return;
-    }
-    if (!strncmp(name, layers, strlen(layers))) {
-        const char *p = name + strlen(layers);
-        char *end;
-        unsigned long layer = strtoul(p, &end, 10);
-        if (end != p && *end == '.') {
-            const char *rest = end + 1;
-            for (size_t i = 0; i < sizeof gguf_block_names / sizeof gguf_block_names[0]; i++) {
-                size_t l = strlen(gguf_block_names[i].hf);
-                if (!strncmp(rest, gguf_block_names[i].hf, l) && rest[l] == '.') {
-                    snprintf(buf, size, "blk.%lu.%s%s", layer, gguf_block_names[i].gguf,
-                             rest + l);
-                    return;
-                }
-            }
-        }
-    }
-    snprintf(buf, size, "%s", name);
+    free(r->tensors);
+    cJSON_Delete(r->json);
+    memset(r, 0, sizeof *r);
 }
 
-/* ---- the recipe and the tables ---- */
+/* The whole file (malloc'd, *len bytes; NULL and *len 0 when empty). */
+static fr_status read_file(const char *path, char **out, size_t *out_len, fr_error *err)
+{
+    char why[128];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fr_fail(err, FR_E_IO, "cannot open '%s': %s", path,
+                       fr_errno_text(errno, why, sizeof why));
+    char *text = NULL;
+    size_t len = 0, cap = 0, got;
+    char chunk[65536];
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + got + 1 > cap) {
+            cap = (len + got + 1) * 2;
+            char *bigger = realloc(text, cap);
+            if (!bigger) {
+                free(text);
+                fclose(f);
+                return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
+            }
+            text = bigger;
+        }
+        memcpy(text + len, chunk, got);
+        len += got;
+    }
+    fclose(f);
+    *out = text;
+    *out_len = len;
+    return FR_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const fr_recipe_tensor *x = *(const fr_recipe_tensor *const *)a;
+    const fr_recipe_tensor *y = *(const fr_recipe_tensor *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x < y ? -1 : x > y);
+}
+
+/* Each map entry's rel_err from the "tensors" report: the last item of
+ * that name with a number wins, as the entries are matched by name. */
+static fr_status attach_errors(fr_recipe *r, const cJSON *tensors, const char *path, fr_error *err)
+{
+    if (!cJSON_IsArray(tensors) || r->n_tensors == 0)
+        return FR_OK;
+    fr_recipe_tensor **sorted = malloc(r->n_tensors * sizeof *sorted);
+    if (!sorted)
+        return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
+    for (size_t i = 0; i < r->n_tensors; i++)
+        sorted[i] = &r->tensors[i];
+    qsort(sorted, r->n_tensors, sizeof *sorted, by_name);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, tensors)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
+        const cJSON *rel = cJSON_GetObjectItemCaseSensitive(item, "rel_err");
+        if (!cJSON_IsString(name) || !cJSON_IsNumber(rel))
+            continue;
+        size_t lo = 0, hi = r->n_tensors; /* the first entry named name */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(sorted[mid]->name, name->valuestring) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < r->n_tensors && !strcmp(sorted[lo]->name, name->valuestring); lo++)
+            sorted[lo]->error = rel->valuedouble;
+    }
+    free(sorted);
+    return FR_OK;
+}
+
+fr_status fr_recipe_read(const char *path, unsigned flags, fr_recipe *out, fr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char *text = NULL;
+    size_t len = 0;
+    fr_status st = read_file(path, &text, &len, err);
+    if (st != FR_OK)
+        return st;
+    cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "recipe");
+    const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (!cJSON_IsObject(map) ||
+        (!(flags & FR_RECIPE_UNTAGGED) &&
+         (!cJSON_IsString(format) || strcmp(format->valuestring, "frontier-recipe")))) {
+        cJSON_Delete(root);
+        return fr_fail(err, FR_E_FORMAT,
+                       "cannot read '%s': not a recipe (a JSON object with \"format\": "
+                       "\"frontier-recipe\" and a \"recipe\" map, as 'frontier allocate -o' writes)",
+                       path);
+    }
+    out->json = root;
+    out->error_name = "rel_err";
+    const cJSON *bpw = cJSON_GetObjectItemCaseSensitive(root, "bits_per_weight");
+    out->bits_per_weight = cJSON_IsNumber(bpw) ? bpw->valuedouble : NAN;
+    size_t n = (size_t)cJSON_GetArraySize(map);
+    if (!(out->tensors = calloc(n ? n : 1, sizeof *out->tensors))) {
+        fr_recipe_free(out);
+        return fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", path);
+    }
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, map)
+    {
+        fr_recipe_tensor *t = &out->tensors[out->n_tensors++];
+        t->name = entry->string;
+        t->config = cJSON_IsString(entry) ? entry->valuestring : NULL;
+        t->error = NAN;
+    }
+    if ((st = attach_errors(out, cJSON_GetObjectItemCaseSensitive(root, "tensors"), path, err)) !=
+        FR_OK)
+        fr_recipe_free(out);
+    return st;
+}
+
+/* ---- writing ---- */
 
 /* A number printed so that it reads back as the same double (%.17g: cJSON's
  * own printing keeps 15 digits when they compare equal within its epsilon,
@@ -94,11 +166,9 @@ static fr_status write_text_file(const char *path, const char *text, fr_error *e
     return fr_output_close(f, path, err);
 }
 
-fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
-                                   const char *dataset_path, const char *path, fr_error *err)
+fr_status fr_recipe_write(const fr_recipe *r, const char *path, fr_error *err)
 {
     fr_status st = FR_OK;
-    const fr_dataset *ds = prob->ds;
     char *text = NULL;
     cJSON *root = cJSON_CreateObject();
     cJSON *recipe = cJSON_CreateObject();
@@ -112,47 +182,42 @@ fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_proble
     cJSON_AddItemToObject(root, "tensors", tensors);
     cJSON_AddStringToObject(root, "format", "frontier-recipe");
     cJSON_AddNumberToObject(root, "version", 1);
-    cJSON_AddStringToObject(root, "dataset", dataset_path ? dataset_path : "");
-    cJSON_AddStringToObject(root, "metric", fr_metric_name(a->metric));
-    cJSON_AddItemToObject(root, "budget_bits_per_weight", json_number(a->budget));
-    cJSON_AddNumberToObject(root, "capacity_bits", (double)a->capacity_bits);
-    cJSON_AddNumberToObject(root, "total_bits", (double)a->total_bits);
-    cJSON_AddNumberToObject(root, "numel", (double)a->numel);
-    cJSON_AddItemToObject(root, "bits_per_weight", json_number(a->bits_per_weight));
-    cJSON_AddItemToObject(root, fr_metric_name(a->metric), json_number(a->value));
-    if (a->metric == FR_METRIC_SQNR_DB)
-        cJSON_AddItemToObject(root, "rel_err",
-                              json_number(fr_metric_value(FR_METRIC_REL_ERR, a->err_sum, a->norm_sum)));
-    cJSON_AddItemToObject(root, "err_sum", json_number(a->err_sum));
-    cJSON_AddItemToObject(root, "norm_sum", json_number(a->norm_sum));
-    cJSON_AddItemToObject(root, "lower_bound", json_number(a->lower_bound_value));
-    cJSON_AddBoolToObject(root, "optimal", a->stats.optimal);
-    cJSON_AddNumberToObject(root, "search_states", (double)a->stats.nodes);
-    cJSON_AddNumberToObject(root, "n_tensors", (double)a->n_choices);
-    for (size_t i = 0; i < a->n_choices; i++) {
-        const fr_alloc_choice *ch = &a->choices[i];
-        const fr_ds_tensor *t = &ds->tensors[ch->tensor];
-        const fr_ds_config *c = &ds->configs[ch->config];
+    cJSON_AddStringToObject(root, "dataset", r->dataset ? r->dataset : "");
+    cJSON_AddStringToObject(root, "metric", r->metric);
+    cJSON_AddItemToObject(root, "budget_bits_per_weight", json_number(r->budget_bits_per_weight));
+    cJSON_AddNumberToObject(root, "capacity_bits", (double)r->capacity_bits);
+    cJSON_AddNumberToObject(root, "total_bits", (double)r->total_bits);
+    cJSON_AddNumberToObject(root, "numel", (double)r->numel);
+    cJSON_AddItemToObject(root, "bits_per_weight", json_number(r->bits_per_weight));
+    cJSON_AddItemToObject(root, r->metric, json_number(r->value));
+    if (r->has_rel_err)
+        cJSON_AddItemToObject(root, "rel_err", json_number(r->rel_err));
+    cJSON_AddItemToObject(root, "err_sum", json_number(r->err_sum));
+    cJSON_AddItemToObject(root, "norm_sum", json_number(r->norm_sum));
+    cJSON_AddItemToObject(root, "lower_bound", json_number(r->lower_bound));
+    cJSON_AddBoolToObject(root, "optimal", r->optimal);
+    cJSON_AddNumberToObject(root, "search_states", (double)r->search_states);
+    cJSON_AddNumberToObject(root, "n_tensors", (double)r->n_tensors);
+    for (size_t i = 0; i < r->n_tensors; i++) {
+        const fr_recipe_tensor *t = &r->tensors[i];
         cJSON *o = cJSON_CreateObject();
         if (!o)
             goto nomem;
         cJSON_AddItemToArray(tensors, o);
-        cJSON_AddStringToObject(recipe, t->name, c->name);
+        cJSON_AddStringToObject(recipe, t->name, t->config);
         cJSON_AddStringToObject(o, "name", t->name);
         cJSON_AddStringToObject(o, "class", t->cls);
-        cJSON_AddStringToObject(o, "config", c->name);
-        cJSON_AddStringToObject(o, "family", c->family);
-        const char *ggml = fr_builtin_ggml_type(c->name);
+        cJSON_AddStringToObject(o, "config", t->config);
+        cJSON_AddStringToObject(o, "family", t->family);
+        const char *ggml = fr_builtin_ggml_type(t->config);
         cJSON_AddItemToObject(o, "llama_cpp_type", ggml ? cJSON_CreateString(ggml) : cJSON_CreateNull());
-        cJSON_AddNumberToObject(o, "numel", (double)ch->numel);
-        cJSON_AddNumberToObject(o, "total_bits", (double)ch->total_bits);
+        cJSON_AddNumberToObject(o, "numel", (double)t->numel);
+        cJSON_AddNumberToObject(o, "total_bits", (double)t->total_bits);
         cJSON_AddItemToObject(o, "bits_per_weight",
-                              json_number((double)ch->total_bits / (double)ch->numel));
-        cJSON_AddItemToObject(o, fr_metric_name(a->metric == FR_METRIC_SQNR_DB ? FR_METRIC_REL_ERR : a->metric),
-                              json_number(fr_metric_value(a->metric == FR_METRIC_SQNR_DB ? FR_METRIC_REL_ERR : a->metric,
-                                                          ch->err_term, ch->norm_term)));
-        cJSON_AddItemToObject(o, "err_term", json_number(ch->err_term));
-        cJSON_AddBoolToObject(o, "fixed", ch->fixed);
+                              json_number((double)t->total_bits / (double)t->numel));
+        cJSON_AddItemToObject(o, r->error_name, json_number(t->error));
+        cJSON_AddItemToObject(o, "err_term", json_number(t->err_term));
+        cJSON_AddBoolToObject(o, "fixed", t->fixed);
     }
     text = cJSON_Print(root);
     if (!text)
@@ -172,83 +237,4 @@ done:
     cJSON_free(text);
     cJSON_Delete(root);
     return st;
-}
-
-fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_alloc_problem *prob,
-                                           const char *path, size_t *n_unmapped, fr_error *err)
-{
-    size_t unmapped = 0;
-    FILE *f;
-    fr_status st = fr_output_open(path, &f, err);
-    if (st != FR_OK)
-        return st;
-    /* llama-quantize --tensor-type-file: `regex=type` per line, no comments;
-     * the regex is lowercased and matched with std::regex_search, the last
-     * match winning, so each name is escaped and anchored. */
-    for (size_t i = 0; i < a->n_choices; i++) {
-        const fr_alloc_choice *ch = &a->choices[i];
-        const char *ggml = fr_builtin_ggml_type(prob->ds->configs[ch->config].name);
-        if (!ggml) {
-            unmapped++;
-            continue;
-        }
-        char gguf[512];
-        fr_gguf_tensor_name(prob->ds->tensors[ch->tensor].name, gguf, sizeof gguf);
-        fputc('^', f);
-        for (const char *p = gguf; *p; p++) {
-            if (strchr(".^$|()[]{}*+?\\", *p))
-                fputc('\\', f);
-            fputc(*p, f);
-        }
-        fprintf(f, "$=%s\n", ggml);
-    }
-    if ((st = fr_output_close(f, path, err)) != FR_OK)
-        return st;
-    if (n_unmapped)
-        *n_unmapped = unmapped;
-    return FR_OK;
-}
-
-void fr_allocation_print(FILE *out, const fr_allocation *a, const fr_alloc_problem *prob,
-                         int per_tensor)
-{
-    const fr_dataset *ds = prob->ds;
-    const char *m = fr_metric_name(a->metric);
-    fprintf(out, "budget %.4g bits per weight over %zu tensors (%llu parameters): capacity %llu bits\n",
-            a->budget, a->n_choices, (unsigned long long)a->numel,
-            (unsigned long long)a->capacity_bits);
-    fprintf(out, "achieved %.6f bits per weight (%llu bits), %s %.6g (lower bound %.6g)%s\n",
-            a->bits_per_weight, (unsigned long long)a->total_bits, m, a->value,
-            a->lower_bound_value,
-            a->stats.optimal ? ", optimal" : ", NOT proven optimal: search limit reached");
-    if (!per_tensor)
-        return;
-    size_t w = 6;
-    for (size_t i = 0; i < a->n_choices; i++) {
-        size_t l = strlen(ds->tensors[a->choices[i].tensor].name);
-        if (l > w)
-            w = l;
-    }
-    fprintf(out, "  %-*s %-20s %9s %12s\n", (int)w, "tensor", "config", "bits/w",
-             a->metric == FR_METRIC_OUT_REL_ERR ? "out_rel_err" : "rel_err");
-    for (size_t i = 0; i < a->n_choices; i++) {
-        const fr_alloc_choice *ch = &a->choices[i];
-        fr_metric shown = a->metric == FR_METRIC_SQNR_DB ? FR_METRIC_REL_ERR : a->metric;
-        fprintf(out, "  %-*s %-20s %9.4f %12.4e%s\n", (int)w, ds->tensors[ch->tensor].name,
-                ds->configs[ch->config].name, (double)ch->total_bits / (double)ch->numel,
-                fr_metric_value(shown, ch->err_term, ch->norm_term), ch->fixed ? "  (fixed)" : "");
-    }
-}
-
-void fr_mixed_curve_print(FILE *out, const fr_mixed_curve *c)
-{
-    fprintf(out, "# mixed-precision frontier, %s over %zu tensors (%llu parameters)\n",
-            fr_metric_name(c->metric), c->n_tensors, (unsigned long long)c->numel);
-    fprintf(out, "  %9s %9s %12s %12s %s\n", "budget", "bits/w", fr_metric_name(c->metric),
-            "lower_bound", "optimal");
-    for (size_t i = 0; i < c->n_points; i++) {
-        const fr_curve_point *p = &c->points[i];
-        fprintf(out, "  %9.4f %9.4f %12.6g %12.6g %s\n", p->budget, p->bits_per_weight, p->value,
-                p->lower_bound_value, p->optimal ? "yes" : "no");
-    }
 }

@@ -10,6 +10,7 @@
 
 #include "fixture.h"
 #include "frontier/analysis/allocate.h"
+#include "frontier/analysis/allocate_output.h"
 #include "quantizers/families.h"
 
 static const char *choice_of(const fr_allocation *a, const fr_dataset *ds, const char *tensor)

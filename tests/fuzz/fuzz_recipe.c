@@ -1,7 +1,8 @@
 /*
  * libFuzzer target for the recipe reader (frontier quantize --recipe, the
- * JSON that frontier allocate -o writes; frontier/checkpoint/quantize.c): the input is
- * written to a temporary file and given as the recipe of a quantization of
+ * JSON that frontier allocate -o writes; frontier/recipe/recipe.c, applied
+ * by frontier/checkpoint/quantize.c): the input is written to a temporary
+ * file and given as the recipe of a quantization of
  * data/stories260K/model.safetensors into a temporary output (dequantized).
  * A recipe that reads runs the whole quantization, so the target covers
  * what the recipe's names and configurations reach.
