@@ -77,9 +77,10 @@ typedef struct fr_alloc_tensor {
 
 /* An item (fr_alloc_tensor) is one allocation unit: a stored tensor, or with
  * expert_units all the 2-D experts of one (layer, projection) (fr_units in
- * frontier/analysis/pareto.h). A unit's option is a configuration measured on all its
- * members: total_bits, err_term and norm_term the sums over the members in
- * expert order (as a stack's row sums its experts, docs/formats.md), cost
+ * frontier/analysis/units.h). A unit's option is a configuration measured
+ * on all its members: total_bits, err_term and norm_term the sums over the
+ * members in expert order (as a stack's row sums its experts,
+ * docs/formats.md), cost
  * err_term or, under the sensitivity objective, the sum of the members'
  * alpha_m * err_m / norm_m. An allocation lists every member with the unit's
  * configuration, so n_choices counts stored tensors. */

@@ -1,5 +1,5 @@
 /*
- * allocate / pareto --expert-units (frontier/analysis/pareto.h fr_units): the 2-D
+ * allocate / pareto --expert-units (frontier/analysis/units.h fr_units): the 2-D
  * experts of one (layer, projection) as one allocation unit, on a
  * hand-made dataset: the unit key, expert order (10 after 2), one
  * configuration per unit with summed bits and error terms, the answer
