@@ -33,7 +33,7 @@
 extern "C" {
 #include "core/registry.h"
 #include "core/synthetic.h"
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 #include "quantizers/builtin.h"
 }
 

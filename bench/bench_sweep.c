@@ -26,7 +26,7 @@
 #include "quantizers/builtin.h"
 #include "core/source.h"
 #include "core/synthetic.h"
-#include "frontier/sweep.h"
+#include "frontier/sweep/sweep.h"
 
 #ifndef FRONTIER_DATA_DIR
 #define FRONTIER_DATA_DIR "data"

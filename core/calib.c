@@ -857,8 +857,9 @@ const char *fr_calib_module_of(const char *weight_name, char *buf, size_t len)
 }
 
 /* convert_hf_to_gguf.py's names of the Llama layout (gguf-py
- * tensor_mapping.py, MODEL_ARCH.LLAMA; the same table as frontier/recipe.c),
- * for the weights an importance matrix has statistics of. */
+ * tensor_mapping.py, MODEL_ARCH.LLAMA; the same table as
+ * frontier/analysis/allocate_output.c), for the weights an importance
+ * matrix has statistics of. */
 static const struct {
     const char *hf, *gguf;
 } gguf_names[] = {

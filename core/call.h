@@ -23,14 +23,14 @@ struct frontier_call {
     char error[512];
     /* host data of a configuration whose quantization spans several
      * tensors: the joint amax (largest |w|) over the members of the
-     * tensor's fused group (q/k/v, gate/up; frontier/fused_scale.h), read
+     * tensor's fused group (q/k/v, gate/up; frontier/model/fused_scale.h), read
      * by nvfp4-fused; valid only when has_group_amax is set */
     int has_group_amax;
     float group_amax;
     /* the CUDA executor's device copy of calib->hessian (cols x cols float32,
      * on the device of the call's stream, written on that stream before the
      * call), or NULL: the built-in families' GPU functions read it instead
-     * of uploading H from host memory again (frontier/exec_cuda.cu) */
+     * of uploading H from host memory again (frontier/exec/exec_cuda.cu) */
     const float *hessian_device;
     /* nonzero: that copy's identity, a number the executor gives each H it
      * uploads (a process-wide count), so that GPTQ reuses the factor of H^-1

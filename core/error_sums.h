@@ -1,6 +1,6 @@
 /*
  * The error sums of one (tensor, configuration) as one definition for the
- * CPU metrics (frontier/metrics.c) and the device reduction of a
+ * CPU metrics (frontier/exec/metrics.c) and the device reduction of a
  * materialised reconstruction (kernels/engine.cu): the same per-element
  * arithmetic in double, the same chunks of FR_ERROR_SUMS_CHUNK elements
  * summed in element order, the partials added in chunk order. Both sides

@@ -3,7 +3,7 @@
  * launchers of the built-in kernels, device memory, copies and timing.
  * Plain C: no CUDA header, device pointers are void * / float *, streams are
  * void * (a cudaStream_t; NULL is the legacy default stream). Mechanisms
- * only: what runs where (the CUDA executor) is frontier/exec_cuda.cu. The
+ * only: what runs where (the CUDA executor) is frontier/exec/exec_cuda.cu. The
  * built-in descriptors' GPU entry points are declared by the family table,
  * quantizers/families.h. Only built with FRONTIER_HAVE_CUDA.
  */

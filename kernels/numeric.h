@@ -2,7 +2,7 @@
  * The numeric-flag reduction on the device (docs/dataset.md "Numeric
  * flags"; docs/gpu.md "Numeric flags"), in the C interface of the device
  * library (no CUDA types; streams are void *). A mechanism only: it
- * reduces a tensor to what frontier/numeric_flags.c's shape passes reduce
+ * reduces a tensor to what frontier/exec/numeric_flags.c's shape passes reduce
  * it to on the CPU, and the rules are evaluated there
  * (fr_numeric_evaluate), so the policy stays in frontier/.
  *

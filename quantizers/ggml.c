@@ -119,7 +119,7 @@ static const frontier_quantizer ggml_quantizer = {
 };
 
 /* The table line says FR_NO_GGML: the GGUF writer maps these configurations
- * itself (frontier/quantize_gguf.c); the int family's list says which int
+ * itself (frontier/checkpoint/quantize_gguf.c); the int family's list says which int
  * configurations merely share a ggml storage. */
 const fr_ggml_type fr_ggml_ggml_types[] = {{NULL, NULL}};
 

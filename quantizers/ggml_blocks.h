@@ -3,7 +3,7 @@
  * quantizers quantize_row_*_ref of ggml-quants.c): encode and decode of one
  * block of 32 elements and of one row, shared by the `ggml` family
  * (quantizers/ggml.c: quantize-dequantize = decode(encode(x))) and the GGUF
- * writer (frontier/quantize_gguf.c: the same bytes go into the file), so
+ * writer (frontier/checkpoint/quantize_gguf.c: the same bytes go into the file), so
  * what is written is what was measured. docs/quantize.md ("GGUF") states
  * the rules.
  *

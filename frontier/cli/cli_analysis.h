@@ -3,8 +3,8 @@
 #define FR_CLI_ANALYSIS_H
 
 #include "core/error.h"
-#include "frontier/dataset.h"
-#include "frontier/pareto.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/analysis/pareto.h"
 
 /* Reads a dataset and indexes its results. FR_E_FORMAT when it has no
  * results ("did the sweep finish?"). On failure nothing is left allocated;

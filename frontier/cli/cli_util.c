@@ -1,9 +1,23 @@
-/* What every subcommand may share: the command line recorded in a dataset. */
+/* What every subcommand may share: usage errors, the command line recorded
+ * in a dataset. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "core/error.h"
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "frontier %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see 'frontier %s --help')\n", cmd);
+    va_end(ap);
+    return FR_E_USAGE;
+}
 
 /* Quoted for a POSIX shell so that the recorded line can be pasted back:
  * an argument holding a shell metacharacter (or empty) goes in single

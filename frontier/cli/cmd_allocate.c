@@ -14,10 +14,11 @@
 #include "cli_analysis.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "frontier/allocate.h"
-#include "frontier/dataset.h"
-#include "frontier/frontier_store.h"
-#include "frontier/pareto.h"
+#include "frontier/analysis/allocate.h"
+#include "frontier/analysis/allocate_output.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/analysis/frontier_store.h"
+#include "frontier/analysis/pareto.h"
 
 #define MAX_FIXED 256
 

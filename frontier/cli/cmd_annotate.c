@@ -14,8 +14,8 @@
 #include "cli_analysis.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "frontier/annotate.h"
-#include "frontier/dataset.h"
+#include "frontier/analysis/annotate.h"
+#include "frontier/dataset/dataset.h"
 
 static void print_help(FILE *out)
 {

@@ -12,11 +12,11 @@
 #include "cli_analysis.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "frontier/allocate.h"
-#include "frontier/dataset.h"
-#include "frontier/export.h"
-#include "frontier/frontier_store.h"
-#include "frontier/pareto.h"
+#include "frontier/analysis/allocate.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/export/export.h"
+#include "frontier/analysis/frontier_store.h"
+#include "frontier/analysis/pareto.h"
 
 static void print_help(FILE *out)
 {

@@ -1,4 +1,4 @@
-/* frontier merge: joins sweep datasets into one (frontier/merge.h). */
+/* frontier merge: joins sweep datasets into one (frontier/dataset/dataset_merge.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +8,9 @@
 #include "cli.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "frontier/dataset.h"
-#include "frontier/merge.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/dataset/dataset_merge.h"
+#include "frontier/dataset/dataset_write.h"
 
 static void print_usage(FILE *out)
 {

@@ -15,10 +15,10 @@
 #include "cli_analysis.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "frontier/dataset.h"
-#include "frontier/frontier_store.h"
-#include "frontier/pareto.h"
-#include "frontier/allocate.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/analysis/frontier_store.h"
+#include "frontier/analysis/pareto.h"
+#include "frontier/analysis/allocate.h"
 
 static void print_help(FILE *out)
 {

@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "frontier/quantize.h"
+#include "frontier/checkpoint/quantize.h"
 #include "quantizers/builtin.h"
 
 static void print_help(FILE *out)

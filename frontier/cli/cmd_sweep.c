@@ -18,9 +18,10 @@
 #include "core/registry.h"
 #include "core/source.h"
 #include "core/synthetic.h"
-#include "frontier/shard.h"
-#include "frontier/sweep.h"
-#include "frontier/sweep_mpi.h"
+#include "frontier/exec/shard.h"
+#include "frontier/sweep/sweep.h"
+#include "frontier/sweep/sweep_mpi.h"
+#include "frontier/sweep/sweep_summary.h"
 #include "quantizers/builtin.h"
 
 static void print_usage(FILE *out)

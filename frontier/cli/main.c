@@ -4,7 +4,6 @@
  * (docs/exit-codes.md); only this file exits.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -62,17 +61,6 @@ static void print_help(FILE *out)
             "\n"
             "frontier %s; docs/ holds the formats, the dataset schema and the plugin ABI\n",
             FRONTIER_VERSION);
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "frontier %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(see 'frontier %s --help')\n", cmd);
-    va_end(ap);
-    return FR_E_USAGE;
 }
 
 int main(int argc, char **argv)

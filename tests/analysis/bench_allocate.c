@@ -6,7 +6,7 @@
  */
 #include <time.h>
 
-#include "frontier/allocate.h"
+#include "frontier/analysis/allocate.h"
 #include "synth.h"
 
 static double now(void)

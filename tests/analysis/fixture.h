@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "frontier/dataset.h"
+#include "frontier/dataset/dataset.h"
 
 static inline char *fx_strdup(const char *s)
 {

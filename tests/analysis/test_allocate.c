@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "frontier/allocate.h"
+#include "frontier/analysis/allocate.h"
+#include "frontier/analysis/allocate_output.h"
+#include "frontier/recipe/recipe.h"
 #include "quantizers/families.h"
 
 static const char *choice_of(const fr_allocation *a, const fr_dataset *ds, const char *tensor)
@@ -158,6 +160,48 @@ static void golden_selection(const fr_dataset *ds, const fr_alloc_options *opt)
     fr_allocation_free(&a);
 }
 
+/* The one recipe reader (frontier/recipe/recipe.h) on what allocate wrote:
+ * the map in order, each tensor's rel_err bit for bit, the totals; then the
+ * untagged map annotate accepts and quantize refuses, and a missing file. */
+static void recipe_read_back(const char *json_path, const fr_allocation *a, const fr_dataset *ds,
+                             const char *dir)
+{
+    fr_error err;
+    fr_recipe r;
+    CHECK(fr_recipe_read(json_path, 0, &r, &err) == FR_OK);
+    CHECK(r.n_tensors == a->n_choices);
+    for (size_t i = 0; i < r.n_tensors && i < a->n_choices; i++) {
+        const fr_alloc_choice *ch = &a->choices[i];
+        CHECK(!strcmp(r.tensors[i].name, ds->tensors[ch->tensor].name));
+        CHECK(!strcmp(r.tensors[i].config, ds->configs[ch->config].name));
+        CHECK(r.tensors[i].error ==
+              fr_metric_value(FR_METRIC_REL_ERR, ch->err_term, ch->norm_term));
+    }
+    CHECK(r.bits_per_weight == a->bits_per_weight);
+    CHECK(!strcmp(r.error_name, "rel_err"));
+    fr_recipe_free(&r);
+
+    char bare[256];
+    snprintf(bare, sizeof bare, "%s/bare.json", dir);
+    FILE *f = fopen(bare, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("{\"recipe\": {\"w\": 3, \"v\": \"int4-g32-sym\"}}\n", f);
+        fclose(f);
+    }
+    CHECK(fr_recipe_read(bare, 0, &r, &err) == FR_E_FORMAT);
+    CHECK(strstr(err.msg, "not a recipe") != NULL);
+    CHECK(fr_recipe_read(bare, FR_RECIPE_UNTAGGED, &r, &err) == FR_OK);
+    CHECK(r.n_tensors == 2 && !strcmp(r.tensors[0].name, "w") && r.tensors[0].config == NULL &&
+          !strcmp(r.tensors[1].config, "int4-g32-sym") && isnan(r.tensors[1].error) &&
+          isnan(r.bits_per_weight));
+    fr_recipe_free(&r);
+    unlink(bare);
+    snprintf(bare, sizeof bare, "%s/none.json", dir);
+    CHECK(fr_recipe_read(bare, FR_RECIPE_UNTAGGED, &r, &err) == FR_E_IO);
+    CHECK(strstr(err.msg, "cannot open") != NULL);
+}
+
 /* The recipe JSON and tensor-type file, read back. */
 static void golden_recipe_files(const fr_dataset *ds, const fr_alloc_options *opt)
 {
@@ -206,6 +250,7 @@ static void golden_recipe_files(const fr_dataset *ds, const fr_alloc_options *op
     if (f)
         fclose(f);
     CHECK(!strcmp(buf, "^blk\\.0\\.attn_q\\.weight$=q4_0\n"));
+    recipe_read_back(json_path, &a, ds, dir);
     fr_allocation_free(&a);
     fr_alloc_problem_free(&prob);
     fr_result_index_free(&ix);

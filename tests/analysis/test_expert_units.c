@@ -1,5 +1,5 @@
 /*
- * allocate / pareto --expert-units (frontier/pareto.h fr_units): the 2-D
+ * allocate / pareto --expert-units (frontier/analysis/units.h fr_units): the 2-D
  * experts of one (layer, projection) as one allocation unit, on a
  * hand-made dataset: the unit key, expert order (10 after 2), one
  * configuration per unit with summed bits and error terms, the answer
@@ -8,7 +8,8 @@
  * unit refused, and pareto counting units.
  */
 #include "fixture.h"
-#include "frontier/allocate.h"
+#include "frontier/analysis/allocate.h"
+#include "frontier/analysis/units.h"
 
 static uint32_t tensor2d(fr_dataset *ds, const char *name, const char *cls, int64_t rows,
                          int64_t cols, double sq_norm)

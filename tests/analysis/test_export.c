@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/allocate.h"
-#include "frontier/export.h"
+#include "frontier/analysis/allocate.h"
+#include "frontier/export/export.h"
 #include "synth.h"
 
 static void export_one(const fr_dataset *ds, const fr_result_index *ix, fr_export_options opt,

@@ -5,7 +5,7 @@
  * solver's cost must equal the optimum and its solution must fit.
  */
 #include "fixture.h"
-#include "frontier/allocate.h"
+#include "frontier/analysis/allocate.h"
 
 #define MAX_ITEMS 24
 #define MAX_OPTS 9

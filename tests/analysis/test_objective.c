@@ -1,5 +1,5 @@
 /*
- * allocate --objective sensitivity (frontier/allocate.h): a hand-made
+ * allocate --objective sensitivity (frontier/analysis/allocate.h): a hand-made
  * dataset where the weighting changes the optimum, the predicted KL
  * divergence of the answer and of uniform configurations, and the refusal
  * of tensors without a sensitivity (named) unless a default is given.
@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "fixture.h"
-#include "frontier/allocate.h"
+#include "frontier/analysis/allocate.h"
 
 /* Two tensors of 100 weights and ||W||^2 = 10; int2 (200 bits) and int4
  * (400 bits). At 3 bits per weight (600 bits) one of them gets int4.

@@ -6,7 +6,7 @@
  * malformed datasets.
  */
 #include "fixture.h"
-#include "frontier/pareto.h"
+#include "frontier/analysis/pareto.h"
 
 static const fr_point *find_point(const fr_pareto *p, const char *group, const char *config)
 {

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "frontier/allocate.h"
-#include "frontier/frontier_store.h"
-#include "frontier/pareto.h"
+#include "frontier/analysis/allocate.h"
+#include "frontier/analysis/frontier_store.h"
+#include "frontier/analysis/pareto.h"
 
 static void make_file(const char *path)
 {

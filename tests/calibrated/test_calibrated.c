@@ -16,7 +16,7 @@
 #include "check.h"
 #include "core/call.h"
 #include "core/registry.h"
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 #include "quantizers/builtin.h"
 #include "quantizers/int_group.h"
 #include "quantizers/rht.h"

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the frontier dataset reader (frontier/dataset.h)
+ * libFuzzer target for the frontier dataset reader (frontier/dataset/dataset.h)
  * behind sweep --resume, merge, pareto, allocate, export and annotate: the
  * input is written to a temporary file, probed, read whole (every table,
  * checksums, the global-heap walk), and a few rows are touched. HDF5 logs
@@ -7,7 +7,7 @@
  */
 #include <math.h>
 
-#include "frontier/dataset.h"
+#include "frontier/dataset/dataset.h"
 #include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,7 +1,8 @@
 /*
  * libFuzzer target for the recipe reader (frontier quantize --recipe, the
- * JSON that frontier allocate -o writes; frontier/quantize.c): the input is
- * written to a temporary file and given as the recipe of a quantization of
+ * JSON that frontier allocate -o writes; frontier/recipe/recipe.c, applied
+ * by frontier/checkpoint/quantize.c): the input is written to a temporary
+ * file and given as the recipe of a quantization of
  * data/stories260K/model.safetensors into a temporary output (dequantized).
  * A recipe that reads runs the whole quantization, so the target covers
  * what the recipe's names and configurations reach.
@@ -11,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "frontier/quantize.h"
+#include "frontier/checkpoint/quantize.h"
 #include "quantizers/builtin.h"
 #include "tests/fuzz/fuzz_file.h"
 

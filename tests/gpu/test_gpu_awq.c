@@ -31,7 +31,7 @@
 #include "core/parallel.h"
 #include "core/registry.h"
 #include "core/source.h"
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 #include "kernels/awq.h"
 #include "quantizers/builtin.h"
 #include "quantizers/wrap.h"

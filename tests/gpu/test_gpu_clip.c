@@ -21,7 +21,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 #include "quantizers/builtin.h"
 #include "quantizers/hqq.h"
 #include "kernels/clipsearch.h"

@@ -24,8 +24,10 @@
 #include "quantizers/builtin.h"
 #include "core/source.h"
 #include "core/synthetic.h"
-#include "frontier/executor.h"
-#include "frontier/metrics.h"
+#include "frontier/exec/exec_cpu.h"
+#include "frontier/exec/exec_cuda.h"
+#include "frontier/exec/executor.h"
+#include "frontier/exec/metrics.h"
 
 typedef struct collected {
     size_t n_items, max_configs;

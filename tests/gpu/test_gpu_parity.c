@@ -7,7 +7,7 @@
  *    (+0 and -0 alike), every element written (outputs are NaN-poisoned
  *    before each launch);
  *  - the device error sums of that reconstruction equal the CPU's
- *    (frontier/metrics.c) bit for bit;
+ *    (frontier/exec/metrics.c) bit for bit;
  *  - the fused sweep of all configurations at once, and each family's
  *    sweep_cuda, agree with the CPU's sums to 1e-6 relative, and so do
  *    rel_err and cosine;
@@ -19,7 +19,7 @@
 #include "core/parallel.h"
 #include "core/registry.h"
 #include "quantizers/builtin.h"
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 
 #define TOL 1e-6
 

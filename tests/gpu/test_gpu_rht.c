@@ -22,7 +22,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 #include "kernels/rht.h"
 #include "quantizers/builtin.h"
 #include "quantizers/rht.h"

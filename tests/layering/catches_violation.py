@@ -29,7 +29,7 @@ CASES = (
     ("core", "include", False),
 )
 # The header to include from each layer: the example where it exists.
-PREFERRED = {"frontier": "frontier/executor.h", "include": "include/frontier/plugin.h"}
+PREFERRED = {"frontier": "frontier/exec/executor.h", "include": "include/frontier/plugin.h"}
 
 
 def copy_sources(root, dest):

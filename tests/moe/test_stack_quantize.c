@@ -20,9 +20,9 @@
 #include "check.h"
 #include "core/call.h"
 #include "core/source.h"
-#include "frontier/quantize.h"
-#include "frontier/quantize_layout.h"
-#include "frontier/sweep.h"
+#include "frontier/checkpoint/quantize.h"
+#include "frontier/checkpoint/quantize_ct.h"
+#include "frontier/model/tensors.h"
 #include "quantizers/builtin.h"
 
 static fr_registry reg;

@@ -1,5 +1,5 @@
 /*
- * Sharding a plan (frontier/shard.h): the cost split (largest first, each
+ * Sharding a plan (frontier/exec/shard.h): the cost split (largest first, each
  * to the least loaded shard), --device parsing for one process and for the
  * ranks of a node, the report of unmeasured tensors, and the
  * several-device executor run with CPU lanes: the same outcomes as one
@@ -14,8 +14,10 @@
 #include "check.h"
 #include "core/registry.h"
 #include "core/source.h"
-#include "frontier/shard.h"
-#include "frontier/sweep.h"
+#include "frontier/exec/exec_cpu.h"
+#include "frontier/exec/shard.h"
+#include "frontier/model/tensors.h"
+#include "frontier/sweep/sweep.h"
 #include "quantizers/builtin.h"
 
 /* ---- balance ---- */

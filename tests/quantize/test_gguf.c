@@ -31,8 +31,8 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/source.h"
-#include "frontier/quantize.h"
-#include "frontier/sweep.h"
+#include "frontier/checkpoint/quantize.h"
+#include "frontier/model/tensors.h"
 #include "quantizers/builtin.h"
 #include "quantizers/ggml_blocks.h"
 

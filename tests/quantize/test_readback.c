@@ -23,9 +23,10 @@
 #include "core/call.h"
 #include "core/safetensors_write.h"
 #include "core/source.h"
-#include "frontier/quantize.h"
-#include "frontier/quantize_layout.h"
-#include "frontier/sweep.h"
+#include "frontier/checkpoint/quantize.h"
+#include "frontier/checkpoint/quantize_ct.h"
+#include "frontier/model/fused_scale.h"
+#include "frontier/model/tensors.h"
 #include "quantizers/builtin.h"
 #include "quantizers/nvfp4_group.h"
 

@@ -1,5 +1,5 @@
 /*
- * frontier/metrics.c: the error sums and the metrics of docs/formats.md, cases
+ * frontier/exec/metrics.c: the error sums and the metrics of docs/formats.md, cases
  * worked by hand, the all-zero rules, and sums that do not depend on the
  * thread count.
  */
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 #include "qtest.h"
 
 static fr_metrics metrics_of(const float *w, const float *w_hat, int64_t n, fr_pool *pool)

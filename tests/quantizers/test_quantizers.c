@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "frontier/metrics.h"
+#include "frontier/exec/metrics.h"
 #include "qtest.h"
 #include "quantizers/builtin.h"
 

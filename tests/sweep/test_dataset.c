@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/dataset.h"
+#include "frontier/dataset/dataset.h"
+#include "frontier/dataset/dataset_write.h"
 #include "check.h"
 
 static char dir[256];

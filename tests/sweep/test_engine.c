@@ -14,7 +14,9 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/synthetic.h"
-#include "frontier/sweep.h"
+#include "frontier/model/tensors.h"
+#include "frontier/sweep/sweep.h"
+#include "frontier/sweep/sweep_select.h"
 #include "check.h"
 
 static volatile sig_atomic_t stop_flag;

@@ -1,0 +1,191 @@
+/* What a sweep measures: --bits and --quantizers. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontier/sweep/sweep_select.h"
+#include "quantizers/families.h"
+
+/* Parses one number of a --bits term; *end past it. */
+static int parse_number(const char *s, const char **end, double *v)
+{
+    char *e = NULL;
+    if (!(*s >= '0' && *s <= '9'))
+        return -1;
+    errno = 0;
+    *v = strtod(s, &e);
+    if (errno || e == s || !isfinite(*v))
+        return -1;
+    /* "2..8": strtod would read "2." as a number; give the dot back */
+    if (e > s && e[-1] == '.' && e[0] == '.')
+        e--;
+    *end = e;
+    return 0;
+}
+
+fr_status fr_bits_parse(const char *text, fr_bits_filter *out, fr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!text || !*text)
+        return fr_fail(err, FR_E_USAGE, "empty --bits value");
+    const char *p = text;
+    for (;;) {
+        const char *term = p, *e;
+        double lo, hi;
+        if (out->n == FR_BITS_MAX_TERMS)
+            return fr_fail(err, FR_E_USAGE, "--bits '%s' has more than %d terms", text,
+                           FR_BITS_MAX_TERMS);
+        if (parse_number(p, &e, &lo) != 0)
+            goto bad;
+        p = e;
+        hi = lo;
+        if (p[0] == '.' && p[1] == '.') {
+            if (parse_number(p + 2, &e, &hi) != 0)
+                goto bad;
+            p = e;
+            if (hi < lo) {
+                int len = (int)(p - term);
+                return fr_fail(err, FR_E_USAGE, "empty bit range '%.*s' (the lower bound comes first)",
+                               len, term);
+            }
+        }
+        out->lo[out->n] = lo;
+        out->hi[out->n] = hi;
+        out->n++;
+        if (*p == '\0')
+            return FR_OK;
+        if (*p != ',')
+            goto bad;
+        p++;
+    }
+bad:
+    return fr_fail(err, FR_E_USAGE,
+                   "invalid --bits '%s': expected a number, a range A..B or a list like 2,3,4,8",
+                   text);
+}
+
+int fr_bits_match(const fr_bits_filter *f, double nominal_bits)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (nominal_bits >= f->lo[i] && nominal_bits <= f->hi[i])
+            return 1;
+    return 0;
+}
+
+#define DATA_FLAGS (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)
+
+fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, const char *quantizers,
+                                  int calibrated, const fr_config_ref ***out, size_t *n_out,
+                                  fr_error *err)
+{
+    fr_status st = FR_OK;
+    fr_bits_filter filter;
+    char *patterns = NULL;
+    char **pattern = NULL;
+    size_t n_patterns = 0;
+    const fr_config_ref **chosen = NULL;
+    size_t n = 0;
+    *out = NULL;
+    *n_out = 0;
+
+    if (bits && (st = fr_bits_parse(bits, &filter, err)) != FR_OK)
+        return st;
+    if (quantizers) {
+        if (!*quantizers)
+            return fr_fail(err, FR_E_USAGE, "empty --quantizers value");
+        patterns = strdup(quantizers);
+        pattern = calloc(strlen(quantizers) / 2 + 2, sizeof *pattern);
+        if (!patterns || !pattern) {
+            st = fr_fail(err, FR_E_NOMEM, "out of memory");
+            goto done;
+        }
+        for (char *save = NULL, *tok = strtok_r(patterns, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save))
+            pattern[n_patterns++] = tok;
+        if (n_patterns == 0) {
+            st = fr_fail(err, FR_E_USAGE, "empty --quantizers value");
+            goto done;
+        }
+        /* every pattern must name something registered, calibrated or not */
+        for (size_t p = 0; p < n_patterns; p++) {
+            int any = 0, data_free = 0;
+            for (size_t i = 0; i < reg->n_configs; i++) {
+                const frontier_quantizer *q = fr_config_quantizer(reg, &reg->configs[i]);
+                if (reg->entries[reg->configs[i].quantizer].family == FR_FAMILY_NVFP4_FUSED) {
+                    if (!strcmp(pattern[p], reg->configs[i].cfg->name) ||
+                        !strcmp(pattern[p], q->name)) {
+                        st = fr_fail(err, FR_E_USAGE,
+                                     "'%s' is measured by --fused-global-scale (next to each "
+                                     "nvfp4 configuration), not selected by --quantizers",
+                                     pattern[p]);
+                        goto done;
+                    }
+                    continue;
+                }
+                if (fnmatch(pattern[p], reg->configs[i].cfg->name, 0) == 0 ||
+                    fnmatch(pattern[p], q->name, 0) == 0) {
+                    any = 1;
+                    data_free |= !(q->flags & DATA_FLAGS);
+                }
+            }
+            if (!any) {
+                st = fr_fail(err, FR_E_USAGE,
+                             "no quantizer or configuration matches '%s' (see 'frontier quantizers')",
+                             pattern[p]);
+                goto done;
+            }
+            if (!data_free && !calibrated) {
+                st = fr_fail(err, FR_E_USAGE,
+                             "'%s' matches only configurations that need calibration "
+                             "statistics (give them with --calib FILE)",
+                             pattern[p]);
+                goto done;
+            }
+        }
+    }
+    chosen = calloc(reg->n_configs ? reg->n_configs : 1, sizeof *chosen);
+    if (!chosen) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < reg->n_configs; i++) {
+        const fr_config_ref *ref = &reg->configs[i];
+        const frontier_quantizer *q = fr_config_quantizer(reg, ref);
+        if ((q->flags & DATA_FLAGS) && !calibrated)
+            continue;
+        /* needs the host's joint amax: only through --fused-global-scale */
+        if (reg->entries[ref->quantizer].family == FR_FAMILY_NVFP4_FUSED)
+            continue;
+        if (bits && !fr_bits_match(&filter, ref->cfg->nominal_bits))
+            continue;
+        int match = !quantizers;
+        for (size_t p = 0; p < n_patterns && !match; p++)
+            match = fnmatch(pattern[p], ref->cfg->name, 0) == 0 || fnmatch(pattern[p], q->name, 0) == 0;
+        if (match)
+            chosen[n++] = ref;
+    }
+    if (n == 0) {
+        if (reg->n_configs == 0)
+            st = fr_fail(err, FR_E_USAGE, "no quantizer is registered");
+        else if (bits && quantizers)
+            st = fr_fail(err, FR_E_USAGE, "no configuration of '%s' has nominal bits in '%s'",
+                         quantizers, bits);
+        else if (bits)
+            st = fr_fail(err, FR_E_USAGE, "no configuration has nominal bits in '%s'", bits);
+        else
+            st = fr_fail(err, FR_E_USAGE, "no data-free configuration is selected");
+        goto done;
+    }
+    *out = chosen;
+    *n_out = n;
+    chosen = NULL;
+done:
+    free(chosen);
+    free(pattern);
+    free(patterns);
+    return st;
+}
