@@ -38,12 +38,12 @@ echo "== frontier allocate $OUT/run.h5 --budget 3.5 -o $OUT/recipe.json"
 "$FRONTIER" allocate "$OUT/run.h5" --budget 3.5 -o "$OUT/recipe.json"
 
 echo
-echo "== frontier annotate $OUT/run.h5 examples/eval/stories260K/demo-3.5.json (measured KL of that recipe)"
+echo "== frontier annotate $OUT/run.h5 data/eval/stories260K/demo-3.5.json (measured KL of that recipe)"
 # Measured with examples/eval/kld.py (needs torch) by scripts/study_stories260K.py
 # and shipped: the recipe it measured is the one just written (checked here).
-"$FRONTIER" -q annotate "$OUT/run.h5" examples/eval/stories260K/demo-3.5.json --list
+"$FRONTIER" -q annotate "$OUT/run.h5" data/eval/stories260K/demo-3.5.json --list
 python3 -c 'import json,sys; a,b=(json.load(open(f))["recipe"] for f in sys.argv[1:]); print("(shipped measurement of this same recipe: mean next-token KL vs the original, perplexity on 8 held-out self-sampled sequences; docs/study-stories260K.md)" if a==b else "WARNING: out/demo/recipe.json differs from the measured recipe")' \
-  "$OUT/recipe.json" examples/eval/stories260K/recipes/demo-3.5.json
+  "$OUT/recipe.json" data/eval/stories260K/recipes/demo-3.5.json
 
 echo
 echo "== frontier allocate $OUT/run.h5 --sweep-budgets 2..9:0.02 (the mixed-precision curve)"
