@@ -39,7 +39,7 @@ typedef struct ds_image {
 /* File-access properties of a dataset built in memory (HDF5's core driver,
  * no backing store): HDF5 never writes to disk itself, so a full disk can
  * never leave it with a half-closed file (HDF5 1.10 then crashes in its
- * exit handler: the SIGSEGV of issue 15); ds_save_image writes the bytes
+ * exit handler with a SIGSEGV); ds_save_image writes the bytes
  * with plain POSIX calls instead. The format is HDF5 1.8's (superblock 2,
  * object headers 2: checksummed), readable by HDF5 >= 1.8 and h5py. H5Fopen
  * with it reads an existing file into memory; changes stay there. image
