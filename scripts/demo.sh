@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# README command (1): installs what is missing and builds (scripts/setup.sh),
-# then runs the main job on the real checkpoint in data/stories260K:
-#   1. frontier inspect data/stories260K
+# README command (1): installs what is missing and builds the frontier command
+# (scripts/setup.sh --cli: not the tests, which scripts/test.sh builds), then
+# runs the main job on the real checkpoint in data/stories260K:
+#   1. frontier inspect data/stories260K --summary
 #   2. frontier sweep data/stories260K --bits 2..8 --calib data/stories260K/calib.safetensors
-#      -o out/demo/run.h5 (prints the summary, with the output error out_rel_err
-#      from the shipped calibration statistics)
-#   3. frontier pareto / allocate --budget 3.5 / allocate --sweep-budgets
+#      -o out/demo/run.h5 (prints the least weight error rel_err and output
+#      error out_rel_err, from the shipped calibration statistics, in each band
+#      of bits per weight)
+#   3. frontier pareto --by class (the same per tensor class) / allocate
+#      --budget 3.5 --summary / allocate --sweep-budgets
+#      (the full tables: pareto --verbose, allocate without --summary)
 #   4. frontier export ... -> out/demo/stories260K-frontier.png and .pdf, and the
 #      output-error frontier out/demo/stories260K-out-frontier.png
 # Outputs go to out/demo/ (git-ignored);
@@ -13,7 +17,7 @@
 # overwrites a dataset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --cli
 FRONTIER=build/frontier
 MODEL=data/stories260K
 CALIB=$MODEL/calib.safetensors   # examples/calibration/capture.py, docs/calibration.md
@@ -22,20 +26,20 @@ mkdir -p "$OUT"
 rm -f "$OUT/run.h5" "$OUT/run.h5.tmp" "$OUT/recipe.json" "$OUT/recipe.tensor-types.txt"
 
 echo
-echo "== frontier inspect $MODEL"
-"$FRONTIER" inspect "$MODEL"
+echo "== frontier inspect $MODEL --summary"
+"$FRONTIER" inspect "$MODEL" --summary
 
 echo
 echo "== frontier sweep $MODEL --bits 2..8 --calib $CALIB -o $OUT/run.h5"
 "$FRONTIER" sweep "$MODEL" --bits 2..8 --calib "$CALIB" -o "$OUT/run.h5"
 
 echo
-echo "== frontier pareto $OUT/run.h5 --by class --frontier-only"
-"$FRONTIER" pareto "$OUT/run.h5" --by class --frontier-only
+echo "== frontier pareto $OUT/run.h5 --by class"
+"$FRONTIER" pareto "$OUT/run.h5" --by class
 
 echo
-echo "== frontier allocate $OUT/run.h5 --budget 3.5 -o $OUT/recipe.json"
-"$FRONTIER" allocate "$OUT/run.h5" --budget 3.5 -o "$OUT/recipe.json"
+echo "== frontier allocate $OUT/run.h5 --budget 3.5 --summary -o $OUT/recipe.json"
+"$FRONTIER" allocate "$OUT/run.h5" --budget 3.5 --summary -o "$OUT/recipe.json"
 
 echo
 echo "== frontier annotate $OUT/run.h5 data/eval/stories260K/demo-3.5.json (measured KL of that recipe)"
@@ -68,5 +72,5 @@ fi
 
 echo
 echo "dataset: $OUT/run.h5 (schema: docs/dataset.md; h5dump -H $OUT/run.h5 shows it)"
-echo "recipe:  $OUT/recipe.json"
+echo "recipe:  $OUT/recipe.json (each tensor's configuration; allocate without --summary prints them)"
 echo "figures: $figures"

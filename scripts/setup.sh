@@ -4,6 +4,9 @@
 #   scripts/setup.sh            install + build (CUDA path when nvcc is present)
 #   scripts/setup.sh --test-tools   also the tools some tests use (LaTeX with
 #                               pgfplots, gnuplot) so those tests run rather than skip
+#   scripts/setup.sh --cli      build only the frontier command (what scripts/demo.sh
+#                               runs), not the tests and benchmarks; the compiler's
+#                               output goes to build/setup.log and is shown on failure
 #   FRONTIER_SKIP_INSTALL=1 scripts/setup.sh   build only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +15,14 @@ APT_PACKAGES=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libcjson-d
   libopenblas-dev liblapacke-dev libcairo2-dev libssl-dev libopenmpi-dev openmpi-bin
   clang)
 PIP_PACKAGES=(numpy ml_dtypes h5py gguf)
-if [ "${1:-}" = --test-tools ]; then
-  APT_PACKAGES+=(texlive-latex-base texlive-pictures gnuplot-nox valgrind)
-fi
+cli_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --test-tools) APT_PACKAGES+=(texlive-latex-base texlive-pictures gnuplot-nox valgrind) ;;
+    --cli) cli_only=1 ;;
+    *) echo "scripts/setup.sh: unknown option '$arg' (--test-tools, --cli)" >&2; exit 2 ;;
+  esac
+done
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -41,4 +49,15 @@ fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${FRONTIER_CMAKE_ARGS:-} >/dev/null
-cmake --build build -j"$jobs"
+if [ "$cli_only" = 1 ]; then
+  # The test and benchmark targets stay configured, so scripts/test.sh
+  # (which runs this script without --cli) builds them in the same folder.
+  echo "frontier setup: building build/frontier (log: build/setup.log)"
+  if ! cmake --build build -j"$jobs" --target frontier_cli >build/setup.log 2>&1; then
+    tail -n 40 build/setup.log >&2
+    echo "frontier setup: the build failed (the whole log: build/setup.log)" >&2
+    exit 1
+  fi
+else
+  cmake --build build -j"$jobs"
+fi

@@ -226,6 +226,33 @@ int64_t fr_config_position(const fr_dataset *ds, const char *name)
     return -1;
 }
 
+/* Bit-identical doubles, NaN equal to NaN: the same computation gave both. */
+static int same_double(double a, double b)
+{
+    return isnan(a) ? isnan(b) : a == b && signbit(a) == signbit(b);
+}
+
+int fr_configs_same_rows(const fr_result_index *ix, size_t c1, size_t c2,
+                         const unsigned char *tensors)
+{
+    for (size_t t = 0; t < ix->n_tensors; t++) {
+        if (tensors && !tensors[t])
+            continue;
+        const fr_ds_result *a = fr_result_at(ix, t, c1), *b = fr_result_at(ix, t, c2);
+        if (!a || !b) {
+            if (a || b)
+                return 0;
+            continue;
+        }
+        if (a->total_bits != b->total_bits || !same_double(a->sq_err, b->sq_err) ||
+            !same_double(a->max_abs_err, b->max_abs_err) ||
+            !same_double(a->out_sq_err, b->out_sq_err) ||
+            !same_double(a->out_sq_ref, b->out_sq_ref))
+            return 0;
+    }
+    return 1;
+}
+
 /* ---- points and Pareto sets ---- */
 
 static const char *const group_by_names[FR_BY_COUNT] = {
@@ -349,6 +376,8 @@ typedef struct pareto_work {
     unsigned char *ccmp;   /* configurations compared in the group */
     unsigned char *tin;    /* the group's units: 1 measured by some compared
                               configuration, 2 by all of them */
+    unsigned char *tsum;   /* the tensors the group's points sum (members of
+                              its common units) */
     size_t *tgroup;        /* group of each unit (by class, by tensor) */
     size_t *cgroup;        /* group of each configuration (by family) */
     group_keys keys;       /* group names in order of first appearance */
@@ -483,6 +512,7 @@ static int add_point(pareto_work *w, fr_pareto *out, size_t g, size_t c)
     p->config_name = ds->configs[c].name;
     p->family = ds->configs[c].family;
     p->nominal_bits = ds->configs[c].nominal_bits;
+    p->same_as = c;
     for (size_t u = 0; u < un->n_units; u++) {
         if (w->tin[u] != 2)
             continue;
@@ -517,6 +547,32 @@ static int add_point(pareto_work *w, fr_pareto *out, size_t g, size_t c)
     }
     point_finish(p);
     return 1;
+}
+
+/* Step 4, after the points of group g are sorted by bits: each point's
+ * same_as, the first point before it with the same rows on the tensors they
+ * sum. Such points have the same bits, so they sit in one run of equal
+ * bits per weight, and the same sums, compared before the rows. */
+static void mark_same(pareto_work *w, fr_point *pts, size_t n)
+{
+    const fr_units *un = &w->units;
+    memset(w->tsum, 0, w->ds->n_tensors);
+    for (size_t u = 0; u < un->n_units; u++)
+        for (size_t i = un->first[u]; w->tin[u] == 2 && i < un->first[u + 1]; i++)
+            w->tsum[un->member[i]] = 1;
+    size_t run = 0; /* first point with this point's bits */
+    for (size_t i = 0; i < n; i++) {
+        fr_point *p = &pts[i];
+        if (p->total_bits != pts[run].total_bits)
+            run = i;
+        for (size_t j = run; j < i; j++)
+            if (pts[j].same_as == pts[j].config && same_double(pts[j].sq_err, p->sq_err) &&
+                same_double(pts[j].out_sq_err, p->out_sq_err) &&
+                fr_configs_same_rows(w->ix, pts[j].config, p->config, w->tsum)) {
+                p->same_as = pts[j].config;
+                break;
+            }
+    }
 }
 
 fr_status fr_pareto_compute(const fr_dataset *ds, const fr_result_index *ix,
@@ -554,10 +610,12 @@ fr_status fr_pareto_compute_units(const fr_dataset *ds, const fr_result_index *i
     w.csel = calloc(nc + 1, 1);
     w.ccmp = calloc(nc + 1, 1);
     w.tin = calloc(nt + 1, 1);
+    w.tsum = calloc(nt + 1, 1);
     w.tgroup = calloc(nt + 1, sizeof *w.tgroup);
     w.cgroup = calloc(nc + 1, sizeof *w.cgroup);
     w.keys.keys = calloc((nt > nc ? nt : nc) + 1, sizeof *w.keys.keys);
-    if (!w.tsel || !w.csel || !w.ccmp || !w.tin || !w.tgroup || !w.cgroup || !w.keys.keys)
+    if (!w.tsel || !w.csel || !w.ccmp || !w.tin || !w.tsum || !w.tgroup || !w.cgroup ||
+        !w.keys.keys)
         goto nomem;
     for (size_t t = 0; t < nt; t++)
         w.tsel[t] = ds->tensors[t].numel > 0 && fr_selector_tensor(&sel, ds->tensors[t].name);
@@ -584,6 +642,7 @@ fr_status fr_pareto_compute_units(const fr_dataset *ds, const fr_result_index *i
                 goto nomem;
         grp->n_points = out->n_points - grp->first_point;
         fr_pareto_mark(out->points + grp->first_point, grp->n_points, metric);
+        mark_same(&w, out->points + grp->first_point, grp->n_points);
     }
     if (out->n_points == 0) {
         if (metric == FR_METRIC_OUT_REL_ERR)
@@ -600,6 +659,7 @@ done:
     free(w.csel);
     free(w.ccmp);
     free(w.tin);
+    free(w.tsum);
     free(w.tgroup);
     free(w.cgroup);
     free(w.keys.keys);
@@ -679,5 +739,114 @@ void fr_pareto_print(FILE *out, const fr_pareto *p, int frontier_only)
             print_value(out, pt->out_rel_err, 11, "%.4e");
             fprintf(out, " %8zu %s\n", pt->n_tensors, pt->on_frontier ? "*" : "");
         }
+    }
+}
+
+/* ---- the compact table ---- */
+
+static const double band_edges[FR_BPW_BANDS - 1] = {2, 3, 4, 5, 7};
+static const char *const band_names[FR_BPW_BANDS] = {"< 2",    "[2, 3)", "[3, 4)",
+                                                     "[4, 5)", "[5, 7)", ">= 7"};
+
+int fr_bpw_band(double bits_per_weight)
+{
+    if (isnan(bits_per_weight))
+        return -1;
+    int b = 0;
+    while (b < FR_BPW_BANDS - 1 && bits_per_weight >= band_edges[b])
+        b++;
+    return b;
+}
+
+const char *fr_bpw_band_name(int band)
+{
+    return band >= 0 && band < FR_BPW_BANDS ? band_names[band] : "-";
+}
+
+const fr_point *fr_pareto_band_best(const fr_pareto *p, size_t group, int band, int frontier_only)
+{
+    const fr_pareto_group *grp = &p->groups[group];
+    const fr_point *best = NULL;
+    for (size_t i = grp->first_point; i < grp->first_point + grp->n_points; i++) {
+        const fr_point *pt = &p->points[i];
+        double k = point_key(pt, p->metric);
+        if (pt->same_as != pt->config || isnan(k) || fr_bpw_band(pt->bits_per_weight) != band ||
+            (frontier_only && !pt->on_frontier))
+            continue;
+        if (!best || k < point_key(best, p->metric) ||
+            (k == point_key(best, p->metric) && pt->bits_per_weight < best->bits_per_weight))
+            best = pt;
+    }
+    return best;
+}
+
+void fr_pareto_print_bands(FILE *out, const fr_pareto *p, int frontier_only)
+{
+    const char *units = p->expert_units ? "units" : "tensors";
+    /* one model-level group needs no group column */
+    int group_col = p->by != FR_BY_CONFIG;
+    size_t name_w = 6, group_w = group_col ? strlen(fr_group_by_name(p->by)) : 0, n_configs = 0;
+    for (size_t g = 0; g < p->n_groups; g++) {
+        const fr_pareto_group *grp = &p->groups[g];
+        if (group_col && strlen(grp->name) > group_w)
+            group_w = strlen(grp->name);
+        if (grp->n_configs > n_configs)
+            n_configs = grp->n_configs;
+        for (int b = 0; b < FR_BPW_BANDS; b++) {
+            const fr_point *pt = fr_pareto_band_best(p, g, b, frontier_only);
+            if (pt && strlen(pt->config_name) > name_w)
+                name_w = strlen(pt->config_name);
+        }
+    }
+    const char *metric = fr_metric_name(p->metric);
+    fprintf(out,
+            "# metric %s, grouped by %s: the least %s%s in each band of bits per weight "
+            "(--verbose: all %zu configurations)\n"
+            "# * = Pareto-optimal; same rows = the other configurations with identical bits "
+            "and errors on each %s\n",
+            metric, fr_group_by_name(p->by),
+            p->metric == FR_METRIC_SQNR_DB ? "error (highest sqnr_db)" : metric,
+            frontier_only ? " of the Pareto-optimal points" : "", n_configs,
+            p->expert_units ? "unit" : "tensor");
+    if (group_col)
+        fprintf(out, "%-*s  ", (int)group_w, fr_group_by_name(p->by));
+    fprintf(out, "%-6s  %-*s %9s %11s %8s %11s %7s %s\n", "band", (int)name_w, "config", "bits/w",
+            "rel_err", "sqnr_db", "out_rel_err", units, "pareto  same rows");
+    for (size_t g = 0; g < p->n_groups; g++) {
+        const fr_pareto_group *grp = &p->groups[g];
+        const char *gname = group_col ? grp->name : "";
+        for (int b = 0; b < FR_BPW_BANDS; b++) {
+            const fr_point *pt = fr_pareto_band_best(p, g, b, frontier_only);
+            if (!pt)
+                continue;
+            if (group_col)
+                fprintf(out, "%-*s  ", (int)group_w, gname);
+            fprintf(out, "%-6s  %-*s", fr_bpw_band_name(b), (int)name_w, pt->config_name);
+            print_value(out, pt->bits_per_weight, 9, "%.4f");
+            print_value(out, pt->rel_err, 11, "%.4e");
+            print_value(out, pt->sqnr_db, 8, "%.2f");
+            print_value(out, pt->out_rel_err, 11, "%.4e");
+            fprintf(out, " %7zu %s", pt->n_tensors, pt->on_frontier ? "*" : " ");
+            const char *sep = "       ";
+            for (size_t i = grp->first_point; i < grp->first_point + grp->n_points; i++)
+                if (p->points[i].same_as == pt->config && &p->points[i] != pt) {
+                    fprintf(out, "%s%s", sep, p->points[i].config_name);
+                    sep = " ";
+                }
+            fputc('\n', out);
+        }
+        /* what the verbose header says, when the group is not whole */
+        if (group_col && grp->n_points == 0)
+            fprintf(out, "%-*s  no %s is measured by every configuration: nothing to compare\n",
+                    (int)group_w, gname, p->expert_units ? "unit" : "tensor");
+        else if (grp->n_points == 0)
+            fprintf(out, "no %s is measured by every configuration: nothing to compare\n",
+                    p->expert_units ? "unit" : "tensor");
+        else if (grp->n_partial)
+            fprintf(out,
+                    "%s%snote: %zu of %zu %s measured by all %zu configurations; %zu (e.g. '%s') "
+                    "cover only some: every row uses the %zu (select with --configs)\n",
+                    gname, group_col ? ": " : "", grp->n_common, grp->n_tensors, units,
+                    grp->n_configs, grp->n_partial, grp->partial_example, grp->n_common);
     }
 }

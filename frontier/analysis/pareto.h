@@ -93,6 +93,15 @@ static inline const fr_ds_result *fr_result_at(const fr_result_index *ix, size_t
 /* Position of a configuration by name, -1 when absent. */
 int64_t fr_config_position(const fr_dataset *ds, const char *name);
 
+/* Whether configurations c1 and c2 (positions) have the same rows on every
+ * tensor t with tensors[t] != 0 (NULL: every tensor): both absent, or both
+ * present with bit-identical total_bits, sq_err, max_abs_err, out_sq_err and
+ * out_sq_ref (NaN equal to NaN). Such configurations are one point wherever
+ * those tensors are aggregated (g64, g128 and gC on 64-column tensors), so the
+ * compact tables print them as one row that names the others. */
+int fr_configs_same_rows(const fr_result_index *ix, size_t c1, size_t c2,
+                         const unsigned char *tensors);
+
 /* ---- points and Pareto sets ---- */
 
 typedef enum fr_group_by {
@@ -121,6 +130,10 @@ typedef struct fr_point {
     double bits_per_weight;
     double rel_err, sqnr_db, out_rel_err;
     int on_frontier;         /* Pareto-optimal in (bits, metric) within its group */
+    size_t same_as;          /* position in ds->configs of the first configuration (in
+                                the group's order) with the same rows as this one on
+                                every tensor the group sums (fr_configs_same_rows);
+                                its own config when none comes before it */
 } fr_point;
 
 typedef struct fr_pareto_group {
@@ -175,7 +188,25 @@ void fr_pareto_mark(fr_point *points, size_t n, fr_metric metric);
 /* The metric's value of a point. */
 double fr_point_metric(const fr_point *p, fr_metric metric);
 
-/* The table people read: one block per group, frontier points starred. */
+/* The bands of bits per weight the compact tables give one row each:
+ * [0, 2) [2, 3) [3, 4) [4, 5) [5, 7) [7, inf), the 1-, 2-, 3-, 4-, 5-6- and
+ * 7-8-bit formats with their scales. fr_bpw_band is -1 for NaN. */
+#define FR_BPW_BANDS 6
+int fr_bpw_band(double bits_per_weight);
+const char *fr_bpw_band_name(int band);
+
+/* Every point: one block per group, frontier points starred (--verbose). */
 void fr_pareto_print(FILE *out, const fr_pareto *p, int frontier_only);
+
+/* The compact table: in each group, the point with the least error in each
+ * band of bits per weight (with frontier_only, the least among the
+ * Pareto-optimal ones), with the configurations that have the same rows as
+ * it named beside it. */
+void fr_pareto_print_bands(FILE *out, const fr_pareto *p, int frontier_only);
+
+/* The row of that table for a group and band: the point with the least
+ * error (then the fewest bits, then the first in the group's order) among
+ * the first points of their same rows, NULL when the band has none. */
+const fr_point *fr_pareto_band_best(const fr_pareto *p, size_t group, int band, int frontier_only);
 
 #endif

@@ -1,9 +1,9 @@
 /*
- * frontier inspect MODEL [--json]: what a checkpoint holds, before any
- * sweep. One row per tensor (name, class, dtype, shape, numel; the tensors
- * frontier will not quantize say why), totals per class and per dtype, the
- * source's metadata, and the parameter count. --json prints the same as one
- * JSON document.
+ * frontier inspect MODEL [--summary] [--json]: what a checkpoint holds,
+ * before any sweep. One row per tensor (name, class, dtype, shape, numel;
+ * the tensors frontier will not quantize say why), totals per class and per
+ * dtype, the source's metadata, and the parameter count. --summary prints
+ * the totals only; --json prints everything as one JSON document.
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -22,7 +22,7 @@
 static void print_help(FILE *out)
 {
     fprintf(out,
-            "usage: frontier inspect MODEL [--json]\n"
+            "usage: frontier inspect MODEL [--summary] [--json]\n"
             "\n"
             "Lists the tensors of a checkpoint: name, class, dtype, shape and element\n"
             "count; totals per class and per dtype; the source's metadata; and the\n"
@@ -34,7 +34,9 @@ static void print_help(FILE *out)
             "(v2/v3) or an .onnx file (initializers, Constant nodes, external data).\n"
             "\n"
             "options:\n"
-            "  --json      print one JSON document instead of the table\n"
+            "  --summary   the totals per class and per dtype only (no metadata, no\n"
+            "              row per tensor)\n"
+            "  --json      print one JSON document instead of the table (everything)\n"
             "  -h, --help  show this help\n"
             "\n"
             "exit codes: 0 ok, 2 usage, 3 file missing or unreadable, 4 malformed file\n"
@@ -136,7 +138,7 @@ static void print_metadata(const cJSON *obj, const char *prefix)
 }
 
 static void print_text(const fr_source *src, const struct total *by_class, const struct total *by_dtype,
-                       size_t n_dtypes)
+                       size_t n_dtypes, int summary)
 {
     char a[32], b[32], shape[160];
     uint64_t bytes = 0;
@@ -144,7 +146,7 @@ static void print_text(const fr_source *src, const struct total *by_class, const
         bytes += src->files[i].size;
     printf("%s: %s, %zu file%s, %s bytes\n", src->path, fr_source_kind_name(src->kind), src->n_files,
            src->n_files == 1 ? "" : "s", with_commas((int64_t)bytes, a, sizeof a));
-    if (cJSON_GetArraySize(src->metadata) > 0) {
+    if (!summary && cJSON_GetArraySize(src->metadata) > 0) {
         printf("\nmetadata:\n");
         print_metadata(src->metadata, "");
     }
@@ -162,10 +164,13 @@ static void print_text(const fr_source *src, const struct total *by_class, const
         if (n > shape_w)
             shape_w = n;
     }
-    printf("\n%-*s  %-8s  %-*s  %-*s  %13s\n", name_w, "name", "class", dtype_w, "dtype", shape_w, "shape",
-           "numel");
+    if (!summary)
+        printf("\n%-*s  %-8s  %-*s  %-*s  %13s\n", name_w, "name", "class", dtype_w, "dtype", shape_w,
+               "shape", "numel");
     for (size_t i = 0; i < src->n_tensors; i++) {
         const fr_tensor *t = &src->tensors[i];
+        if (summary)
+            break;
         printf("%-*s  %-8s  %-*s  %-*s  %13s", name_w, t->name, fr_class_name(t->cls), dtype_w,
                t->dtype_name, shape_w, shape_text(t, shape, sizeof shape), with_commas(t->numel, a, sizeof a));
         if (t->skip_reason)
@@ -299,13 +304,15 @@ fail:
 int cmd_inspect(int argc, char **argv)
 {
     const char *model = NULL;
-    int json = 0;
+    int json = 0, summary = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             print_help(stdout);
             return FR_OK;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--summary")) {
+            summary = 1;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0' && strcmp(argv[i], "--") != 0) {
             return cli_usage_error(argv[0], "unknown option '%s'", argv[i]);
         } else {
@@ -357,7 +364,7 @@ int cmd_inspect(int argc, char **argv)
         free(text);
         cJSON_Delete(doc);
     } else {
-        print_text(src, by_class, by_dtype, n_dtypes);
+        print_text(src, by_class, by_dtype, n_dtypes, summary);
     }
     free(by_dtype);
     fr_source_close(src);

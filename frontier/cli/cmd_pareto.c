@@ -26,7 +26,7 @@ static void print_help(FILE *out)
             "usage: frontier pareto RUN.h5 [--by config|family|class|tensor]\n"
             "                              [--metric rel_err|out_rel_err|sqnr_db]\n"
             "                              [--include REGEX] [--exclude REGEX] [--configs REGEX]\n"
-            "                              [--frontier-only] [--json] [--no-store]\n"
+            "                              [--frontier-only] [--verbose] [--json] [--no-store]\n"
             "                              [--calib FILE [--default-sensitivity X]]\n"
             "                              [--expert-units]\n"
             "\n"
@@ -37,6 +37,13 @@ static void print_help(FILE *out)
             "are compared on the tensors ALL of them were measured on; the header of each\n"
             "group says how many that is.\n"
             "\n"
+            "The table gives, per group, the configuration with the least error in each\n"
+            "band of bits per weight (< 2, [2, 3), [3, 4), [4, 5), [5, 7), >= 7), and\n"
+            "names beside it the configurations with the same rows (identical bits and\n"
+            "errors on every tensor of the group, such as g64, g128 and gC on 64-column\n"
+            "tensors); --verbose prints every configuration instead. --json and the\n"
+            "stored table always hold every point.\n"
+            "\n"
             "  --by config     one model-level table (default)\n"
             "  --by family     a frontier per quantizer family\n"
             "  --by class      a table per tensor class (attention vs MLP vs experts)\n"
@@ -45,7 +52,10 @@ static void print_help(FILE *out)
             "                  sqnr_db (same frontier as rel_err, in decibels)\n"
             "  --include/--exclude REGEX   tensors by name (POSIX extended regex)\n"
             "  --configs REGEX configurations by name\n"
-            "  --frontier-only print the Pareto-optimal rows only\n"
+            "  --frontier-only print the Pareto-optimal rows only (in each band, the best\n"
+            "                  of the Pareto-optimal points)\n"
+            "  --verbose       every configuration, one block per group, instead of the\n"
+            "                  best of each band\n"
             "  --json          print the points as JSON\n"
             "  --expert-units  count the 2-D experts of one (layer, projection)\n"
             "                  (mlp.experts.<N>.gate_proj.weight for every N) as one unit,\n"
@@ -56,7 +66,8 @@ static void print_help(FILE *out)
             "                  on every selected tensor: sum alpha_t err_t^2 (err = out_rel_err\n"
             "                  with --metric out_rel_err, else rel_err; alpha_t the file's\n"
             "                  <module>.sensitivity; JSON: predicted_kl, null where a tensor\n"
-            "                  lacks a sensitivity and no --default-sensitivity is given)\n"
+            "                  lacks a sensitivity and no --default-sensitivity is given;\n"
+            "                  the table's configurations, every one with --verbose)\n"
             "\n"
             "exit codes: 0 ok, 2 usage, 3 unreadable file, 4 not a frontier dataset or\n"
             "no usable result, 5 cannot update RUN.h5 (docs/exit-codes.md)\n");
@@ -93,13 +104,27 @@ static double predicted_of(const char *config)
                                               c->sel, c->alpha, c->default_alpha, (size_t)k, &n);
 }
 
-static void print_predicted(const fr_dataset *ds)
+/* listed[c]: configuration c is a row of the compact table. */
+static unsigned char *band_rows(const fr_dataset *ds, const fr_pareto *p, int frontier_only)
+{
+    unsigned char *listed = calloc(ds->n_configs + 1, 1);
+    for (size_t g = 0; listed && g < p->n_groups; g++)
+        for (int b = 0; b < FR_BPW_BANDS; b++) {
+            const fr_point *pt = fr_pareto_band_best(p, g, b, frontier_only);
+            if (pt)
+                listed[pt->config] = 1;
+        }
+    return listed;
+}
+
+/* listed NULL: every selected configuration. */
+static void print_predicted(const fr_dataset *ds, const unsigned char *listed)
 {
     const fr_selector *sel = g_predict->sel;
     printf("\npredicted KL divergence (sum of alpha x %s^2 over the selected tensors)\n",
            g_predict->metric == FR_METRIC_OUT_REL_ERR ? "out_rel_err" : "rel_err");
     for (size_t c = 0; c < ds->n_configs; c++) {
-        if (!fr_selector_config(sel, ds->configs[c].name))
+        if (!fr_selector_config(sel, ds->configs[c].name) || (listed && !listed[c]))
             continue;
         double v = predicted_of(ds->configs[c].name);
         if (!isnan(v))
@@ -175,13 +200,13 @@ int cmd_pareto(int argc, char **argv)
         {"configs", required_argument, NULL, 'c'}, {"frontier-only", no_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},          {"no-store", no_argument, NULL, 'n'},
         {"calib", required_argument, NULL, 'C'},  {"default-sensitivity", required_argument, NULL, 'D'},
-        {"expert-units", no_argument, NULL, 'E'},
+        {"expert-units", no_argument, NULL, 'E'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     fr_group_by by = FR_BY_CONFIG;
     fr_metric metric = FR_METRIC_REL_ERR;
     fr_selection sel = {NULL, NULL, NULL};
-    int frontier_only = 0, json = 0, store = 1, expert_units = 0, opt;
+    int frontier_only = 0, json = 0, store = 1, expert_units = 0, verbose = 0, opt;
     const char *calib_path = NULL;
     double default_alpha = NAN, *alpha = NULL;
     fr_selector selector;
@@ -213,6 +238,7 @@ int cmd_pareto(int argc, char **argv)
         case 'j': json = 1; break;
         case 'n': store = 0; break;
         case 'E': expert_units = 1; break;
+        case 'v': verbose = 1; break;
         case 'C': calib_path = optarg; break;
         case 'D':
             if (!cli_parse_double(optarg, &default_alpha) || !(default_alpha >= 0))
@@ -278,10 +304,22 @@ int cmd_pareto(int argc, char **argv)
             fr_error_log("out of memory");
             goto done;
         }
-    } else {
+    } else if (verbose) {
         fr_pareto_print(stdout, &p, frontier_only);
         if (g_predict)
-            print_predicted(&ds);
+            print_predicted(&ds, NULL);
+    } else {
+        fr_pareto_print_bands(stdout, &p, frontier_only);
+        if (g_predict) {
+            unsigned char *listed = band_rows(&ds, &p, frontier_only);
+            if (!listed) {
+                st = FR_E_NOMEM;
+                fr_error_log("out of memory");
+                goto done;
+            }
+            print_predicted(&ds, listed);
+            free(listed);
+        }
     }
     cli_warn_unmeasured(&ds, &ix, &sel);
     if (store) {

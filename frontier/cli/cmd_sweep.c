@@ -21,7 +21,7 @@
 #include "frontier/exec/shard.h"
 #include "frontier/sweep/sweep.h"
 #include "frontier/sweep/sweep_mpi.h"
-#include "frontier/sweep/sweep_summary.h"
+#include "frontier/cli/sweep_summary.h"
 #include "quantizers/builtin.h"
 
 static void print_usage(FILE *out)
@@ -32,7 +32,9 @@ static void print_usage(FILE *out)
             "\n"
             "Quantizes every selected tensor with every selected configuration and\n"
             "records bits and error per (tensor, configuration) in an HDF5 dataset\n"
-            "(schema: docs/dataset.md). Prints a summary per configuration at the end.\n"
+            "(schema: docs/dataset.md). Prints a summary at the end: the configuration\n"
+            "with the least error in each band of bits per weight (every configuration\n"
+            "with --verbose or --json).\n"
             "\n"
             "  -o, --output FILE       the dataset to write (refused if it exists, unless --resume)\n"
             "      --resume            continue OUT.h5: measure only the missing rows\n"
@@ -81,7 +83,9 @@ static void print_usage(FILE *out)
             "                          vLLM; other tensors get no row for it. CPU (a CUDA\n"
             "                          sweep hands these to the CPU); not under mpirun\n"
             "  -q, --quiet             no progress or informational messages\n"
-            "      --json              print the summary as JSON\n"
+            "      --verbose           the summary lists every configuration, with its best\n"
+            "                          and worst tensor class\n"
+            "      --json              print the summary as JSON (every configuration)\n"
             "  -h, --help              this help\n"
             "\n"
             "Tuning (speed, memory, commit frequency; SIZE takes a k, M or G suffix):\n"
@@ -221,6 +225,7 @@ enum {
     OPT_FUSED_GS,
     OPT_ISOLATE,
     OPT_PLUGIN_TIMEOUT,
+    OPT_VERBOSE,
 };
 
 /* What the command line asks for, beyond the sweep's own options. */
@@ -232,6 +237,7 @@ typedef struct sweep_args {
     const char *device_stats; /* --device-stats FILE, or NULL */
     double isolate_s;         /* --isolate-plugins: the timeout, 0 when off */
     int json;
+    int verbose; /* the summary lists every configuration */
     int help;
 } sweep_args;
 
@@ -293,6 +299,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"synthetic", required_argument, NULL, OPT_SYNTHETIC},
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, OPT_JSON},
+        {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"commit-interval", required_argument, NULL, OPT_COMMIT_INTERVAL},
         {"cpu-batch-bytes", required_argument, NULL, OPT_CPU_BATCH},
         {"cpu-parallel-bytes", required_argument, NULL, OPT_CPU_PARALLEL},
@@ -358,6 +365,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         case OPT_FUSED_GS: a->opt.fused_global_scale = 1; break;
         case 'q': a->opt.quiet = 1; break;
         case OPT_JSON: a->json = 1; break;
+        case OPT_VERBOSE: a->verbose = 1; break;
         case OPT_COMMIT_INTERVAL: tune[TUNE_COMMIT].text = optarg; break;
         case OPT_CPU_BATCH: tune[TUNE_CPU_BATCH].text = optarg; break;
         case OPT_CPU_PARALLEL: tune[TUNE_CPU_PARALLEL].text = optarg; break;
@@ -733,7 +741,7 @@ int cmd_sweep(int argc, char **argv)
     if (rc == FR_OK || rc == FR_E_FAIL) {
         fr_error perr = {0};
         fr_status pst = fr_sweep_summary_print(stdout, fr_sweep_dataset(S.sw), a.opt.output,
-                                               fr_sweep_get_stats(S.sw), a.json, &perr);
+                                               fr_sweep_get_stats(S.sw), a.json, a.verbose, &perr);
         if (pst != FR_OK) {
             fr_error_log("%s", perr.msg);
             if (rc == FR_OK)

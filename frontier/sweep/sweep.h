@@ -10,7 +10,7 @@
  *                     periodic commits, final commit
  *
  * What it selects: frontier/sweep/sweep_select.h; the table (or JSON) users
- * see at the end: frontier/sweep/sweep_summary.h.
+ * see at the end: frontier/cli/sweep_summary.h.
  */
 #ifndef FR_SWEEP_H
 #define FR_SWEEP_H

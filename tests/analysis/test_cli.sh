@@ -16,14 +16,91 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin" -q sweep "$data/stories260K" --bits 2..8 -o "$tmp/run.h5" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" = 0 ] || { cat "$tmp/err"; fail "sweep exited $rc"; }
+# the sweep's summary: by default the least rel_err in each band of bits per
+# weight (a few lines, whatever the number of configurations), every
+# configuration with --verbose (--resume with nothing left prints it again)
+n_configs=$(python3 -c 'import h5py,sys; print(len(h5py.File(sys.argv[1],"r")["configs"]))' "$tmp/run.h5" 2>/dev/null) ||
+  n_configs=$(sed -n "s/.* x \([0-9]*\) configurations.*/\1/p" "$tmp/out")
+bands='^(\[[0-9], [0-9]\)|< 2|>= 7)  '
+grep -q "^the least error in each band of bits per weight, over the 36 tensors:" "$tmp/out" &&
+  [ "$(grep -Ec "$bands" "$tmp/out")" = 5 ] && [ "$(wc -l <"$tmp/out")" -le 16 ] ||
+  { cat "$tmp/out"; fail "sweep summary: one row per band"; }
+expect 0 "$bin" -q sweep "$data/stories260K" --bits 2..8 -o "$tmp/run.h5" --resume --verbose
+[ "$(grep -c ' 36  ' "$tmp/out")" = "$n_configs" ] && grep -q "best class (rel_err)" "$tmp/out" ||
+  { cat "$tmp/out"; fail "sweep --verbose: one row per configuration ($n_configs)"; }
 # pareto: table, json, stored groups
 expect 0 "$bin" pareto "$tmp/run.h5" --json --no-store
 cp "$tmp/out" "$tmp/pareto.json"
-expect 0 "$bin" pareto "$tmp/run.h5"
+expect 0 "$bin" pareto "$tmp/run.h5" --verbose
 grep -q "36 of 36 tensors measured by all" "$tmp/out" || fail "pareto header"
-expect 0 "$bin" pareto "$tmp/run.h5" --by class --frontier-only
+[ "$(grep -c '^  .* 36 \*\?$' "$tmp/out")" = "$n_configs" ] || fail "pareto --verbose: every configuration"
+expect 0 "$bin" pareto "$tmp/run.h5"
+[ "$(grep -Ec "$bands" "$tmp/out")" = 5 ] || { cat "$tmp/out"; fail "pareto: one row per band"; }
+# --calib: the predicted KL divergence of the table's configurations
+expect 0 "$bin" pareto "$tmp/run.h5" --calib "$data/stories260K/calib.safetensors" --no-store
+[ "$(sed -n '/^predicted KL divergence/,$p' "$tmp/out" | grep -c '^  ')" = 5 ] ||
+  { cat "$tmp/out"; fail "pareto --calib: one prediction per row"; }
+expect 0 "$bin" pareto "$tmp/run.h5" --calib "$data/stories260K/calib.safetensors" --no-store --verbose
+[ "$(sed -n '/^predicted KL divergence/,$p' "$tmp/out" | grep -c '^  ')" = "$n_configs" ] ||
+  fail "pareto --calib --verbose: one prediction per configuration"
+expect 0 "$bin" pareto "$tmp/run.h5" --by class --frontier-only --verbose
 grep -q "^attn_q:" "$tmp/out" && grep -q "^mlp_down:" "$tmp/out" || fail "pareto --by class groups"
+expect 0 "$bin" pareto "$tmp/run.h5" --by class --no-store
+grep -q "^attn_q  " "$tmp/out" && grep -q "^mlp_down  " "$tmp/out" || fail "pareto --by class groups (compact)"
+cp "$tmp/out" "$tmp/compact_all.txt"
 expect 0 "$bin" pareto "$tmp/run.h5" --by family --metric sqnr_db
+# configurations with the same rows are one row naming the others: on the
+# 64-column tensors (attention, gate/up, the embedding) a 64-wide group is
+# the whole row, so g64, g128, g256 and gC quantize alike; mlp_down has 172
+# columns, where only g256 and gC (one group per row) agree
+one_type='^int4-g(64|128|256|C)-asym$'
+expect 0 "$bin" pareto "$tmp/run.h5" --by class --configs "$one_type" --no-store
+cp "$tmp/out" "$tmp/compact.txt"
+grep -Eq '^attn_q +\[4, 5\) +int4-g64-asym .*\* +int4-g128-asym int4-g256-asym int4-gC-asym$' "$tmp/out" &&
+  [ "$(grep -c '^attn_q ' "$tmp/out")" = 1 ] && grep -Eq '^mlp_down +\[4, 5\) +int4-g64-asym .*\*$' "$tmp/out" ||
+  { cat "$tmp/out"; fail "pareto: g64/g128/g256/gC as one row on 64-column tensors"; }
+expect 0 "$bin" pareto "$tmp/run.h5" --by class --configs "$one_type" --no-store --verbose
+[ "$(grep -Ec '^  int4-g(64|128|256|C)-asym ' "$tmp/out")" = 32 ] ||
+  { cat "$tmp/out"; fail "pareto --verbose: every configuration of every class"; }
+expect 0 "$bin" pareto "$tmp/run.h5" --by class --configs "$one_type" --no-store --json
+cmp -s "$tmp/out" "$tmp/compact.txt" && fail "pareto --json should not be the table"
+python3 - "$tmp/out" <<'PY' || fail "pareto --json lists every point"
+import json, sys
+g = json.load(open(sys.argv[1]))["groups"]
+assert len(g) == 8 and all(len(x["points"]) == 4 for x in g), g
+PY
+# the same rows, checked against the dataset: every name beside a row has
+# that row's bits and errors on each tensor of its class, and no other
+# selected configuration does
+python3 - "$tmp/run.h5" "$tmp/compact.txt" "$one_type" "$tmp/compact_all.txt" . <<'PY' ||
+import re, sys
+try:
+    import h5py
+except ImportError:
+    print("note: h5py missing, same rows not checked against the dataset")
+    sys.exit(0)
+f = h5py.File(sys.argv[1], "r")
+cls = {int(t["tensor_id"]): t["class"].decode() for t in f["tensors"][...]}
+names = {int(c["config_id"]): c["name"].decode() for c in f["configs"][...]}
+rows = {}
+for r in f["results"][...]:
+    key = (names[int(r["config_id"])], cls[int(r["tensor_id"])])
+    rows.setdefault(key, {})[int(r["tensor_id"])] = tuple(
+        float(r[k]) for k in ("total_bits", "sq_err", "max_abs_err"))
+for table, selection in zip(sys.argv[2::2], sys.argv[3::2]):
+    n = 0
+    for line in open(table):
+        m = re.match(r"(\S+) +(\[\d, \d\)|< 2|>= 7) +(\S+) .*?\*(.*)$", line)
+        if not m:
+            continue
+        n += 1
+        group, best, same = m.group(1), m.group(3), m.group(4).split()
+        want = sorted(o for (o, c) in rows if c == group and o != best and re.search(selection, o)
+                      and rows[(o, c)] == rows[(best, c)])
+        assert sorted(same) == want, (table, group, best, same, want)
+    assert n >= 8, (table, n)
+PY
+  fail "pareto: same rows do not match the dataset"
 
 # allocate at 3.5 bits, then the whole curve
 expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 -o "$tmp/recipe.json"

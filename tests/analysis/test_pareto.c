@@ -2,7 +2,8 @@
  * Golden Pareto sets on a hand-made dataset: model-level aggregation
  * (bits = sum total_bits / sum numel, rel_err = sqrt(sum sq_err / sum
  * sq_norm)), the common-tensor rule for configurations measured on only
- * some tensors, grouping by family / class / tensor, the output metric, and
+ * some tensors, grouping by family / class / tensor, the output metric,
+ * configurations with the same rows and the compact table's bands, and
  * malformed datasets.
  */
 #include "fixture.h"
@@ -206,6 +207,94 @@ static void check_ties(void)
     CHECK(pts[0].on_frontier && pts[1].on_frontier && pts[2].on_frontier && !pts[3].on_frontier);
 }
 
+/* Configurations with the same rows on a group's tensors are one point of
+ * the compact table, which names the others: g64, g128 and gC agree on the
+ * 100-element tensor A (one group per row there) and g128 and gC also on
+ * B; "twin" has g128's sums but not its rows; "part" is measured on A only. */
+static void check_same_rows(void)
+{
+    fr_dataset ds;
+    fr_error err;
+    fr_result_index ix;
+    fr_pareto p;
+    fx_init(&ds);
+    uint32_t A = fx_tensor(&ds, "layers.0.attn.q", "attn_q", 100, 10.0);
+    uint32_t B = fx_tensor(&ds, "layers.0.mlp.down", "mlp_down", 300, 30.0);
+    uint32_t int2 = fx_config(&ds, "int2", "int", 2);
+    uint32_t g64 = fx_config(&ds, "g64", "int", 4);
+    uint32_t g128 = fx_config(&ds, "g128", "int", 4);
+    uint32_t gC = fx_config(&ds, "gC", "int", 4);
+    uint32_t twin = fx_config(&ds, "twin", "int", 4);
+    uint32_t part = fx_config(&ds, "part", "int", 4);
+    fx_result(&ds, A, int2, 250, 2.0);
+    fx_result(&ds, B, int2, 750, 6.0);
+    fx_result(&ds, A, g64, 450, 0.125);
+    fx_result(&ds, B, g64, 1400, 0.25);
+    fx_result(&ds, A, g128, 450, 0.125);
+    fx_result(&ds, B, g128, 1380, 0.375);
+    fx_result(&ds, A, gC, 450, 0.125);
+    fx_result(&ds, B, gC, 1380, 0.375);
+    fx_result(&ds, A, twin, 450, 0.25); /* sums 1830 bits and 0.5, as g128 */
+    fx_result(&ds, B, twin, 1380, 0.25);
+    fx_result(&ds, A, part, 450, 0.125);
+    CHECK(fr_result_index_build(&ds, &ix, &err) == FR_OK);
+    /* positions follow fx_config's order */
+    const size_t P_INT2 = 0, P_G64 = 1, P_G128 = 2, P_GC = 3, P_TWIN = 4, P_PART = 5;
+    unsigned char only_a[2] = {1, 0};
+    CHECK(fr_configs_same_rows(&ix, P_G128, P_GC, NULL));
+    CHECK(!fr_configs_same_rows(&ix, P_G64, P_G128, NULL));
+    CHECK(fr_configs_same_rows(&ix, P_G64, P_G128, only_a));
+    CHECK(!fr_configs_same_rows(&ix, P_G128, P_TWIN, NULL));
+    CHECK(!fr_configs_same_rows(&ix, P_G64, P_PART, NULL));
+    CHECK(fr_configs_same_rows(&ix, P_G64, P_PART, only_a));
+
+    /* the model: gC is g128's, twin and g64 their own */
+    fr_selection all = {NULL, NULL, "^(int2|g64|g128|gC|twin)$"};
+    CHECK(fr_pareto_compute(&ds, &ix, &all, FR_BY_CONFIG, FR_METRIC_REL_ERR, &p, &err) == FR_OK);
+    const fr_point *pt = find_point(&p, "model", "gC");
+    CHECK(pt && pt->same_as == P_G128);
+    CHECK((pt = find_point(&p, "model", "twin")) && pt->same_as == P_TWIN);
+    CHECK((pt = find_point(&p, "model", "g64")) && pt->same_as == P_G64);
+    CHECK((pt = find_point(&p, "model", "g128")) && pt->same_as == P_G128);
+    /* bands: int2 at 2.5 bits; g64 (4.625 bits, error 0.375) the least in [4, 5) */
+    CHECK((pt = fr_pareto_band_best(&p, 0, fr_bpw_band(2.5), 0)) && pt->config == P_INT2);
+    CHECK((pt = fr_pareto_band_best(&p, 0, fr_bpw_band(4.5), 0)) && pt->config == P_G64);
+    CHECK(fr_pareto_band_best(&p, 0, fr_bpw_band(3.5), 0) == NULL);
+    fr_pareto_free(&p);
+
+    /* by class: on A, g128 and gC are g64's; on B, gC is g128's */
+    CHECK(fr_pareto_compute(&ds, &ix, &all, FR_BY_CLASS, FR_METRIC_REL_ERR, &p, &err) == FR_OK);
+    CHECK((pt = find_point(&p, "attn_q", "g128")) && pt->same_as == P_G64);
+    CHECK((pt = find_point(&p, "attn_q", "gC")) && pt->same_as == P_G64);
+    CHECK((pt = find_point(&p, "attn_q", "twin")) && pt->same_as == P_TWIN);
+    CHECK((pt = find_point(&p, "mlp_down", "gC")) && pt->same_as == P_G128);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    CHECK(mem != NULL);
+    fr_pareto_print_bands(mem, &p, 0);
+    fclose(mem);
+    /* one row per group and band, the others named beside the first */
+    CHECK(strstr(text, "\nattn_q    [4, 5)  g64 ") != NULL);
+    CHECK(strstr(text, " g128 gC\n") != NULL);
+    CHECK(strstr(text, "\nattn_q    [2, 3)  int2 ") != NULL);
+    /* on B, twin ties g64's error with fewer bits */
+    CHECK_MSG(strstr(text, "\nmlp_down  [4, 5)  twin ") != NULL, "%s", text);
+    size_t rows = 0;
+    for (const char *c = text; (c = strchr(c, '\n')) != NULL; c++)
+        rows++;
+    CHECK_MSG(rows == 3 + 4, "%zu lines:\n%s", rows, text);
+    free(text);
+    fr_pareto_free(&p);
+
+    CHECK(fr_bpw_band(1.99) == 0 && fr_bpw_band(2) == 1 && fr_bpw_band(4.999) == 3);
+    CHECK(fr_bpw_band(5) == 4 && fr_bpw_band(6.99) == 4 && fr_bpw_band(7) == 5);
+    CHECK(fr_bpw_band(16) == 5 && fr_bpw_band(NAN) == -1);
+    CHECK(!strcmp(fr_bpw_band_name(1), "[2, 3)") && !strcmp(fr_bpw_band_name(5), ">= 7"));
+    fr_result_index_free(&ix);
+    fr_dataset_free(&ds);
+}
+
 /* Malformed: a duplicate result and a result naming an unknown tensor. */
 static void check_malformed(fr_dataset *ds, uint32_t tensor_a, uint32_t config_int2)
 {
@@ -234,6 +323,7 @@ int main(void)
     check_bad_selections(&ds, &ix);
     fr_result_index_free(&ix);
     check_ties();
+    check_same_rows();
     check_malformed(&ds, tensor_a, config_int2);
     fr_dataset_free(&ds);
     return fr_test_finish("test_pareto");

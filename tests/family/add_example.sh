@@ -77,7 +77,7 @@ grep -Eq '^pow2 .*builtin' quantizers.out || { cat quantizers.out; echo "FAIL: p
 [ "$(grep -Ec '^  pow2-int[348]-g32 ' quantizers.out)" = 3 ] ||
   { cat quantizers.out; echo "FAIL: the three pow2 configurations not listed"; exit 1; }
 $F sweep --synthetic gaussian:96x700,student-t3:64x512:bf16 --quantizers 'pow2-*,int4-g32-sym' \
-  --device cpu -o sweep.h5 --quiet >sweep.out 2>&1 || { cat sweep.out; echo "FAIL: sweep"; exit 1; }
+  --device cpu -o sweep.h5 --quiet --verbose >sweep.out 2>&1 || { cat sweep.out; echo "FAIL: sweep"; exit 1; }
 grep -E '^pow2-' sweep.out || { cat sweep.out; echo "FAIL: no summary rows"; exit 1; }
 # exact sizes (b bits + 8 per group of 32: 700 columns are 22 groups), and a
 # power-of-two scale is never better than int4-g32-sym's fp16 one

@@ -99,7 +99,7 @@ print(f"ok: {checked} (tensor, configuration) rows of tiny-moe.gguf equal the sa
 sys.exit(1 if bad else 0)
 PY
 
-if "$frontier" pareto gguf.h5 --by class --no-store >pareto.txt 2>err.txt; then
+if "$frontier" pareto gguf.h5 --by class --no-store --verbose >pareto.txt 2>err.txt; then
   grep -q '^expert: 6 of 6 tensors' pareto.txt && grep -q '^attn_q: 2 of 2 tensors' pareto.txt &&
     pass "pareto --by class on tiny-moe.gguf: attn_q against 6 expert stacks" ||
     { fail "pareto --by class groups"; cat pareto.txt; }

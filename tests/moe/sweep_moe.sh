@@ -70,11 +70,11 @@ cp fused.h5 resumed.h5
 python3 "$here/check_moe.py" same fused.h5 resumed.h5 || fail "resume changed rows"
 
 # pareto --by class: attention against experts, one configuration per stored tensor
-if "$frontier" pareto plain.h5 --by class >pareto.txt 2>err.txt; then
+if "$frontier" pareto plain.h5 --by class --verbose >pareto.txt 2>err.txt; then
   grep -q '^expert: 14 of 14 tensors' pareto.txt && grep -q '^attn_q: 2 of 2 tensors' pareto.txt &&
     pass "pareto --by class: attn_q and expert groups (14 stored expert tensors)" ||
     { fail "pareto --by class groups"; cat pareto.txt; }
-  "$frontier" pareto fused.h5 --by class >pareto_split.txt 2>err.txt &&
+  "$frontier" pareto fused.h5 --by class --verbose >pareto_split.txt 2>err.txt &&
     grep -q '^expert: 14 of 14 tensors' pareto_split.txt &&
     pass "pareto ignores /expert_results" || { fail "pareto with /expert_results"; cat pareto_split.txt err.txt; }
 else

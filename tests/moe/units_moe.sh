@@ -71,17 +71,17 @@ sys.exit(1 if bad or split_seen == 0 else 0)
 PY
 
 # pareto --expert-units: one unit per (layer, projection), 5 in all (2 in layer 0, 3 in layer 1)
-"$frontier" pareto split.h5 --by class --expert-units --no-store >p_units.txt 2>err.txt &&
+"$frontier" pareto split.h5 --by class --expert-units --no-store --verbose >p_units.txt 2>err.txt &&
   grep -q '^expert: 5 of 5 units' p_units.txt && grep -q '^attn_q: 2 of 2 units' p_units.txt &&
   pass "pareto --by class --expert-units: 5 expert units" || { fail "pareto --expert-units"; cat p_units.txt err.txt; }
-"$frontier" pareto split.h5 --by class --no-store >p_plain.txt 2>err.txt &&
+"$frontier" pareto split.h5 --by class --no-store --verbose >p_plain.txt 2>err.txt &&
   grep -q '^expert: 20 of 20 tensors' p_plain.txt && pass "pareto --by class: 20 stored expert tensors" ||
   { fail "pareto --by class"; cat p_plain.txt err.txt; }
 # the class points are the same sums either way (as printed)
 diff <(grep -v '^expert:\|^attn\|^mlp\|^embed\|^lm_head\|^other\|^norm\|^#' p_units.txt | awk '{print $1, $3, $4}') \
      <(grep -v '^expert:\|^attn\|^mlp\|^embed\|^lm_head\|^other\|^norm\|^#' p_plain.txt | awk '{print $1, $3, $4}') >/dev/null &&
   pass "pareto class points unchanged by --expert-units" || fail "pareto points changed by --expert-units"
-"$frontier" pareto split.h5 --by tensor --expert-units --no-store >p_t.txt 2>err.txt &&
+"$frontier" pareto split.h5 --by tensor --expert-units --no-store --verbose >p_t.txt 2>err.txt &&
   grep -q '^model.layers.1.mlp.experts.\*.up_proj.weight: 1 of 1 units' p_t.txt &&
   pass "pareto --by tensor --expert-units: a table per unit" || { fail "pareto --by tensor --expert-units"; cat err.txt; }
 

@@ -14,9 +14,10 @@ if python3 "$HERE/golden_stories.py" "$DATA/stories260K/model.safetensors" summa
 else
   fail "summary or rows differ from numpy's"
 fi
-# the human table names both configurations with the same numbers
+# the human table (--verbose: every configuration) names both
+# configurations with the same numbers
 expect_rc 0 "table summary" -- "$FRONTIER" sweep "$DATA/stories260K" -o run2.h5 \
-  --quantizers int4-g32-sym,int8-tensor-sym --device cpu
+  --quantizers int4-g32-sym,int8-tensor-sym --device cpu --verbose
 python3 - <<'PY' && pass "table matches json" || fail "table differs from json"
 import json
 s = {c["name"]: c for c in json.load(open("summary.json"))["configs"]}
@@ -26,5 +27,24 @@ for name, bpw, rel, tensors, *_ in lines:
     assert abs(float(bpw) - s[name]["bits_per_weight"]) < 1e-4, (name, bpw)
     assert abs(float(rel) - s[name]["rel_err"]) < 1e-3 * s[name]["rel_err"], (name, rel)
     assert int(tensors) == 36
+PY
+# the default table: the least rel_err of each band of bits per weight,
+# here one configuration in [4, 5) and one in >= 7, with the same numbers
+expect_rc 0 "compact summary" -- "$FRONTIER" sweep "$DATA/stories260K" -o run3.h5 \
+  --quantizers int4-g32-sym,int8-tensor-sym --device cpu
+python3 - <<'PY' && pass "compact table matches json" || fail "compact table differs from json"
+import json
+s = {c["name"]: c for c in json.load(open("summary.json"))["configs"]}
+rows = {}
+for l in open("out.txt"):
+    for band in ("[4, 5)  ", ">= 7  "):
+        if l.startswith(band):
+            rows[band.strip()] = l[len(band):].split()
+assert sorted(rows) == [">= 7", "[4, 5)"], rows
+for band, name in (("[4, 5)", "int4-g32-sym"), (">= 7", "int8-tensor-sym")):
+    got, bpw, rel = rows[band]
+    assert got == name, (band, got)
+    assert abs(float(bpw) - s[name]["bits_per_weight"]) < 1e-4, (name, bpw)
+    assert abs(float(rel) - s[name]["rel_err"]) < 1e-3 * s[name]["rel_err"], (name, rel)
 PY
 finish

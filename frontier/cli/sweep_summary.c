@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontier/sweep/sweep_summary.h"
+#include "frontier/analysis/pareto.h"
+#include "frontier/cli/sweep_summary.h"
 
 typedef struct class_sums {
     double sq_err, sq_norm;
@@ -215,7 +216,8 @@ done:
     return st;
 }
 
-static void print_table(FILE *out, const fr_dataset *ds, const char *output, const summary *sm)
+/* The first line of both tables: what the dataset holds. */
+static void print_counts(FILE *out, const fr_dataset *ds, const char *output, const summary *sm)
 {
     fprintf(out, "%zu rows in '%s': %zu tensors x %zu configurations", ds->n_results,
             output ? output : "", sm->n_measured, sm->n_sum);
@@ -228,6 +230,11 @@ static void print_table(FILE *out, const fr_dataset *ds, const char *output, con
     if (sm->n_skipped_tensors || sm->n_failed)
         fprintf(out, " (see /skipped)");
     fprintf(out, "\n\n");
+}
+
+static void print_table(FILE *out, const fr_dataset *ds, const char *output, const summary *sm)
+{
+    print_counts(out, ds, output, sm);
     int width = 13;
     for (size_t i = 0; i < sm->n_sum; i++)
         if ((int)strlen(sm->sum[i].cfg->name) > width)
@@ -254,17 +261,145 @@ static void print_table(FILE *out, const fr_dataset *ds, const char *output, con
     }
 }
 
+/* ---- the compact table: the least error in each band of bits per weight ---- */
+
+static double summary_err(const config_summary *s, int by_out)
+{
+    return by_out ? s->out_rel_err : s->rel_err;
+}
+
+/* The configuration of band b with the least rel_err (by_out: out_rel_err),
+ * then the fewest bits, then the first in the dataset, among those measured
+ * on n_full tensors (and out_full with an output error): configurations
+ * measured on fewer tensors are not compared, their errors cover other
+ * weights. NULL when the band has none. */
+static const config_summary *band_best(const summary *sm, int band, int by_out, size_t n_full,
+                                       size_t out_full)
+{
+    const config_summary *best = NULL;
+    for (size_t i = 0; i < sm->n_sum; i++) {
+        const config_summary *s = &sm->sum[i];
+        double e = summary_err(s, by_out);
+        if (s->tensors != n_full || (by_out && s->out_tensors != out_full) || isnan(e) ||
+            fr_bpw_band(s->bits_per_weight) != band)
+            continue;
+        if (best) {
+            double be = summary_err(best, by_out);
+            if (e > be || (e == be && (s->bits_per_weight > best->bits_per_weight ||
+                                       (s->bits_per_weight == best->bits_per_weight &&
+                                        s->cfg > best->cfg))))
+                continue;
+        }
+        best = s;
+    }
+    return best;
+}
+
+static int same_sum(double a, double b)
+{
+    return isnan(a) ? isnan(b) : a == b;
+}
+
+/* The other configurations with the same rows as s on every tensor. */
+static void print_same_rows(FILE *out, const fr_dataset *ds, const summary *sm,
+                            const fr_result_index *ix, const config_summary *s)
+{
+    const char *sep = "  ";
+    for (size_t i = 0; i < sm->n_sum; i++) {
+        const config_summary *o = &sm->sum[i];
+        if (o == s || o->tensors != s->tensors || o->total_bits != s->total_bits ||
+            !same_sum(o->sq_err, s->sq_err) || !same_sum(o->out_sq_err, s->out_sq_err) ||
+            !fr_configs_same_rows(ix, (size_t)(s->cfg - ds->configs),
+                                  (size_t)(o->cfg - ds->configs), NULL))
+            continue;
+        fprintf(out, "%s%s", sep, o->cfg->name);
+        sep = " ";
+    }
+}
+
+static void print_bands(FILE *out, const fr_dataset *ds, const char *output, const summary *sm,
+                        const fr_result_index *ix)
+{
+    print_counts(out, ds, output, sm);
+    if (sm->n_sum == 0)
+        return;
+    size_t n_full = 0, out_full = 0, n_compared = 0;
+    for (size_t i = 0; i < sm->n_sum; i++)
+        if (sm->sum[i].tensors > n_full)
+            n_full = sm->sum[i].tensors;
+    for (size_t i = 0; i < sm->n_sum; i++)
+        if (sm->sum[i].tensors == n_full) {
+            n_compared++;
+            if (sm->sum[i].out_tensors > out_full)
+                out_full = sm->sum[i].out_tensors;
+        }
+    int has_out = out_full > 0;
+    const config_summary *rows[FR_BPW_BANDS][2] = {{NULL}};
+    int width = 13;
+    for (int b = 0; b < FR_BPW_BANDS; b++)
+        for (int by_out = 0; by_out <= has_out; by_out++) {
+            const config_summary *s = band_best(sm, b, by_out, n_full, out_full);
+            rows[b][by_out] = s;
+            if (s && (int)strlen(s->cfg->name) > width)
+                width = (int)strlen(s->cfg->name);
+        }
+    fprintf(out, "the least error in each band of bits per weight, over the %zu tensors", n_full);
+    if (n_compared < sm->n_sum)
+        fprintf(out, " (%zu configurations measured on fewer are left out)", sm->n_sum - n_compared);
+    fprintf(out, ":\n%-6s  %s%-*s  %8s  %10s%s  %s\n", "band", has_out ? "least        " : "",
+            width, "configuration", "bits/w", "rel_err", has_out ? "  out_rel_err" : "",
+            "same rows on every tensor");
+    for (int b = 0; b < FR_BPW_BANDS; b++)
+        for (int by_out = 0; by_out <= has_out; by_out++) {
+            const config_summary *s = rows[b][by_out];
+            if (!s || (by_out && s == rows[b][0]))
+                continue;
+            fprintf(out, "%-6s  ", fr_bpw_band_name(b));
+            if (has_out)
+                fprintf(out, "%-11s  ", by_out ? "out_rel_err" : s == rows[b][1] ? "both" : "rel_err");
+            fprintf(out, "%-*s  %8.4f  %10.4g", width, s->cfg->name, s->bits_per_weight, s->rel_err);
+            if (has_out)
+                fprintf(out, "  %11.4g", s->out_rel_err);
+            if (ix)
+                print_same_rows(out, ds, sm, ix, s);
+            fputc('\n', out);
+        }
+    /* what the columns mean, for the reader who has not read docs/analysis.md */
+    fprintf(out, "rel_err: the weights' relative error ||W - Q(W)|| / ||W|| (squares summed over "
+                 "the tensors)\n");
+    if (has_out)
+        fprintf(out, "out_rel_err: the layer outputs' relative error ||(W - Q(W)) X|| / ||W X|| on "
+                     "the calibration inputs X\n");
+    fprintf(out, "every configuration: frontier pareto %s --verbose; per tensor class: --by class "
+                 "(docs/analysis.md)\n",
+            output && *output ? output : "RUN.h5");
+}
+
 fr_status fr_sweep_summary_print(FILE *out, const fr_dataset *ds, const char *output,
-                                 const fr_sweep_stats *stats, int json, fr_error *err)
+                                 const fr_sweep_stats *stats, int json, int verbose,
+                                 fr_error *err)
 {
     fr_status st = FR_OK;
     summary sm;
-    if (!summary_build(&sm, ds))
+    fr_result_index ix;
+    memset(&ix, 0, sizeof ix);
+    if (!summary_build(&sm, ds)) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
-    else if (json)
+    } else if (json) {
         st = print_json(out, ds, output, stats, &sm, err);
-    else
+    } else if (verbose) {
         print_table(out, ds, output, &sm);
+    } else {
+        /* the index only names the configurations with the same rows: a
+         * dataset it refuses (two rows for one pair) is printed without them */
+        fr_error ierr;
+        fr_status ist = fr_result_index_build(ds, &ix, &ierr);
+        if (ist == FR_E_NOMEM)
+            st = fr_fail(err, FR_E_NOMEM, "%s", ierr.msg);
+        else
+            print_bands(out, ds, output, &sm, ist == FR_OK ? &ix : NULL);
+    }
+    fr_result_index_free(&ix);
     summary_free(&sm);
     return st;
 }
