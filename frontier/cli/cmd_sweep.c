@@ -21,7 +21,7 @@
 #include "frontier/shard.h"
 #include "frontier/sweep.h"
 #include "frontier/sweep_mpi.h"
-#include "quantizers/builtin.h"
+#include "frontier/builtins.h"
 
 static void print_usage(FILE *out)
 {

@@ -12,7 +12,7 @@
 
 #include "core/log.h"
 #include "frontier/quantize.h"
-#include "quantizers/builtin.h"
+#include "frontier/builtins.h"
 #include "tests/fuzz/fuzz_file.h"
 
 #ifndef FUZZ_DATA_DIR

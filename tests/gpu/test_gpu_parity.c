@@ -18,7 +18,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "quantizers/builtin.h"
+#include "frontier/builtins.h"
 #include "frontier/metrics.h"
 
 #define TOL 1e-6

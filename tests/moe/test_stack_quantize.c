@@ -23,7 +23,7 @@
 #include "frontier/quantize.h"
 #include "frontier/quantize_layout.h"
 #include "frontier/sweep.h"
-#include "quantizers/builtin.h"
+#include "frontier/builtins.h"
 
 static fr_registry reg;
 

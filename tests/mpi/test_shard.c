@@ -16,7 +16,7 @@
 #include "core/source.h"
 #include "frontier/shard.h"
 #include "frontier/sweep.h"
-#include "quantizers/builtin.h"
+#include "frontier/builtins.h"
 
 /* ---- balance ---- */
 

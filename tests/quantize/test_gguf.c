@@ -33,7 +33,7 @@
 #include "core/source.h"
 #include "frontier/quantize.h"
 #include "frontier/sweep.h"
-#include "quantizers/builtin.h"
+#include "frontier/builtins.h"
 #include "quantizers/ggml_blocks.h"
 
 static fr_registry reg;

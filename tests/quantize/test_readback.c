@@ -26,7 +26,7 @@
 #include "frontier/quantize.h"
 #include "frontier/quantize_layout.h"
 #include "frontier/sweep.h"
-#include "quantizers/builtin.h"
+#include "frontier/builtins.h"
 #include "quantizers/nvfp4_group.h"
 
 static fr_registry reg;
