@@ -34,7 +34,7 @@ extern "C" {
 #include "core/registry.h"
 #include "core/synthetic.h"
 #include "frontier/exec/metrics.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 }
 
 #define CU(call)                                                                              \

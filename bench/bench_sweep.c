@@ -23,7 +23,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "core/source.h"
 #include "core/synthetic.h"
 #include "frontier/sweep/sweep.h"

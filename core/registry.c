@@ -298,6 +298,7 @@ void fr_registry_free(fr_registry *reg)
         return;
     for (size_t i = 0; i < reg->n_entries; i++) {
         free(reg->entries[i].origin);
+        free(reg->entries[i].copy);
         if (reg->entries[i].dl)
             dlclose(reg->entries[i].dl);
     }
@@ -347,7 +348,21 @@ fr_status fr_registry_add_builtin(fr_registry *reg, const frontier_quantizer *q,
 {
     if (family < 0)
         return fr_fail(err, FR_E_FAIL, "internal: built-in family %d", family);
-    return registry_add(reg, q, FR_ORIGIN_BUILTIN, NULL, family, err);
+    if (!q)
+        return registry_add(reg, q, FR_ORIGIN_BUILTIN, NULL, family, err);
+    frontier_quantizer *copy = malloc(sizeof *copy);
+    if (!copy)
+        return fr_fail(err, FR_E_NOMEM, "out of memory registering quantizer '%s'",
+                       q->name ? q->name : "(null)");
+    /* a built-in is compiled against this very header: its struct is whole */
+    *copy = *q;
+    fr_status st = registry_add(reg, copy, FR_ORIGIN_BUILTIN, NULL, family, err);
+    if (st != FR_OK) {
+        free(copy);
+        return st;
+    }
+    reg->entries[reg->n_entries - 1].copy = copy;
+    return FR_OK;
 }
 
 const fr_config_ref *fr_registry_find_config(const fr_registry *reg, const char *name)

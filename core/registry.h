@@ -22,6 +22,8 @@ typedef struct fr_qentry {
     void *dl;      /* dlopen handle, NULL for built-ins */
     int family;    /* the built-in family (enum fr_family of quantizers/families.h),
                     * -1 for a plugin: what the GPU dispatch keys on */
+    frontier_quantizer *copy; /* a built-in's descriptor, the registry's own copy
+                               * (q points to it); NULL for a plugin */
 } fr_qentry;
 
 typedef struct fr_config_ref {
@@ -48,7 +50,7 @@ void fr_registry_set_isolation(fr_registry *reg, double timeout_s);
 #define FR_ORIGIN_BUILTIN "builtin"
 
 /* An empty registry. The built-ins are registered from above core/ by
- * fr_registry_init (quantizers/builtin.h), which is what callers use. */
+ * fr_registry_init (frontier/exec/builtins.h), which is what callers use. */
 void fr_registry_init_empty(fr_registry *reg);
 /* Unregisters everything and dlclose()s the plugins. */
 void fr_registry_free(fr_registry *reg);
@@ -61,7 +63,9 @@ fr_status fr_registry_add(fr_registry *reg, const frontier_quantizer *q, const c
                           void *dl, fr_error *err);
 
 /* fr_registry_add of a built-in descriptor of family `family` (enum
- * fr_family, >= 0): origin "builtin", no shared object. */
+ * fr_family, >= 0): origin "builtin", no shared object. The registry keeps
+ * a copy of *q (freed with it), so the caller may pass one it assembled,
+ * e.g. a quantizers/ descriptor with kernels/' GPU functions attached. */
 fr_status fr_registry_add_builtin(fr_registry *reg, const frontier_quantizer *q, int family,
                                   fr_error *err);
 

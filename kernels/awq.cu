@@ -488,7 +488,7 @@ extern "C" fr_status fr_cuda_awq(const void *w, int dtype, float *w_hat, int64_t
     return fr_cuda_awq_h(w, dtype, w_hat, rows, cols, calib, NULL, p, stream, choice, err);
 }
 
-/* The descriptor's quantize_cuda (quantizers/awq.c sets it): the wrapped
+/* awq's quantize_cuda (a row of gpu_entries.h's table): the wrapped
  * int configuration's parameters, the statistics in host memory, H on the
  * device when the executor has it there (frontier_call.hessian_device). */
 extern "C" int fr_awq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,

@@ -16,7 +16,7 @@
  *
  * Before the search, fr_cuda_check_finite refuses a tensor with NaN or Inf
  * in the CPU's words (fr_wrap_check_finite): one read, one synchronisation.
- * mse's and imat's quantize_cuda (quantizers/mse.c, imat.c set them) are
+ * mse's and imat's quantize_cuda (rows of gpu_entries.h's table) are
  * here; imat's column weights are the CPU's (fr_imat_weights), uploaded.
  */
 #include <math.h>
@@ -213,7 +213,7 @@ cleanup:
     return st;
 }
 
-/* ---- the descriptors' quantize_cuda (quantizers/mse.c, imat.c) ---- */
+/* ---- mse's and imat's quantize_cuda (gpu_entries.h) ---- */
 
 static const fr_int_params *fr_kc_base(const frontier_config *cfg, fr_error *err)
 {

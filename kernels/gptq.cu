@@ -1190,7 +1190,7 @@ extern "C" fr_status fr_cuda_gptq(const void *w, int dtype, float *w_hat, int64_
 }
 
 
-/* The descriptor's quantize_cuda (quantizers/gptq.c sets it): the wrapped
+/* gptq's quantize_cuda (a row of gpu_entries.h's table): the wrapped
  * int configuration's parameters, H from the statistics (host memory, or
  * the executor's device copy: frontier_call.hessian_device),
  * retries reported like the CPU reports them. */

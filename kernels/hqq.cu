@@ -158,7 +158,7 @@ cleanup:
     return st;
 }
 
-/* The descriptor's quantize_cuda (quantizers/hqq.c sets it). */
+/* hqq's quantize_cuda (a row of gpu_entries.h's table). */
 extern "C" int fr_hqq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,
                                     float *w_hat, int64_t rows, int64_t cols,
                                     const frontier_calib *calib, void *stream,

@@ -235,7 +235,7 @@ int fr_kreport(frontier_call *call, fr_status st, const fr_error *err);
 
 /* The body of every built-in descriptor's quantize_cuda / sweep_cuda
  * (evaluate.cu); FR_KFAMILY(ID, stem) defines the two C entry points of
- * family FR_FAMILY_<ID> that quantizers/families.h declares. */
+ * family FR_FAMILY_<ID> that gpu_entries.h declares and lists. */
 int fr_kfamily_quantize(int family, const frontier_config *cfg, const void *w, int dtype,
                         float *w_hat, int64_t rows, int64_t cols, void *stream,
                         frontier_call *call);

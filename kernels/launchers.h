@@ -4,8 +4,8 @@
  * Plain C: no CUDA header, device pointers are void * / float *, streams are
  * void * (a cudaStream_t; NULL is the legacy default stream). Mechanisms
  * only: what runs where (the CUDA executor) is frontier/exec/exec_cuda.cu. The
- * built-in descriptors' GPU entry points are declared by the family table,
- * quantizers/families.h. Only built with FRONTIER_HAVE_CUDA.
+ * built-ins' GPU entry points are declared, and listed per family, by
+ * gpu_entries.h. Only built with FRONTIER_HAVE_CUDA.
  */
 #ifndef FR_KERNELS_LAUNCHERS_H
 #define FR_KERNELS_LAUNCHERS_H
@@ -21,7 +21,7 @@ extern "C" {
 #include "core/error.h"
 #include "core/registry.h"
 #include "frontier/plugin.h"
-#include "quantizers/families.h" /* the families' quantize_cuda / sweep_cuda */
+#include "gpu_entries.h" /* the families' quantize_cuda / sweep_cuda */
 
 /* Usable CUDA devices. 0 when there is no driver, no device, or any error
  * (cudaGetDeviceCount failing means "no GPU", never a crash). */

@@ -163,10 +163,11 @@ cleanup:
     return st;
 }
 
-/* rht's quantize_cuda: R w (float32 scratch), the base's quantize_cuda,
- * R^T w^. The base is a kernel family, whose quantize_cuda reads no
- * statistics (FR_KFAMILY), so the rotated Hessian the CPU hands its bases
- * is not built here: the base gets none. */
+/* rht's quantize_cuda: R w (float32 scratch), the base's quantize_cuda
+ * (its family's row of gpu_entries.h: the base's descriptor, from
+ * quantizers/, has no GPU functions), R^T w^. The base is a kernel family,
+ * whose quantize_cuda reads no statistics (FR_KFAMILY), so the rotated
+ * Hessian the CPU hands its bases is not built here: the base gets none. */
 extern "C" int fr_rht_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,
                                     float *w_hat, int64_t rows, int64_t cols,
                                     const frontier_calib *calib, void *stream,
@@ -179,10 +180,13 @@ extern "C" int fr_rht_quantize_cuda(const frontier_config *cfg, const void *w, i
     cudaStream_t s = (cudaStream_t)stream;
     float *signs = NULL, *wr = NULL;
     const fr_wrap_params *p = cfg ? (const fr_wrap_params *)cfg->impl : NULL;
+    const fr_kernel_gpu_entry *base_gpu =
+        p && p->base_family >= 0 && p->base_family < FR_FAMILY_COUNT
+            ? &fr_kernel_gpu_entries[p->base_family]
+            : NULL;
     (void)calib;
     fr_error_clear(&e);
-    if (!p || !p->base_q || !(p->base_q->flags & FRONTIER_Q_HAS_CUDA) ||
-        !p->base_q->quantize_cuda) {
+    if (!base_gpu || !base_gpu->quantize_cuda) {
         fr_fail(err, FR_E_PLUGIN, "rht: configuration '%s' has no base with a GPU path",
                 cfg && cfg->name ? cfg->name : "(null)");
         return fr_kreport(call, FR_E_PLUGIN, err);
@@ -192,8 +196,8 @@ extern "C" int fr_rht_quantize_cuda(const frontier_config *cfg, const void *w, i
     FR_TRY(fr_krht_signs(cols, s, &signs, err));
     FR_CU(cudaMallocAsync((void **)&wr, (size_t)(rows * cols) * sizeof(float), s));
     FR_TRY(fr_cuda_rht_rows(w, dtype, wr, rows, cols, signs, 0, s, err));
-    rc = p->base_q->quantize_cuda(p->base, wr, FRONTIER_DTYPE_F32, w_hat, rows, cols, NULL,
-                                  stream, call);
+    rc = base_gpu->quantize_cuda(p->base, wr, FRONTIER_DTYPE_F32, w_hat, rows, cols, NULL,
+                                 stream, call);
     if (rc != FRONTIER_OK)
         goto cleanup; /* the base has set the call's error */
     FR_TRY(fr_cuda_rht_rows(w_hat, FRONTIER_DTYPE_F32, w_hat, rows, cols, signs, 1, s, err));

@@ -5,8 +5,8 @@
  * operations per element (x * d_j, the butterflies (i, i + h) for
  * h = 1, 2, 4, ... inside each greedy power-of-two block, x * 1/sqrtf(n)),
  * so a rotated row is fr_rht_row's bit for bit. C interface, no CUDA types.
- * The descriptors' quantize_cuda of rht and rht_gptq are defined there too
- * (quantizers/rht.c and rht_gptq.c set them under FRONTIER_HAVE_CUDA).
+ * The quantize_cuda of rht and rht_gptq are defined there too (rows of
+ * gpu_entries.h's table).
  */
 #ifndef FR_KERNELS_RHT_H
 #define FR_KERNELS_RHT_H

@@ -221,39 +221,15 @@ static int awq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_awq_ggml_types[] = {{NULL, NULL}};
 
-#ifdef FRONTIER_HAVE_CUDA
-/* kernels/awq.cu: the same search on the device (the scales from the host,
- * kernels for the scaled rounding and the clipping search, the output
- * errors with cuBLAS; docs/gpu.md, "AWQ on the GPU"). In the CPU emulation
- * of tests/gpu/emu the output errors are OpenBLAS's, in this file's chunks. */
-int fr_awq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
-                         int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
-                         frontier_call *call);
-#define AWQ_CUDA_FLAG FRONTIER_Q_HAS_CUDA
-#define AWQ_CUDA_FN fr_awq_quantize_cuda
-#else
-#define AWQ_CUDA_FLAG 0
-#define AWQ_CUDA_FN NULL
-#endif
-
 const frontier_quantizer *fr_awq_entry(const frontier_host_api *host)
 {
-    if (!fr_q_set_host(host) || !fr_wrap_build(&awq_list, host))
-        return NULL;
-    awq_quantizer = (frontier_quantizer){
-        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
-        .struct_size = sizeof(frontier_quantizer),
+    static const fr_wrap_family family = {
         .name = "awq",
         .description = "activation-aware per-channel scaling plus clipping search over the int "
                        "group/row configurations (needs mean |x| and H)",
-        .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS |
-                 AWQ_CUDA_FLAG,
-        .n_configs = awq_list.n_configs,
-        .configs = awq_list.configs,
+        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS,
         .size_bits = awq_size_bits,
         .quantize_cpu = awq_quantize_cpu,
-        .quantize_cuda = AWQ_CUDA_FN,
     };
-    return &awq_quantizer;
+    return fr_wrap_entry(&awq_quantizer, &awq_list, &family, host);
 }

@@ -2,7 +2,6 @@
 
 #include <string.h>
 
-#include "core/call.h"
 
 const fr_builtin_family fr_builtin_families[FR_FAMILY_COUNT] = {
 #define FR_FAMILY_ROW(ID, stem, ggml)                                                        \
@@ -26,24 +25,4 @@ const char *fr_builtin_ggml_type(const char *config)
             if (!strcmp(t->config, config))
                 return t->ggml;
     return NULL;
-}
-
-fr_status fr_registry_init(fr_registry *reg, fr_error *err)
-{
-    fr_registry_init_empty(reg);
-    for (int f = 0; f < FR_FAMILY_COUNT; f++) {
-        const frontier_quantizer *q = fr_builtin_families[f].entry(fr_host_api());
-        fr_status st = fr_registry_add_builtin(reg, q, f, err);
-        if (st != FR_OK) {
-            /* a broken built-in is a bug in this program, not in the input */
-            if (st == FR_E_PLUGIN) {
-                st = FR_E_FAIL;
-                if (err)
-                    err->code = st;
-            }
-            fr_registry_free(reg);
-            return st;
-        }
-    }
-    return FR_OK;
 }

@@ -2,7 +2,9 @@
  * The built-in quantizer families (the table is quantizers/families.h).
  * Each has the same entry type as a plugin (frontier_plugin_entry_fn) and is
  * registered through the same code path (core/registry.h), tagged with its
- * family so the GPU dispatch can find its kernels without comparing names.
+ * family so the GPU dispatch can find its kernels without comparing names;
+ * fr_registry_init (frontier/exec/builtins.h) does it, with the GPU functions
+ * kernels/ lists for the family. The descriptors here have none.
  */
 #ifndef FR_BUILTIN_H
 #define FR_BUILTIN_H
@@ -17,11 +19,6 @@
  * when the host services are unusable: NULL or an older ABI). */
 extern const frontier_plugin_entry_fn fr_builtin_entries[FR_FAMILY_COUNT];
 extern const size_t fr_n_builtin_entries;
-
-/* Registers every built-in family into an empty registry (on failure the
- * registry is left empty). A built-in that fails validation is a bug of
- * this program: FR_E_FAIL, not FR_E_PLUGIN. */
-fr_status fr_registry_init(fr_registry *reg, fr_error *err);
 
 /* NVFP4's quantize-dequantize (quantizers/nvfp4.c), the one implementation
  * of `nvfp4` and `nvfp4-fused`: the global scale from the tensor's own

@@ -14,21 +14,6 @@
 
 #include "frontier/plugin.h"
 
-/*
- * The flags and GPU entry points of a built-in family's descriptor: with
- * CUDA, the family's kernels (defined in kernels/<family>.cu, declared by
- * the family table, quantizers/families.h, as fr_<family>_quantize_cuda /
- * _sweep_cuda) and FRONTIER_Q_HAS_CUDA; without, neither (the registry
- * rejects the flag without a GPU function).
- */
-#ifdef FRONTIER_HAVE_CUDA
-#define FR_Q_BUILTIN_GPU(family)                                                    \
-    .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_HAS_CUDA,                        \
-    .quantize_cuda = fr_##family##_quantize_cuda, .sweep_cuda = fr_##family##_sweep_cuda
-#else
-#define FR_Q_BUILTIN_GPU(family) .flags = FRONTIER_Q_DETERMINISTIC
-#endif
-
 /* Elements per parallel chunk: large enough to amortise scheduling, small
  * enough to balance 2..128 threads on a 4096 x 4096 tensor (256 chunks). */
 #define FR_Q_CHUNK_ELEMS 65536

@@ -6,8 +6,10 @@
  * ID names the family in the enum below (FR_FAMILY_<ID>); `name` is the
  * stem of its files and functions: quantizers/<name>.c defines the
  * descriptor and fr_<name>_entry(), kernels/<name>.cu(h) its kernel spec
- * builder fr_kspec_<name>(), its variants (FR_KVARIANTS_<name>) and the
- * descriptor's GPU functions fr_<name>_quantize_cuda / fr_<name>_sweep_cuda;
+ * builder fr_kspec_<name>(), its variants (FR_KVARIANTS_<name>) and its GPU
+ * functions fr_<name>_quantize_cuda / fr_<name>_sweep_cuda, which kernels/
+ * lists in its table (kernels/gpu_entries.h) and the registration of the
+ * built-ins attaches to the descriptor (frontier/exec/builtins.h);
  * `ggml` is FR_GGML(<name>) when some of its configurations have the
  * storage of a GGML type (fr_<name>_ggml_types in quantizers/<name>.c),
  * FR_NO_GGML otherwise. Everything that enumerates the built-ins (the
@@ -40,11 +42,11 @@ extern "C" {
 /*
  * The families implemented on the host only: no fused GPU kernels, so no
  * kernel spec builder and no kernels/<name>.cuh (kernels/ never expands
- * this list). Their descriptors set whatever GPU functions they have
- * themselves. Same columns; they come after the list above in the
- * registration order. The calibrated and optimised variants of
- * docs/formats.md wrap a base configuration of the families above
- * (quantizers/wrap.h).
+ * this list); the GPU functions some of them have are rows of kernels/'
+ * table too (kernels/gpu_entries.c). Same columns; they come after the
+ * list above in the registration order. The calibrated and optimised
+ * variants of docs/formats.md wrap a base configuration of the families
+ * above (quantizers/wrap.h).
  */
 #define FR_HOST_FAMILIES(X)                                                                  \
     X(MSE, mse, FR_NO_GGML)                                                                  \
@@ -97,22 +99,9 @@ extern const fr_builtin_family fr_builtin_families[FR_FAMILY_COUNT];
 #define FR_NO_GGML NULL
 #define FR_FAMILY_DECLARE(ID, name, ggml)                                                    \
     const frontier_quantizer *fr_##name##_entry(const frontier_host_api *host);               \
-    extern const fr_ggml_type fr_##name##_ggml_types[];                                      \
-    int fr_##name##_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,       \
-                                  float *w_hat, int64_t rows, int64_t cols,                  \
-                                  const frontier_calib *calib, void *stream,                 \
-                                  frontier_call *call);                                      \
-    int fr_##name##_sweep_cuda(const frontier_config *const *cfgs, size_t n_cfgs,             \
-                               const void *w, int dtype, int64_t rows, int64_t cols,         \
-                               const frontier_calib *calib, frontier_error_sums *sums,       \
-                               void *stream, frontier_call *call);
-FR_BUILTIN_FAMILIES(FR_FAMILY_DECLARE)
-#undef FR_FAMILY_DECLARE
-#define FR_HOST_FAMILY_DECLARE(ID, name, ggml)                                               \
-    const frontier_quantizer *fr_##name##_entry(const frontier_host_api *host);               \
     extern const fr_ggml_type fr_##name##_ggml_types[];
-FR_HOST_FAMILIES(FR_HOST_FAMILY_DECLARE)
-#undef FR_HOST_FAMILY_DECLARE
+FR_ALL_FAMILIES(FR_FAMILY_DECLARE)
+#undef FR_FAMILY_DECLARE
 
 /* The GGML type with the storage of built-in configuration `config`, or
  * NULL (docs/analysis.md says how close the rounding rules are). */

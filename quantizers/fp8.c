@@ -144,7 +144,7 @@ static const frontier_quantizer fp8_quantizer = {
     .name = "fp8",
     .description = "FP8 E4M3FN / E5M2 with an fp32 scale per tensor, row or 128x128 tile",
     .version = FRONTIER_VERSION,
-    FR_Q_BUILTIN_GPU(fp8), /* kernels/fp8.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC, /* GPU: kernels/fp8.cu, attached when registered */
     .n_configs = sizeof fp8_configs / sizeof fp8_configs[0],
     .configs = fp8_configs,
     .size_bits = fp8_size_bits,

@@ -287,38 +287,15 @@ static int gptq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols
 
 const fr_ggml_type fr_gptq_ggml_types[] = {{NULL, NULL}};
 
-#ifdef FRONTIER_HAVE_CUDA
-/* kernels/gptq.cu: the same algorithm on the device (cuSOLVER, cuBLAS and a
- * kernel for the in-block column loop; docs/gpu.md, "GPTQ"). In the CPU
- * emulation of tests/gpu/emu its kernels run with LAPACKE and OpenBLAS in
- * place of cuSOLVER and cuBLAS. */
-int fr_gptq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
-                          int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
-                          frontier_call *call);
-#define GPTQ_CUDA_FLAG FRONTIER_Q_HAS_CUDA
-#define GPTQ_CUDA_FN fr_gptq_quantize_cuda
-#else
-#define GPTQ_CUDA_FLAG 0
-#define GPTQ_CUDA_FN NULL
-#endif
-
 const frontier_quantizer *fr_gptq_entry(const frontier_host_api *host)
 {
-    if (!fr_q_set_host(host) || !fr_wrap_build(&gptq_list, host))
-        return NULL;
-    gptq_quantizer = (frontier_quantizer){
-        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
-        .struct_size = sizeof(frontier_quantizer),
+    static const fr_wrap_family family = {
         .name = "gptq",
         .description = "GPTQ over the int group/row configurations (needs H); -act: act-order "
                        "with static groups; -refscale: the reference code's group scales",
-        .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN | GPTQ_CUDA_FLAG,
-        .n_configs = gptq_list.n_configs,
-        .configs = gptq_list.configs,
+        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN,
         .size_bits = gptq_size_bits,
         .quantize_cpu = gptq_quantize_cpu,
-        .quantize_cuda = GPTQ_CUDA_FN,
     };
-    return &gptq_quantizer;
+    return fr_wrap_entry(&gptq_quantizer, &gptq_list, &family, host);
 }

@@ -112,37 +112,16 @@ static int hqq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_hqq_ggml_types[] = {{NULL, NULL}};
 
-#ifdef FRONTIER_HAVE_CUDA
-/* kernels/hqq.cu: the same iteration on the device, one thread per group
- * (docs/gpu.md, "mse-, imat- and hqq- on the GPU"). */
-int fr_hqq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
-                         int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
-                         frontier_call *call);
-#define HQQ_CUDA_FLAG FRONTIER_Q_HAS_CUDA
-#define HQQ_CUDA_FN fr_hqq_quantize_cuda
-#else
-#define HQQ_CUDA_FLAG 0
-#define HQQ_CUDA_FN NULL
-#endif
-
 const frontier_quantizer *fr_hqq_entry(const frontier_host_api *host)
 {
-    if (!fr_q_set_host(host) || !fr_wrap_build(&hqq_list, host))
-        return NULL;
-    hqq_quantizer = (frontier_quantizer){
-        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
-        .struct_size = sizeof(frontier_quantizer),
+    static const fr_wrap_family family = {
         .name = "hqq",
         .description = "data-free half-quadratic optimisation of the zero point over the int "
                        "asym configurations (HQQ; p 0.7, beta 10, kappa 1.01, 20 iterations; "
                        "fp16 zero points)",
-        .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | HQQ_CUDA_FLAG,
-        .n_configs = hqq_list.n_configs,
-        .configs = hqq_list.configs,
+        .flags = FRONTIER_Q_DETERMINISTIC,
         .size_bits = hqq_size_bits,
         .quantize_cpu = hqq_quantize_cpu,
-        .quantize_cuda = HQQ_CUDA_FN,
     };
-    return &hqq_quantizer;
+    return fr_wrap_entry(&hqq_quantizer, &hqq_list, &family, host);
 }

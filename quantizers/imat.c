@@ -65,36 +65,15 @@ static int imat_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols
 
 const fr_ggml_type fr_imat_ggml_types[] = {{NULL, NULL}};
 
-#ifdef FRONTIER_HAVE_CUDA
-/* kernels/clipsearch.cu: the same search on the device, these weights
- * uploaded (docs/gpu.md, "mse-, imat- and hqq- on the GPU"). */
-int fr_imat_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
-                          int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
-                          frontier_call *call);
-#define IMAT_CUDA_FLAG FRONTIER_Q_HAS_CUDA
-#define IMAT_CUDA_FN fr_imat_quantize_cuda
-#else
-#define IMAT_CUDA_FLAG 0
-#define IMAT_CUDA_FN NULL
-#endif
-
 const frontier_quantizer *fr_imat_entry(const frontier_host_api *host)
 {
-    if (!fr_q_set_host(host) || !fr_wrap_build(&imat_list, host))
-        return NULL;
-    imat_quantizer = (frontier_quantizer){
-        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
-        .struct_size = sizeof(frontier_quantizer),
+    static const fr_wrap_family family = {
         .name = "imat",
         .description = "importance-weighted clipping search over the int configurations, "
                        "weights diag(H) (llama.cpp imatrix style)",
-        .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_ACT_STATS | IMAT_CUDA_FLAG,
-        .n_configs = imat_list.n_configs,
-        .configs = imat_list.configs,
+        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_ACT_STATS,
         .size_bits = imat_size_bits,
         .quantize_cpu = imat_quantize_cpu,
-        .quantize_cuda = IMAT_CUDA_FN,
     };
-    return &imat_quantizer;
+    return fr_wrap_entry(&imat_quantizer, &imat_list, &family, host);
 }

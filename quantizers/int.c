@@ -173,7 +173,7 @@ static const frontier_quantizer int_quantizer = {
     .description = "integer round-to-nearest, int2..int8, sym/asym, fp16 group or row "
                    "scales, or one fp32 tensor scale",
     .version = FRONTIER_VERSION,
-    FR_Q_BUILTIN_GPU(int), /* kernels/int.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC, /* GPU: kernels/int.cu, attached when registered */
     .n_configs = sizeof int_configs / sizeof int_configs[0],
     .configs = int_configs,
     .size_bits = int_size_bits,

@@ -33,36 +33,15 @@ static int mse_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_mse_ggml_types[] = {{NULL, NULL}};
 
-#ifdef FRONTIER_HAVE_CUDA
-/* kernels/clipsearch.cu: the same search on the device, bit for bit
- * (docs/gpu.md, "mse-, imat- and hqq- on the GPU"). */
-int fr_mse_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
-                         int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
-                         frontier_call *call);
-#define MSE_CUDA_FLAG FRONTIER_Q_HAS_CUDA
-#define MSE_CUDA_FN fr_mse_quantize_cuda
-#else
-#define MSE_CUDA_FLAG 0
-#define MSE_CUDA_FN NULL
-#endif
-
 const frontier_quantizer *fr_mse_entry(const frontier_host_api *host)
 {
-    if (!fr_q_set_host(host) || !fr_wrap_build(&mse_list, host))
-        return NULL;
-    mse_quantizer = (frontier_quantizer){
-        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
-        .struct_size = sizeof(frontier_quantizer),
+    static const fr_wrap_family family = {
         .name = "mse",
         .description = "data-free clipping search over the int configurations: per group the "
                        "range shrink (1 .. 0.5) with the least squared error",
-        .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | MSE_CUDA_FLAG,
-        .n_configs = mse_list.n_configs,
-        .configs = mse_list.configs,
+        .flags = FRONTIER_Q_DETERMINISTIC,
         .size_bits = mse_size_bits,
         .quantize_cpu = mse_quantize_cpu,
-        .quantize_cuda = MSE_CUDA_FN,
     };
-    return &mse_quantizer;
+    return fr_wrap_entry(&mse_quantizer, &mse_list, &family, host);
 }

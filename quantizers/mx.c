@@ -99,7 +99,7 @@ static const frontier_quantizer mx_quantizer = {
     .name = "mx",
     .description = "OCP Microscaling v1.0: mxfp8, mxfp6, mxfp4, mxint8 (blocks of 32, E8M0 scale)",
     .version = FRONTIER_VERSION,
-    FR_Q_BUILTIN_GPU(mx), /* kernels/mx.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC, /* GPU: kernels/mx.cu, attached when registered */
     .n_configs = sizeof mx_configs / sizeof mx_configs[0],
     .configs = mx_configs,
     .size_bits = mx_size_bits,

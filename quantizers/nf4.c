@@ -167,7 +167,7 @@ static const frontier_quantizer nf4_quantizer = {
     .name = "nf4",
     .description = "NormalFloat-4 (QLoRA) in blocks of 64, with or without double quantization",
     .version = FRONTIER_VERSION,
-    FR_Q_BUILTIN_GPU(nf4), /* kernels/nf4.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC, /* GPU: kernels/nf4.cu, attached when registered */
     .n_configs = sizeof nf4_configs / sizeof nf4_configs[0],
     .configs = nf4_configs,
     .size_bits = nf4_size_bits,

@@ -101,7 +101,7 @@ static const frontier_quantizer nvfp4_quantizer = {
     .name = "nvfp4",
     .description = "NVFP4: E2M1 elements, E4M3 scale per 16, fp32 global scale",
     .version = FRONTIER_VERSION,
-    FR_Q_BUILTIN_GPU(nvfp4), /* kernels/nvfp4.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC, /* GPU: kernels/nvfp4.cu, attached when registered */
     .n_configs = sizeof nvfp4_configs / sizeof nvfp4_configs[0],
     .configs = nvfp4_configs,
     .size_bits = nvfp4_size_bits,

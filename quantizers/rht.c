@@ -154,36 +154,15 @@ static int rht_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_rht_ggml_types[] = {{NULL, NULL}};
 
-#ifdef FRONTIER_HAVE_CUDA
-/* kernels/rht.cu: the rotation on the device with the CPU's float32
- * operations, around the base's own quantize_cuda (docs/gpu.md, "RHT on the GPU"). */
-int fr_rht_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, float *w_hat,
-                         int64_t rows, int64_t cols, const frontier_calib *calib, void *stream,
-                         frontier_call *call);
-#define RHT_CUDA_FLAG FRONTIER_Q_HAS_CUDA
-#define RHT_CUDA_FN fr_rht_quantize_cuda
-#else
-#define RHT_CUDA_FLAG 0
-#define RHT_CUDA_FN NULL
-#endif
-
 const frontier_quantizer *fr_rht_entry(const frontier_host_api *host)
 {
-    if (!fr_q_set_host(host) || !fr_wrap_build(&rht_list, host))
-        return NULL;
-    rht_quantizer = (frontier_quantizer){
-        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
-        .struct_size = sizeof(frontier_quantizer),
+    static const fr_wrap_family family = {
         .name = "rht",
         .description = "random Hadamard rotation (seed 1, recorded) around every data-free "
                        "configuration; error measured in the original basis",
-        .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | RHT_CUDA_FLAG,
-        .n_configs = rht_list.n_configs,
-        .configs = rht_list.configs,
+        .flags = FRONTIER_Q_DETERMINISTIC,
         .size_bits = rht_size_bits,
         .quantize_cpu = rht_quantize_cpu,
-        .quantize_cuda = RHT_CUDA_FN,
     };
-    return &rht_quantizer;
+    return fr_wrap_entry(&rht_quantizer, &rht_list, &family, host);
 }

@@ -45,35 +45,14 @@ static int rht_gptq_size_bits(const frontier_config *cfg, int64_t rows, int64_t 
 
 const fr_ggml_type fr_rht_gptq_ggml_types[] = {{NULL, NULL}};
 
-#ifdef FRONTIER_HAVE_CUDA
-/* kernels/rht.cu: W and H rotated on the device as here, then GPTQ's
- * device path (kernels/gptq.cu; docs/gpu.md, "RHT on the GPU"). */
-int fr_rht_gptq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,
-                              float *w_hat, int64_t rows, int64_t cols,
-                              const frontier_calib *calib, void *stream, frontier_call *call);
-#define RHT_GPTQ_CUDA_FLAG FRONTIER_Q_HAS_CUDA
-#define RHT_GPTQ_CUDA_FN fr_rht_gptq_quantize_cuda
-#else
-#define RHT_GPTQ_CUDA_FLAG 0
-#define RHT_GPTQ_CUDA_FN NULL
-#endif
-
 const frontier_quantizer *fr_rht_gptq_entry(const frontier_host_api *host)
 {
-    if (!fr_q_set_host(host) || !fr_wrap_build(&rht_gptq_list, host))
-        return NULL;
-    rht_gptq_quantizer = (frontier_quantizer){
-        .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
-        .struct_size = sizeof(frontier_quantizer),
+    static const fr_wrap_family family = {
         .name = "rht_gptq",
         .description = "random Hadamard rotation around GPTQ, the Hessian rotated with the weights",
-        .version = FRONTIER_VERSION,
-        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN | RHT_GPTQ_CUDA_FLAG,
-        .n_configs = rht_gptq_list.n_configs,
-        .configs = rht_gptq_list.configs,
+        .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN,
         .size_bits = rht_gptq_size_bits,
         .quantize_cpu = rht_gptq_quantize_cpu,
-        .quantize_cuda = RHT_GPTQ_CUDA_FN,
     };
-    return &rht_gptq_quantizer;
+    return fr_wrap_entry(&rht_gptq_quantizer, &rht_gptq_list, &family, host);
 }

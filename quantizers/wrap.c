@@ -100,6 +100,36 @@ int fr_wrap_build(fr_wrap_list *list, const frontier_host_api *host)
     return ok;
 }
 
+const frontier_quantizer *fr_wrap_entry(frontier_quantizer *q, fr_wrap_list *list,
+                                        const fr_wrap_family *family,
+                                        const frontier_host_api *host)
+{
+    if (!fr_q_set_host(host))
+        return NULL;
+    /* filled once, under the build lock: entries are called from several
+     * threads while others read the descriptor */
+    pthread_mutex_lock(&build_lock);
+    const frontier_quantizer *out = NULL;
+    if (fr_wrap_build(list, host)) {
+        if (!q->struct_size)
+            *q = (frontier_quantizer){
+                .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
+                .struct_size = sizeof(frontier_quantizer),
+                .name = family->name,
+                .description = family->description,
+                .version = FRONTIER_VERSION,
+                .flags = family->flags,
+                .n_configs = list->n_configs,
+                .configs = list->configs,
+                .size_bits = family->size_bits,
+                .quantize_cpu = family->quantize_cpu,
+            };
+        out = q;
+    }
+    pthread_mutex_unlock(&build_lock);
+    return out;
+}
+
 int fr_wrap_size_bits(const frontier_quantizer *q, const frontier_config *cfg, int64_t rows,
                       int64_t cols, uint64_t *total_bits, frontier_call *call)
 {

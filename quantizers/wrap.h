@@ -51,6 +51,30 @@ typedef struct fr_wrap_list {
 
 int fr_wrap_build(fr_wrap_list *list, const frontier_host_api *host);
 
+/* What a wrapped family's descriptor says beyond its configuration list.
+ * GPU functions are not here: quantizers/ does not see kernels/, which
+ * registers them in its own table, attached when the built-ins are
+ * registered (frontier/exec/builtins.h). A descriptor field a family may set
+ * later is one more member here, copied by fr_wrap_entry. */
+typedef struct fr_wrap_family {
+    const char *name;        /* the descriptor's name: the family's file stem */
+    const char *description; /* one line */
+    uint64_t flags;          /* FRONTIER_Q_*, without FRONTIER_Q_HAS_CUDA */
+    int (*size_bits)(const frontier_config *cfg, int64_t rows, int64_t cols,
+                     uint64_t *total_bits, frontier_call *call);
+    int (*quantize_cpu)(const frontier_config *cfg, const float *w, float *w_hat,
+                        int64_t rows, int64_t cols, const frontier_calib *calib,
+                        frontier_call *call);
+} fr_wrap_family;
+
+/* The entry of a wrapped family, the one definition the seven share:
+ * records the host services, builds `list` (fr_wrap_build) and fills the
+ * family's static descriptor *q from `family` and the list. Returns q, or
+ * NULL when the host is unusable or the list cannot be built. */
+const frontier_quantizer *fr_wrap_entry(frontier_quantizer *q, fr_wrap_list *list,
+                                        const fr_wrap_family *family,
+                                        const frontier_host_api *host);
+
 /* size_bits of every wrapped configuration: the base's. */
 int fr_wrap_size_bits(const frontier_quantizer *q, const frontier_config *cfg, int64_t rows,
                       int64_t cols, uint64_t *total_bits, frontier_call *call);

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "frontier/checkpoint/quantize.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 
 static void print_help(FILE *out)
 {

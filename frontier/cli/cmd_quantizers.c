@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/registry.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 
 static void print_usage(FILE *out)
 {

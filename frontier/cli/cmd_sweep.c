@@ -22,7 +22,7 @@
 #include "frontier/sweep/sweep.h"
 #include "frontier/sweep/sweep_mpi.h"
 #include "frontier/cli/sweep_summary.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 
 static void print_usage(FILE *out)
 {

@@ -17,7 +17,7 @@
 #include "core/call.h"
 #include "core/registry.h"
 #include "frontier/exec/metrics.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "quantizers/int_group.h"
 #include "quantizers/rht.h"
 

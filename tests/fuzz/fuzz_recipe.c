@@ -13,7 +13,7 @@
 
 #include "core/log.h"
 #include "frontier/checkpoint/quantize.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "tests/fuzz/fuzz_file.h"
 
 #ifndef FUZZ_DATA_DIR

@@ -33,7 +33,7 @@
 #include "core/source.h"
 #include "frontier/exec/metrics.h"
 #include "kernels/awq.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "quantizers/wrap.h"
 
 #define FR_AWQ_ERR_TOL 1e-5

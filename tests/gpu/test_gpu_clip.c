@@ -22,7 +22,7 @@
 #include "core/parallel.h"
 #include "core/registry.h"
 #include "frontier/exec/metrics.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "quantizers/hqq.h"
 #include "kernels/clipsearch.h"
 

@@ -21,7 +21,7 @@
 #include "gpu_test.h"
 
 #include "core/registry.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "core/source.h"
 #include "core/synthetic.h"
 #include "frontier/exec/exec_cpu.h"

@@ -18,8 +18,8 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "quantizers/builtin.h"
 #include "frontier/exec/metrics.h"
+#include "frontier/exec/builtins.h"
 
 #define TOL 1e-6
 

@@ -24,7 +24,7 @@
 #include "core/registry.h"
 #include "frontier/exec/metrics.h"
 #include "kernels/rht.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "quantizers/rht.h"
 
 #define FR_GPTQ_TOL 1e-3

@@ -23,7 +23,8 @@
 #include "frontier/checkpoint/quantize.h"
 #include "frontier/checkpoint/quantize_ct.h"
 #include "frontier/model/tensors.h"
-#include "quantizers/builtin.h"
+#include "frontier/sweep/sweep.h"
+#include "frontier/exec/builtins.h"
 
 static fr_registry reg;
 

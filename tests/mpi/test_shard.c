@@ -18,7 +18,7 @@
 #include "frontier/exec/shard.h"
 #include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 
 /* ---- balance ---- */
 

@@ -1,8 +1,9 @@
 /*
  * A built-in quantizer family as a plugin: this file plus the static
- * libfrontier (where the family's own source, e.g. quantizers/nf4.c, is
- * compiled) make a shared object whose entry point hands out the built-in
- * descriptor of the family FR_WRAPPED_FAMILY_ID. It proves that a built-in and a plugin
+ * libraries (where the family's own source, e.g. quantizers/nf4.c, and its
+ * kernels are compiled) make a shared object whose entry point hands out
+ * the built-in descriptor of the family FR_WRAPPED_FAMILY_ID, with the GPU
+ * functions the registration of the built-ins attaches. It proves that a built-in and a plugin
  * are the same thing to the registry: the loader takes it like any plugin
  * (tests/plugins/test_builtin_plugin.c).
  *
@@ -10,7 +11,7 @@
  * e.g. NF4 for FR_FAMILY_NF4), so this file does not depend on how the
  * family's source names its symbols, and no name is compared.
  */
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 
 #ifndef FR_WRAPPED_FAMILY_ID
 #error "define FR_WRAPPED_FAMILY_ID to the family's table ID, e.g. NF4"
@@ -19,7 +20,12 @@
 #define FR_FAMILY_INDEX_(ID) FR_FAMILY_##ID
 #define FR_FAMILY_INDEX(ID) FR_FAMILY_INDEX_(ID)
 
+static frontier_quantizer descriptor;
+
 FRONTIER_PLUGIN_EXPORT const frontier_quantizer *frontier_plugin_entry(const frontier_host_api *host)
 {
-    return fr_builtin_families[FR_FAMILY_INDEX(FR_WRAPPED_FAMILY_ID)].entry(host);
+    /* the loader calls the entry once per load, from one thread */
+    return fr_builtin_descriptor(FR_FAMILY_INDEX(FR_WRAPPED_FAMILY_ID), host, &descriptor)
+               ? &descriptor
+               : NULL;
 }

@@ -25,7 +25,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "plugin_test.h"
 
 #define DRIVER_SEED 20240611u

@@ -13,7 +13,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "plugin_test.h"
 
 /* Runs one configuration of reg; 0 on failure (reported). */

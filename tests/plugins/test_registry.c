@@ -11,7 +11,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 #include "plugin_test.h"
 
 /* ---- a well-formed quantizer: rounds to multiples of 1/4 ---- */

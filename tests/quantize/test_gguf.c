@@ -33,7 +33,8 @@
 #include "core/source.h"
 #include "frontier/checkpoint/quantize.h"
 #include "frontier/model/tensors.h"
-#include "quantizers/builtin.h"
+#include "frontier/sweep/sweep.h"
+#include "frontier/exec/builtins.h"
 #include "quantizers/ggml_blocks.h"
 
 static fr_registry reg;

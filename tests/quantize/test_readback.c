@@ -27,7 +27,8 @@
 #include "frontier/checkpoint/quantize_ct.h"
 #include "frontier/model/fused_scale.h"
 #include "frontier/model/tensors.h"
-#include "quantizers/builtin.h"
+#include "frontier/sweep/sweep.h"
+#include "frontier/exec/builtins.h"
 #include "quantizers/nvfp4_group.h"
 
 static fr_registry reg;

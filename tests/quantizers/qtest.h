@@ -18,7 +18,7 @@
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/registry.h"
-#include "quantizers/builtin.h"
+#include "frontier/exec/builtins.h"
 
 /* Bitwise equality, except that -0.0 and +0.0 are the same value. */
 static inline int qt_same(float a, float b)

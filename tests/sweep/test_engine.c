@@ -115,7 +115,7 @@ static void build_registry(void)
     const frontier_quantizer *qs[] = {&good, &stopper, &bad, &calib};
     size_t n = 0;
     for (size_t e = 0; e < 4; e++) {
-        entries[e] = (fr_qentry){qs[e], "builtin", NULL, -1};
+        entries[e] = (fr_qentry){.q = qs[e], .origin = "builtin", .dl = NULL, .family = -1};
         for (size_t c = 0; c < qs[e]->n_configs; c++)
             refs[n++] = (fr_config_ref){e, &qs[e]->configs[c]};
     }

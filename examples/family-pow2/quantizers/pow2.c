@@ -85,7 +85,7 @@ static const frontier_quantizer pow2_quantizer = {
     .name = "pow2",
     .description = "symmetric integers with a power-of-two (E8M0) scale per 32",
     .version = FRONTIER_VERSION,
-    FR_Q_BUILTIN_GPU(pow2), /* kernels/pow2.cu */
+    .flags = FRONTIER_Q_DETERMINISTIC, /* GPU: kernels/pow2.cu, attached when registered */
     .n_configs = sizeof pow2_configs / sizeof pow2_configs[0],
     .configs = pow2_configs,
     .size_bits = pow2_size_bits,
