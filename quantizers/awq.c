@@ -236,6 +236,15 @@ int fr_awq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, f
 #define AWQ_CUDA_FN NULL
 #endif
 
+/* config_traits: aWQ scales input channels before quantizing: a checkpoint
+ * also needs the activation scales, which no storage here holds; needs its
+ * tensor's statistics, so no row blocks. */
+static int awq_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_awq_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&awq_list, host))
@@ -253,6 +262,7 @@ const frontier_quantizer *fr_awq_entry(const frontier_host_api *host)
         .configs = awq_list.configs,
         .size_bits = awq_size_bits,
         .quantize_cpu = awq_quantize_cpu,
+        .config_traits = awq_config_traits,
         .quantize_cuda = AWQ_CUDA_FN,
     };
     return &awq_quantizer;

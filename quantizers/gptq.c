@@ -302,6 +302,15 @@ int fr_gptq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, 
 #define GPTQ_CUDA_FN NULL
 #endif
 
+/* config_traits: the base's pack-quantized layout (the error-fed codes are
+ * its own: the writers refuse a calibrated configuration); needs the
+ * tensor's Hessian, so no row blocks. */
+static int gptq_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                              frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 1, t, call);
+}
+
 const frontier_quantizer *fr_gptq_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&gptq_list, host))
@@ -318,6 +327,7 @@ const frontier_quantizer *fr_gptq_entry(const frontier_host_api *host)
         .configs = gptq_list.configs,
         .size_bits = gptq_size_bits,
         .quantize_cpu = gptq_quantize_cpu,
+        .config_traits = gptq_config_traits,
         .quantize_cuda = GPTQ_CUDA_FN,
     };
     return &gptq_quantizer;

@@ -125,6 +125,15 @@ int fr_hqq_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, f
 #define HQQ_CUDA_FN NULL
 #endif
 
+/* config_traits: hQQ optimises scales and real-valued zero points per group;
+ * no checkpoint storage holds them as frontier's writers compute them, and
+ * row blocks are not declared. */
+static int hqq_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_hqq_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&hqq_list, host))
@@ -142,6 +151,7 @@ const frontier_quantizer *fr_hqq_entry(const frontier_host_api *host)
         .configs = hqq_list.configs,
         .size_bits = hqq_size_bits,
         .quantize_cpu = hqq_quantize_cpu,
+        .config_traits = hqq_config_traits,
         .quantize_cuda = HQQ_CUDA_FN,
     };
     return &hqq_quantizer;

@@ -78,6 +78,15 @@ int fr_imat_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, 
 #define IMAT_CUDA_FN NULL
 #endif
 
+/* config_traits: the base's pack-quantized layout (the searched scales are
+ * its own: the writers refuse a calibrated configuration); needs its
+ * tensor's statistics, so no row blocks. */
+static int imat_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                              frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 1, t, call);
+}
+
 const frontier_quantizer *fr_imat_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&imat_list, host))
@@ -94,6 +103,7 @@ const frontier_quantizer *fr_imat_entry(const frontier_host_api *host)
         .configs = imat_list.configs,
         .size_bits = imat_size_bits,
         .quantize_cpu = imat_quantize_cpu,
+        .config_traits = imat_config_traits,
         .quantize_cuda = IMAT_CUDA_FN,
     };
     return &imat_quantizer;

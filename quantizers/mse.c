@@ -46,6 +46,16 @@ int fr_mse_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, f
 #define MSE_CUDA_FN NULL
 #endif
 
+/* config_traits: the clipping search chooses each group's scale; the
+ * writers' rule (the base's scale from the group's range) would not
+ * reproduce it, so no storage is declared, and row blocks are not declared
+ * either. */
+static int mse_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_mse_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&mse_list, host))
@@ -62,6 +72,7 @@ const frontier_quantizer *fr_mse_entry(const frontier_host_api *host)
         .configs = mse_list.configs,
         .size_bits = mse_size_bits,
         .quantize_cpu = mse_quantize_cpu,
+        .config_traits = mse_config_traits,
         .quantize_cuda = MSE_CUDA_FN,
     };
     return &mse_quantizer;

@@ -167,6 +167,14 @@ int fr_rht_quantize_cuda(const frontier_config *cfg, const void *w, int dtype, f
 #define RHT_CUDA_FN NULL
 #endif
 
+/* config_traits: the rotation is part of what is stored (a runtime must undo
+ * it), which no storage here describes; row blocks are not declared. */
+static int rht_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_rht_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&rht_list, host))
@@ -183,6 +191,7 @@ const frontier_quantizer *fr_rht_entry(const frontier_host_api *host)
         .configs = rht_list.configs,
         .size_bits = rht_size_bits,
         .quantize_cpu = rht_quantize_cpu,
+        .config_traits = rht_config_traits,
         .quantize_cuda = RHT_CUDA_FN,
     };
     return &rht_quantizer;

@@ -58,6 +58,14 @@ int fr_rht_gptq_quantize_cuda(const frontier_config *cfg, const void *w, int dty
 #define RHT_GPTQ_CUDA_FN NULL
 #endif
 
+/* config_traits: rotated GPTQ: the rotation is part of what is stored, which
+ * no storage here describes; needs the tensor's Hessian, so no row blocks. */
+static int rht_gptq_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                                  frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_rht_gptq_entry(const frontier_host_api *host)
 {
     if (!fr_q_set_host(host) || !fr_wrap_build(&rht_gptq_list, host))
@@ -73,6 +81,7 @@ const frontier_quantizer *fr_rht_gptq_entry(const frontier_host_api *host)
         .configs = rht_gptq_list.configs,
         .size_bits = rht_gptq_size_bits,
         .quantize_cpu = rht_gptq_quantize_cpu,
+        .config_traits = rht_gptq_config_traits,
         .quantize_cuda = RHT_GPTQ_CUDA_FN,
     };
     return &rht_gptq_quantizer;

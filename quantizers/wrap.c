@@ -100,6 +100,27 @@ int fr_wrap_build(fr_wrap_list *list, const frontier_host_api *host)
     return ok;
 }
 
+int fr_wrap_config_traits(const frontier_config *cfg, int keep_storage,
+                          frontier_config_traits *t, frontier_call *call)
+{
+    const fr_wrap_params *p = cfg->impl;
+    const frontier_quantizer *bq = p->base_q;
+    if (!keep_storage || !bq->config_traits)
+        return FRONTIER_OK;
+    frontier_config_traits base;
+    memset(&base, 0, sizeof base);
+    base.struct_size = (uint32_t)sizeof base;
+    int rc = bq->config_traits(p->base, &base, call);
+    if (rc != FRONTIER_OK)
+        return rc;
+    t->storage = base.storage;
+    t->storage_bits = base.storage_bits;
+    t->storage_group_size = base.storage_group_size;
+    t->storage_symmetric = base.storage_symmetric;
+    t->storage_fp8_scope = base.storage_fp8_scope;
+    return FRONTIER_OK;
+}
+
 int fr_wrap_size_bits(const frontier_quantizer *q, const frontier_config *cfg, int64_t rows,
                       int64_t cols, uint64_t *total_bits, frontier_call *call)
 {

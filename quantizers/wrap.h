@@ -55,6 +55,14 @@ int fr_wrap_build(fr_wrap_list *list, const frontier_host_api *host);
 int fr_wrap_size_bits(const frontier_quantizer *q, const frontier_config *cfg, int64_t rows,
                       int64_t cols, uint64_t *total_bits, frontier_call *call);
 
+/* config_traits of a wrapped configuration, derived from its base's: with
+ * keep_storage, the base's checkpoint storage (the layout a runtime loads;
+ * the codes and scales are the family's own, so the layout without
+ * storage_scales); nothing else: the family's choice of codes is not known
+ * to be row-local, and it needs no fused group and has no GGUF type. */
+int fr_wrap_config_traits(const frontier_config *cfg, int keep_storage,
+                          frontier_config_traits *t, frontier_call *call);
+
 /* The integer base of a wrapped configuration, or NULL when the base is
  * not an int group/row configuration. */
 const fr_int_params *fr_wrap_int_base(const fr_wrap_params *p);
