@@ -99,7 +99,7 @@ typedef struct qtensor {
     int64_t experts;          /* E of an expert stack [E, out, in] (docs/formats.md), else 1 */
     int group;                /* index into plan.groups, -1 */
     float global_scale;       /* NVFP4 override (fused), NAN: the tensor's own */
-    int has_group_amax;       /* traits.needs_group_amax: group_amax, the joint amax of its group */
+    int has_group_amax;       /* traits.needs_group_amax: group_amax, its group's joint amax */
     float group_amax;         /* (frontier/fused_scale.h), handed to the quantizer */
     size_t first_entry, n_entries;
     int shard;
@@ -997,6 +997,8 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
             if (own_scales) {
                 fr_call_release(&call);
                 fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
+                call.has_group_amax = q->has_group_amax;
+                call.group_amax = q->group_amax;
                 if ((st = fr_quantizer_storage_scales(p->reg, q->ref, w + e * per, q->rows,
                                                       q->cols, own_scale, own_zero, q->t->name,
                                                       &call, err)) != FR_OK) {
