@@ -103,6 +103,14 @@ static void host_parallel_for(frontier_call *call, int64_t n, int64_t grain, fro
     fr_parallel_for(call ? call->pool : NULL, n, grain, fn, arg);
 }
 
+static int host_group_amax(frontier_call *call, float *amax)
+{
+    if (!call || !call->has_group_amax || !amax)
+        return 0;
+    *amax = call->group_amax;
+    return 1;
+}
+
 static const frontier_host_api host_api = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_host_api),
@@ -111,6 +119,7 @@ static const frontier_host_api host_api = {
     .scratch_alloc = host_scratch_alloc,
     .rng_u64 = host_rng_u64,
     .parallel_for = host_parallel_for,
+    .group_amax = host_group_amax,
 };
 
 const frontier_host_api *fr_host_api(void)

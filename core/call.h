@@ -23,8 +23,10 @@ struct frontier_call {
     char error[512];
     /* host data of a configuration whose quantization spans several
      * tensors: the joint amax (largest |w|) over the members of the
-     * tensor's fused group (q/k/v, gate/up; frontier/model/fused_scale.h), read
-     * by nvfp4-fused; valid only when has_group_amax is set */
+     * tensor's fused group (q/k/v, gate/up; frontier/model/fused_scale.h), set
+     * for a configuration whose traits ask for it (needs_group_amax) and
+     * read through frontier_host_api.group_amax; valid only when
+     * has_group_amax is set */
     int has_group_amax;
     float group_amax;
     /* the CUDA executor's device copy of calib->hessian (cols x cols float32,

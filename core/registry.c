@@ -243,6 +243,124 @@ static fr_status validate(const fr_registry *reg, const frontier_quantizer *q, c
     return FR_OK;
 }
 
+/* ---- configuration traits (plugin.h, frontier_config_traits) ---- */
+
+#define FR_MAX_TRAIT_TEXT 200 /* whole_tensor_reason, gguf_type, fused_companion_of */
+
+const char *fr_storage_name(int storage)
+{
+    switch (storage) {
+    case FRONTIER_STORAGE_NONE: return "none";
+    case FRONTIER_STORAGE_INT_PACK: return "int-pack";
+    case FRONTIER_STORAGE_FP8: return "fp8";
+    case FRONTIER_STORAGE_NVFP4: return "nvfp4";
+    case FRONTIER_STORAGE_MXFP4: return "mxfp4";
+    }
+    return NULL;
+}
+
+/* A trait string: absent (NULL) or 1..FR_MAX_TRAIT_TEXT printable bytes. */
+static int valid_trait_text(const char *s)
+{
+    if (!s)
+        return 1;
+    size_t n = strnlen(s, FR_MAX_TRAIT_TEXT + 1);
+    if (n == 0 || n > FR_MAX_TRAIT_TEXT)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* The checks of one configuration's traits; the message names the field. */
+static fr_status check_traits(const frontier_config_traits *t, const char *who,
+                              const char *config, fr_error *err)
+{
+#define TRAIT_FAIL(...)                                                                      \
+    do {                                                                                     \
+        char why_[FR_ERROR_MSG_MAX / 2];                                                     \
+        snprintf(why_, sizeof why_, __VA_ARGS__);                                            \
+        return fr_fail(err, FR_E_PLUGIN, "%s: configuration '%s' has traits with %s", who,   \
+                       config, why_);                                                        \
+    } while (0)
+    if (t->row_multiple < 0)
+        TRAIT_FAIL("row_multiple %lld (0: needs the whole tensor, > 0: row blocks)",
+                   (long long)t->row_multiple);
+    if (t->needs_range != 0 && t->needs_range != 1)
+        TRAIT_FAIL("needs_range %d (0 or 1)", (int)t->needs_range);
+    if (t->needs_range && !t->row_multiple)
+        TRAIT_FAIL("needs_range without a row_multiple");
+    if (!valid_trait_text(t->whole_tensor_reason))
+        TRAIT_FAIL("a whole_tensor_reason that is empty, longer than %d bytes or not text",
+                   FR_MAX_TRAIT_TEXT);
+    if (!fr_storage_name(t->storage))
+        TRAIT_FAIL("storage %d (enum frontier_storage: 0 to 4)", (int)t->storage);
+    if (t->storage == FRONTIER_STORAGE_INT_PACK) {
+        if (t->storage_bits < 2 || t->storage_bits > 8)
+            TRAIT_FAIL("storage_bits %d (int-pack: 2 to 8)", (int)t->storage_bits);
+        if (t->storage_group_size < 0)
+            TRAIT_FAIL("storage_group_size %d (0: one group per row)", (int)t->storage_group_size);
+        if (t->storage_symmetric != 0 && t->storage_symmetric != 1)
+            TRAIT_FAIL("storage_symmetric %d (0 or 1)", (int)t->storage_symmetric);
+    } else if (t->storage_scales) {
+        TRAIT_FAIL("storage_scales on a %s storage (int-pack only)", fr_storage_name(t->storage));
+    }
+    if (t->storage == FRONTIER_STORAGE_FP8 && (t->storage_fp8_scope < FRONTIER_FP8_TENSOR ||
+                                               t->storage_fp8_scope > FRONTIER_FP8_BLOCK128))
+        TRAIT_FAIL("storage_fp8_scope %d (enum frontier_fp8_scope: 0 to 2)",
+                   (int)t->storage_fp8_scope);
+    if (!valid_trait_text(t->gguf_type))
+        TRAIT_FAIL("a gguf_type that is empty, longer than %d bytes or not text",
+                   FR_MAX_TRAIT_TEXT);
+    if (t->needs_group_amax != 0 && t->needs_group_amax != 1)
+        TRAIT_FAIL("needs_group_amax %d (0 or 1)", (int)t->needs_group_amax);
+    if (t->fused_companion_of && !t->needs_group_amax)
+        TRAIT_FAIL("a fused_companion_of without needs_group_amax");
+    if (t->fused_companion_of && (!valid_trait_text(t->fused_companion_of) ||
+                                  !valid_quantizer_name(t->fused_companion_of)))
+        TRAIT_FAIL("fused_companion_of that is not a quantizer name");
+#undef TRAIT_FAIL
+    return FR_OK;
+}
+
+/* Asks the descriptor for the traits of every configuration (v2,
+ * config_traits; all zero without it) and checks them. */
+static fr_status query_traits(const frontier_quantizer *q, const char *origin,
+                              frontier_config_traits *out, fr_error *err)
+{
+    char who[FR_ERROR_MSG_MAX / 2];
+    describe_origin(who, sizeof who, origin, q->name);
+    int has = FR_QUANTIZER_HAS(q, config_traits) && q->config_traits;
+    for (size_t i = 0; i < q->n_configs; i++) {
+        const frontier_config *cfg = &q->configs[i];
+        frontier_config_traits *t = &out[i];
+        memset(t, 0, sizeof *t);
+        t->struct_size = (uint32_t)sizeof *t;
+        if (!has)
+            continue;
+        frontier_call call;
+        fr_call_init(&call, NULL, 0, NULL, cfg->name);
+        call.quantizer = q->name;
+        int rc = q->config_traits(cfg, t, &call);
+        /* the host's size, whatever the quantizer wrote there */
+        t->struct_size = (uint32_t)sizeof *t;
+        fr_status st = FR_OK;
+        if (rc != FRONTIER_OK)
+            st = fr_fail(err, FR_E_PLUGIN,
+                         "%s: config_traits of configuration '%s' failed (%s)%s%s", who,
+                         cfg->name, fr_plugin_status_name(rc),
+                         call.failed && call.error[0] ? ": " : "",
+                         call.failed && call.error[0] ? call.error : "");
+        fr_call_release(&call);
+        if (st == FR_OK)
+            st = check_traits(t, who, cfg->name, err);
+        if (st != FR_OK)
+            return st;
+    }
+    return FR_OK;
+}
+
 void fr_registry_init_empty(fr_registry *reg)
 {
     memset(reg, 0, sizeof *reg);
@@ -313,6 +431,13 @@ static fr_status registry_add(fr_registry *reg, const frontier_quantizer *q, con
     fr_status st = validate(reg, q, origin, err);
     if (st != FR_OK)
         return st;
+    frontier_config_traits *traits = calloc(q->n_configs, sizeof *traits);
+    if (!traits)
+        return fr_fail(err, FR_E_NOMEM, "out of memory registering quantizer '%s'", q->name);
+    if ((st = query_traits(q, origin, traits, err)) != FR_OK) {
+        free(traits);
+        return st;
+    }
 
     char *origin_copy = strdup(origin ? origin : FR_ORIGIN_BUILTIN);
     fr_qentry *entries = realloc(reg->entries, (reg->n_entries + 1) * sizeof *entries);
@@ -325,13 +450,16 @@ static fr_status registry_add(fr_registry *reg, const frontier_quantizer *q, con
     if (!origin_copy || !entries || !configs) {
         /* the grown arrays are kept (they hold nothing new), the entry is not */
         free(origin_copy);
+        free(traits);
         return fr_fail(err, FR_E_NOMEM, "out of memory registering quantizer '%s'", q->name);
     }
 
     size_t index = reg->n_entries++;
     reg->entries[index] = (fr_qentry){.q = q, .origin = origin_copy, .dl = dl, .family = family};
     for (size_t i = 0; i < q->n_configs; i++)
-        reg->configs[reg->n_configs++] = (fr_config_ref){.quantizer = index, .cfg = &q->configs[i]};
+        reg->configs[reg->n_configs++] =
+            (fr_config_ref){.quantizer = index, .cfg = &q->configs[i], .traits = traits[i]};
+    free(traits);
     fr_debug("registered quantizer '%s' (%zu configurations) from %s", q->name, q->n_configs,
              reg->entries[index].origin);
     return FR_OK;
@@ -669,5 +797,44 @@ fr_status fr_quantizer_quantize_cuda(const fr_registry *reg, const fr_config_ref
     int rc = q->quantize_cuda(ref->cfg, w, dtype, w_hat, rows, cols, calib, stream, call);
     if (rc != FRONTIER_OK)
         return call_failed(reg, ref, tensor, rows, cols, "quantize_cuda", rc, call, err);
+    return FR_OK;
+}
+
+fr_status fr_quantizer_storage_scales(const fr_registry *reg, const fr_config_ref *ref,
+                                      const float *w, int64_t rows, int64_t cols,
+                                      float *scales, float *zero_points, const char *tensor,
+                                      frontier_call *call, fr_error *err)
+{
+    const frontier_config_traits *t = fr_config_traits_of(ref);
+    if (t->storage != FRONTIER_STORAGE_INT_PACK || !t->storage_scales)
+        return missing_function(reg, ref, tensor, rows, cols, "storage_scales", err);
+    const int64_t groups = t->storage_group_size > 0
+                               ? (cols + t->storage_group_size - 1) / t->storage_group_size
+                               : 1;
+    const int64_t n = rows * groups;
+    float *zeros = t->storage_symmetric ? NULL : zero_points;
+    for (int64_t i = 0; i < n; i++) {
+        scales[i] = NAN;
+        if (zeros)
+            zeros[i] = NAN;
+    }
+    prepare_call(reg, ref, tensor, call);
+    int rc = t->storage_scales(ref->cfg, w, rows, cols, scales, zeros, call);
+    if (rc != FRONTIER_OK)
+        return call_failed(reg, ref, tensor, rows, cols, "storage_scales", rc, call, err);
+    const float top = (float)((1 << t->storage_bits) - 1);
+    for (int64_t i = 0; i < n; i++) {
+        int bad_scale = !(isfinite(scales[i]) && scales[i] >= 0.0f);
+        int bad_zero =
+            zeros && !(zeros[i] >= 0.0f && zeros[i] <= top && zeros[i] == rintf(zeros[i]));
+        if (bad_scale || bad_zero) {
+            char what[FR_ERROR_MSG_MAX / 2], from[FR_ERROR_MSG_MAX / 2];
+            call_context(reg, ref, tensor, rows, cols, what, sizeof what, from, sizeof from);
+            return fr_fail(err, FR_E_PLUGIN,
+                           "%s: storage_scales gave %s %g for row %lld, group %lld (%s)", what,
+                           bad_scale ? "scale" : "zero point", bad_scale ? scales[i] : zeros[i],
+                           (long long)(i / groups), (long long)(i % groups), from);
+        }
+    }
     return FR_OK;
 }

@@ -29,6 +29,9 @@ typedef struct fr_qentry {
 typedef struct fr_config_ref {
     size_t quantizer;           /* index into fr_registry.entries */
     const frontier_config *cfg; /* points into the descriptor */
+    /* what the descriptor's config_traits said at registration, checked;
+     * all zero ("nothing known") without the function */
+    frontier_config_traits traits;
 } fr_config_ref;
 
 typedef struct fr_registry {
@@ -105,6 +108,19 @@ static inline const char *fr_config_origin(const fr_registry *reg, const fr_conf
     return reg->entries[ref->quantizer].origin;
 }
 
+/* The traits of a configuration (include/frontier/plugin.h,
+ * frontier_config_traits): everything the engine decides per configuration
+ * beyond its numbers (row blocks, checkpoint storage, GGUF type, fused
+ * groups) is read here, for built-ins and plugins alike. */
+static inline const frontier_config_traits *fr_config_traits_of(const fr_config_ref *ref)
+{
+    return &ref->traits;
+}
+
+/* Name of a storage (enum frontier_storage): "none", "int-pack", "fp8",
+ * "nvfp4", "mxfp4"; NULL for an unknown value. */
+const char *fr_storage_name(int storage);
+
 /* Name of one FRONTIER_Q_* bit ("needs-hessian", "needs-act-stats", "cuda",
  * "deterministic"); NULL for an unknown bit. */
 const char *fr_quantizer_flag_name(uint64_t bit);
@@ -142,6 +158,19 @@ fr_status fr_quantizer_quantize_cpu(const fr_registry *reg, const fr_config_ref 
                                     const float *w, float *w_hat, int64_t rows, int64_t cols,
                                     const frontier_calib *calib, const char *tensor,
                                     frontier_call *call, fr_error *err);
+
+/*
+ * fr_quantizer_storage_scales: the traits' storage_scales of an INT_PACK
+ * configuration (FR_E_USAGE when it has none): scales [rows x groups] and,
+ * for an asymmetric storage, zero_points (else NULL) of w. The scales must
+ * come back finite and >= 0, the zero points integers in [0, 2^bits - 1]
+ * (both are poisoned with NaN before the call). groups is
+ * ceil(cols / storage_group_size), 1 for one group per row.
+ */
+fr_status fr_quantizer_storage_scales(const fr_registry *reg, const fr_config_ref *ref,
+                                      const float *w, int64_t rows, int64_t cols,
+                                      float *scales, float *zero_points, const char *tensor,
+                                      frontier_call *call, fr_error *err);
 
 /* True when the descriptor's struct_size covers `field`: a field past the
  * end of a plugin's struct is absent, whatever the bytes there hold. */

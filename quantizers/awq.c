@@ -221,6 +221,15 @@ static int awq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_awq_ggml_types[] = {{NULL, NULL}};
 
+/* config_traits: aWQ scales input channels before quantizing: a checkpoint
+ * also needs the activation scales, which no storage here holds; needs its
+ * tensor's statistics, so no row blocks. */
+static int awq_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_awq_entry(const frontier_host_api *host)
 {
     static const fr_wrap_family family = {
@@ -230,6 +239,7 @@ const frontier_quantizer *fr_awq_entry(const frontier_host_api *host)
         .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS,
         .size_bits = awq_size_bits,
         .quantize_cpu = awq_quantize_cpu,
+        .config_traits = awq_config_traits,
     };
     return fr_wrap_entry(&awq_quantizer, &awq_list, &family, host);
 }

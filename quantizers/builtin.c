@@ -1,5 +1,6 @@
 #include "builtin.h"
 
+#include <stdio.h>
 #include <string.h>
 
 
@@ -25,4 +26,20 @@ const char *fr_builtin_ggml_type(const char *config)
             if (!strcmp(t->config, config))
                 return t->ggml;
     return NULL;
+}
+
+char *fr_builtin_ggml_configs(char *buf, size_t size)
+{
+    size_t used = 0;
+    if (size)
+        buf[0] = '\0';
+    for (int f = 0; f < FR_FAMILY_COUNT; f++)
+        for (const fr_ggml_type *t = fr_builtin_families[f].ggml_types; t && t->config; t++) {
+            int n = snprintf(buf + used, size > used ? size - used : 0, "%s%s", used ? ", " : "",
+                             t->config);
+            if (n < 0 || (size_t)n >= (size > used ? size - used : 0))
+                return buf;
+            used += (size_t)n;
+        }
+    return buf;
 }

@@ -107,6 +107,10 @@ FR_ALL_FAMILIES(FR_FAMILY_DECLARE)
  * NULL (docs/analysis.md says how close the rounding rules are). */
 const char *fr_builtin_ggml_type(const char *config);
 
+/* Every such configuration, "int8-g32-sym, int4-g32-sym, ..." in table
+ * order, into buf (truncated to size); returns buf. */
+char *fr_builtin_ggml_configs(char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -138,6 +138,28 @@ static int fp8_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
     }
 }
 
+/* Row blocks: a channel scale is row-local, a 128 x 128 tile needs blocks
+ * of whole tiles, the tensor scale the tensor's amax. Storage:
+ * float-quantized, which is E4M3 only. */
+static int fp8_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    (void)call;
+    const fr_fp8_params *p = cfg->impl;
+    switch (p->granularity) {
+    case FR_FP8_CHANNEL: t->row_multiple = 1; break;
+    case FR_FP8_BLOCK128: t->row_multiple = FR_FP8_TILE; break;
+    default: t->row_multiple = 1, t->needs_range = 1; break;
+    }
+    if (p->elem.max == 448.0f) {
+        t->storage = FRONTIER_STORAGE_FP8;
+        t->storage_fp8_scope = p->granularity == FR_FP8_CHANNEL    ? FRONTIER_FP8_CHANNEL
+                               : p->granularity == FR_FP8_BLOCK128 ? FRONTIER_FP8_BLOCK128
+                                                                   : FRONTIER_FP8_TENSOR;
+    }
+    return FRONTIER_OK;
+}
+
 static const frontier_quantizer fp8_quantizer = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_quantizer),
@@ -149,6 +171,7 @@ static const frontier_quantizer fp8_quantizer = {
     .configs = fp8_configs,
     .size_bits = fp8_size_bits,
     .quantize_cpu = fp8_quantize_cpu,
+    .config_traits = fp8_config_traits,
 };
 
 const frontier_quantizer *fr_fp8_entry(const frontier_host_api *host)

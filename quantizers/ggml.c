@@ -11,7 +11,7 @@
 #include "common.h"
 #include "ggml_blocks.h"
 
-static const fr_ggml_params ggml_params[] = {
+const fr_ggml_params fr_ggml_block_types[FR_GGML_N_TYPES] = {
     {FR_GGML_Q8_0, "q8_0", "Q8_0", 34, 7},
     {FR_GGML_Q4_0, "q4_0", "Q4_0", 18, 2},
     {FR_GGML_Q4_1, "q4_1", "Q4_1", 20, 3},
@@ -24,7 +24,7 @@ static const fr_ggml_params ggml_params[] = {
     {"ggml-" t, (bits),                                                                       \
      "{\"ggml_type\":\"" t "\",\"bits\":" #bits ",\"block\":32,\"block_bytes\":" #bytes       \
      ",\"symmetric\":" sym ",\"scale_dtype\":\"" scale "\"}",                                 \
-     &ggml_params[i]}
+     &fr_ggml_block_types[i]}
 
 static const frontier_config ggml_configs[] = {
     GGML_CFG(0, "q8_0", 8, 34, "true", "fp16"),   GGML_CFG(1, "q4_0", 4, 18, "true", "fp16"),
@@ -104,6 +104,18 @@ static int ggml_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols
                           total_bits, NULL);
 }
 
+/* GGUF: each configuration is its type's reference quantizer, so the GGUF
+ * writer stores its blocks. Row blocks are not declared (a host family the
+ * blocked path has not been checked on). */
+static int ggml_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                              frontier_call *call)
+{
+    (void)call;
+    const fr_ggml_params *p = cfg->impl;
+    t->gguf_type = p->name;
+    return FRONTIER_OK;
+}
+
 static const frontier_quantizer ggml_quantizer = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_quantizer),
@@ -116,6 +128,7 @@ static const frontier_quantizer ggml_quantizer = {
     .configs = ggml_configs,
     .size_bits = ggml_size_bits,
     .quantize_cpu = ggml_quantize_cpu,
+    .config_traits = ggml_config_traits,
 };
 
 /* The table line says FR_NO_GGML: the GGUF writer maps these configurations

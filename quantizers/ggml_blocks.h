@@ -96,6 +96,20 @@ typedef struct fr_ggml_params {
     unsigned file_type;     /* llama_ftype LLAMA_FTYPE_MOSTLY_<type> (general.file_type) */
 } fr_ggml_params;
 
+/* Every type above (quantizers/ggml.c): the ggml family's configurations
+ * and the GGUF writer (frontier/checkpoint/quantize_gguf.c) read the same rows. */
+#define FR_GGML_N_TYPES 6
+extern const fr_ggml_params fr_ggml_block_types[FR_GGML_N_TYPES];
+
+/* The row of the type llama-quantize spells `name` ("q4_0"), or NULL. */
+static inline const fr_ggml_params *fr_ggml_params_by_name(const char *name)
+{
+    for (int i = 0; name && i < FR_GGML_N_TYPES; i++)
+        if (!strcmp(fr_ggml_block_types[i].name, name))
+            return &fr_ggml_block_types[i];
+    return NULL;
+}
+
 /* float32 -> IEEE binary16 bits, round to nearest even, Inf past 65504
  * (what numpy's astype(float16) and ggml's conversion give). */
 static inline uint16_t fr_ggml_f32_to_f16(float x)

@@ -287,6 +287,15 @@ static int gptq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols
 
 const fr_ggml_type fr_gptq_ggml_types[] = {{NULL, NULL}};
 
+/* config_traits: the base's pack-quantized layout (the error-fed codes are
+ * its own: the writers refuse a calibrated configuration); needs the
+ * tensor's Hessian, so no row blocks. */
+static int gptq_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                              frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 1, t, call);
+}
+
 const frontier_quantizer *fr_gptq_entry(const frontier_host_api *host)
 {
     static const fr_wrap_family family = {
@@ -296,6 +305,7 @@ const frontier_quantizer *fr_gptq_entry(const frontier_host_api *host)
         .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN,
         .size_bits = gptq_size_bits,
         .quantize_cpu = gptq_quantize_cpu,
+        .config_traits = gptq_config_traits,
     };
     return fr_wrap_entry(&gptq_quantizer, &gptq_list, &family, host);
 }

@@ -112,6 +112,15 @@ static int hqq_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_hqq_ggml_types[] = {{NULL, NULL}};
 
+/* config_traits: hQQ optimises scales and real-valued zero points per group;
+ * no checkpoint storage holds them as frontier's writers compute them, and
+ * row blocks are not declared. */
+static int hqq_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_hqq_entry(const frontier_host_api *host)
 {
     static const fr_wrap_family family = {
@@ -122,6 +131,7 @@ const frontier_quantizer *fr_hqq_entry(const frontier_host_api *host)
         .flags = FRONTIER_Q_DETERMINISTIC,
         .size_bits = hqq_size_bits,
         .quantize_cpu = hqq_quantize_cpu,
+        .config_traits = hqq_config_traits,
     };
     return fr_wrap_entry(&hqq_quantizer, &hqq_list, &family, host);
 }

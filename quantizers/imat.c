@@ -65,6 +65,15 @@ static int imat_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols
 
 const fr_ggml_type fr_imat_ggml_types[] = {{NULL, NULL}};
 
+/* config_traits: the base's pack-quantized layout (the searched scales are
+ * its own: the writers refuse a calibrated configuration); needs its
+ * tensor's statistics, so no row blocks. */
+static int imat_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                              frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 1, t, call);
+}
+
 const frontier_quantizer *fr_imat_entry(const frontier_host_api *host)
 {
     static const fr_wrap_family family = {
@@ -74,6 +83,7 @@ const frontier_quantizer *fr_imat_entry(const frontier_host_api *host)
         .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_ACT_STATS,
         .size_bits = imat_size_bits,
         .quantize_cpu = imat_quantize_cpu,
+        .config_traits = imat_config_traits,
     };
     return fr_wrap_entry(&imat_quantizer, &imat_list, &family, host);
 }

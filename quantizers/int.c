@@ -166,6 +166,27 @@ static int int_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
     }
 }
 
+/* Row blocks: group and row scales are row-local; the tensor form's one
+ * scale (and zero point) comes from the tensor's range. Storage:
+ * pack-quantized for group and row scales (compressed-tensors packs zero
+ * points of group and channel strategies only, so not the tensor form). */
+static int int_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    (void)call;
+    const fr_int_params *p = cfg->impl;
+    t->row_multiple = 1;
+    if (p->granularity == FR_INT_TENSOR) {
+        t->needs_range = 1;
+        return FRONTIER_OK;
+    }
+    t->storage = FRONTIER_STORAGE_INT_PACK;
+    t->storage_bits = p->bits;
+    t->storage_group_size = p->granularity == FR_INT_GROUP ? p->group_size : 0;
+    t->storage_symmetric = p->symmetric;
+    return FRONTIER_OK;
+}
+
 static const frontier_quantizer int_quantizer = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_quantizer),
@@ -178,6 +199,7 @@ static const frontier_quantizer int_quantizer = {
     .configs = int_configs,
     .size_bits = int_size_bits,
     .quantize_cpu = int_quantize_cpu,
+    .config_traits = int_config_traits,
 };
 
 /* Configurations with the storage of a GGML type (ggml-common.h block

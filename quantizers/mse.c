@@ -33,6 +33,16 @@ static int mse_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_mse_ggml_types[] = {{NULL, NULL}};
 
+/* config_traits: the clipping search chooses each group's scale; the
+ * writers' rule (the base's scale from the group's range) would not
+ * reproduce it, so no storage is declared, and row blocks are not declared
+ * either. */
+static int mse_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_mse_entry(const frontier_host_api *host)
 {
     static const fr_wrap_family family = {
@@ -42,6 +52,7 @@ const frontier_quantizer *fr_mse_entry(const frontier_host_api *host)
         .flags = FRONTIER_Q_DETERMINISTIC,
         .size_bits = mse_size_bits,
         .quantize_cpu = mse_quantize_cpu,
+        .config_traits = mse_config_traits,
     };
     return fr_wrap_entry(&mse_quantizer, &mse_list, &family, host);
 }

@@ -93,6 +93,20 @@ static int mx_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
                           total_bits, NULL);
 }
 
+/* Row blocks: blocks of 32 in a row, nothing tensor-wide. Storage:
+ * compressed-tensors' MXFP4 scheme (E2M1 with a uint8 E8M0 scale) only;
+ * mxfp6, mxfp8 and mxint8 have no compressed-tensors format. */
+static int mx_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                            frontier_call *call)
+{
+    (void)call;
+    const fr_mx_params *p = cfg->impl;
+    t->row_multiple = 1;
+    if (!p->is_int8 && p->elem_bits == 4 && p->elem.max == 6.0f)
+        t->storage = FRONTIER_STORAGE_MXFP4;
+    return FRONTIER_OK;
+}
+
 static const frontier_quantizer mx_quantizer = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_quantizer),
@@ -104,6 +118,7 @@ static const frontier_quantizer mx_quantizer = {
     .configs = mx_configs,
     .size_bits = mx_size_bits,
     .quantize_cpu = mx_quantize_cpu,
+    .config_traits = mx_config_traits,
 };
 
 /* OCP MXFP4 is GGML's MXFP4 block (32 E2M1 elements, one E8M0 scale). */

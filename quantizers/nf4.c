@@ -161,6 +161,21 @@ static int nf4_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
     return FRONTIER_OK;
 }
 
+/* Row blocks: blocks of 64 in a row, unless double quantization subtracts
+ * the mean of all the tensor's block scales. No compressed-tensors format. */
+static int nf4_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    (void)call;
+    const fr_nf4_params *p = cfg->impl;
+    if (!p->double_quant)
+        t->row_multiple = 1;
+    else
+        t->whole_tensor_reason = "tensor-wide scale (nf4 double quantization subtracts the mean "
+                                 "of the tensor's block scales)";
+    return FRONTIER_OK;
+}
+
 static const frontier_quantizer nf4_quantizer = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_quantizer),
@@ -172,6 +187,7 @@ static const frontier_quantizer nf4_quantizer = {
     .configs = nf4_configs,
     .size_bits = nf4_size_bits,
     .quantize_cpu = nf4_quantize_cpu,
+    .config_traits = nf4_config_traits,
 };
 
 const frontier_quantizer *fr_nf4_entry(const frontier_host_api *host)

@@ -95,6 +95,19 @@ static int nvfp4_size_bits(const frontier_config *cfg, int64_t rows, int64_t col
     return fr_q_size_bits(call, rows, cols, 4, 1, FR_NVFP4_GROUP, 8, 32, total_bits, NULL);
 }
 
+/* Row blocks: groups of 16 in a row, the fp32 global scale from the
+ * tensor's amax. Storage: nvfp4-pack-quantized. */
+static int nvfp4_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                               frontier_call *call)
+{
+    (void)cfg;
+    (void)call;
+    t->row_multiple = 1;
+    t->needs_range = 1;
+    t->storage = FRONTIER_STORAGE_NVFP4;
+    return FRONTIER_OK;
+}
+
 static const frontier_quantizer nvfp4_quantizer = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_quantizer),
@@ -106,6 +119,7 @@ static const frontier_quantizer nvfp4_quantizer = {
     .configs = nvfp4_configs,
     .size_bits = nvfp4_size_bits,
     .quantize_cpu = nvfp4_quantize_cpu,
+    .config_traits = nvfp4_config_traits,
 };
 
 const frontier_quantizer *fr_nvfp4_entry(const frontier_host_api *host)

@@ -8,13 +8,13 @@
  * --fused-global-scale` (docs/quantize.md, "The fused-scale rule").
  *
  * The joint amax spans other tensors, so no call on one tensor can compute
- * it: the host (the sweep's plan, quantize's plan) hands it in the call
- * (core/call.h group_amax). Without it the call fails. A host family: no
+ * it: its traits ask the host for it (needs_group_amax), and the host (the
+ * sweep's plan, quantize's plan) hands it in the call, read through the
+ * host service group_amax. Without it the call fails. A host family: no
  * kernels (a CUDA sweep hands it to the CPU executor).
  */
 #include "builtin.h"
 #include "common.h"
-#include "core/call.h"
 #include "nvfp4_group.h"
 
 static const frontier_config nvfp4_fused_configs[] = {
@@ -34,12 +34,14 @@ static int nvfp4_fused_quantize_cpu(const frontier_config *cfg, const float *w, 
     int rc = fr_q_check_call(&nvfp4_fused_quantizer, cfg, w, w_hat, rows, cols, call);
     if (rc != FRONTIER_OK)
         return rc;
-    if (!call || !call->has_group_amax)
+    float amax;
+    const frontier_host_api *host = fr_q_host();
+    if (!host || !host->group_amax || !host->group_amax(call, &amax))
         return fr_q_fail(call, FRONTIER_ERR_INVALID,
                          "needs the joint amax of the tensor's fused group (q/k/v, gate/up, "
                          "w1/w3, q_a/kv_a with two or more members), which 'frontier sweep "
                          "--fused-global-scale' and 'frontier quantize' hand it");
-    return fr_nvfp4_qdq(w, w_hat, rows, cols, &call->group_amax, call);
+    return fr_nvfp4_qdq(w, w_hat, rows, cols, &amax, call);
 }
 
 static int nvfp4_fused_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
@@ -54,6 +56,21 @@ static int nvfp4_fused_size_bits(const frontier_config *cfg, int64_t rows, int64
     return fr_q_size_bits(call, rows, cols, 4, 1, FR_NVFP4_GROUP, 8, 32, total_bits, NULL);
 }
 
+/* The joint amax of the fused group, measured next to nvfp4 by
+ * --fused-global-scale; stored as nvfp4-pack-quantized (the writer takes
+ * the global scale from the same joint amax). Row blocks are not declared:
+ * the blocked path does not hand the joint amax to blocks. */
+static int nvfp4_fused_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                                     frontier_call *call)
+{
+    (void)cfg;
+    (void)call;
+    t->needs_group_amax = 1;
+    t->fused_companion_of = "nvfp4";
+    t->storage = FRONTIER_STORAGE_NVFP4;
+    return FRONTIER_OK;
+}
+
 static const frontier_quantizer nvfp4_fused_quantizer = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_quantizer),
@@ -66,6 +83,7 @@ static const frontier_quantizer nvfp4_fused_quantizer = {
     .configs = nvfp4_fused_configs,
     .size_bits = nvfp4_fused_size_bits,
     .quantize_cpu = nvfp4_fused_quantize_cpu,
+    .config_traits = nvfp4_fused_config_traits,
 };
 
 const frontier_quantizer *fr_nvfp4_fused_entry(const frontier_host_api *host)

@@ -154,6 +154,14 @@ static int rht_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols,
 
 const fr_ggml_type fr_rht_ggml_types[] = {{NULL, NULL}};
 
+/* config_traits: the rotation is part of what is stored (a runtime must undo
+ * it), which no storage here describes; row blocks are not declared. */
+static int rht_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                             frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_rht_entry(const frontier_host_api *host)
 {
     static const fr_wrap_family family = {
@@ -163,6 +171,7 @@ const frontier_quantizer *fr_rht_entry(const frontier_host_api *host)
         .flags = FRONTIER_Q_DETERMINISTIC,
         .size_bits = rht_size_bits,
         .quantize_cpu = rht_quantize_cpu,
+        .config_traits = rht_config_traits,
     };
     return fr_wrap_entry(&rht_quantizer, &rht_list, &family, host);
 }

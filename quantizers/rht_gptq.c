@@ -45,6 +45,14 @@ static int rht_gptq_size_bits(const frontier_config *cfg, int64_t rows, int64_t 
 
 const fr_ggml_type fr_rht_gptq_ggml_types[] = {{NULL, NULL}};
 
+/* config_traits: rotated GPTQ: the rotation is part of what is stored, which
+ * no storage here describes; needs the tensor's Hessian, so no row blocks. */
+static int rht_gptq_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                                  frontier_call *call)
+{
+    return fr_wrap_config_traits(cfg, 0, t, call);
+}
+
 const frontier_quantizer *fr_rht_gptq_entry(const frontier_host_api *host)
 {
     static const fr_wrap_family family = {
@@ -53,6 +61,7 @@ const frontier_quantizer *fr_rht_gptq_entry(const frontier_host_api *host)
         .flags = FRONTIER_Q_DETERMINISTIC | FRONTIER_Q_NEEDS_HESSIAN,
         .size_bits = rht_gptq_size_bits,
         .quantize_cpu = rht_gptq_quantize_cpu,
+        .config_traits = rht_gptq_config_traits,
     };
     return fr_wrap_entry(&rht_gptq_quantizer, &rht_gptq_list, &family, host);
 }

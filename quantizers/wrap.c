@@ -123,11 +123,33 @@ const frontier_quantizer *fr_wrap_entry(frontier_quantizer *q, fr_wrap_list *lis
                 .configs = list->configs,
                 .size_bits = family->size_bits,
                 .quantize_cpu = family->quantize_cpu,
+                .config_traits = family->config_traits,
             };
         out = q;
     }
     pthread_mutex_unlock(&build_lock);
     return out;
+}
+
+int fr_wrap_config_traits(const frontier_config *cfg, int keep_storage,
+                          frontier_config_traits *t, frontier_call *call)
+{
+    const fr_wrap_params *p = cfg->impl;
+    const frontier_quantizer *bq = p->base_q;
+    if (!keep_storage || !bq->config_traits)
+        return FRONTIER_OK;
+    frontier_config_traits base;
+    memset(&base, 0, sizeof base);
+    base.struct_size = (uint32_t)sizeof base;
+    int rc = bq->config_traits(p->base, &base, call);
+    if (rc != FRONTIER_OK)
+        return rc;
+    t->storage = base.storage;
+    t->storage_bits = base.storage_bits;
+    t->storage_group_size = base.storage_group_size;
+    t->storage_symmetric = base.storage_symmetric;
+    t->storage_fp8_scope = base.storage_fp8_scope;
+    return FRONTIER_OK;
 }
 
 int fr_wrap_size_bits(const frontier_quantizer *q, const frontier_config *cfg, int64_t rows,

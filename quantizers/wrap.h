@@ -65,6 +65,8 @@ typedef struct fr_wrap_family {
     int (*quantize_cpu)(const frontier_config *cfg, const float *w, float *w_hat,
                         int64_t rows, int64_t cols, const frontier_calib *calib,
                         frontier_call *call);
+    int (*config_traits)(const frontier_config *cfg, frontier_config_traits *t,
+                         frontier_call *call);
 } fr_wrap_family;
 
 /* The entry of a wrapped family, the one definition the seven share:
@@ -78,6 +80,14 @@ const frontier_quantizer *fr_wrap_entry(frontier_quantizer *q, fr_wrap_list *lis
 /* size_bits of every wrapped configuration: the base's. */
 int fr_wrap_size_bits(const frontier_quantizer *q, const frontier_config *cfg, int64_t rows,
                       int64_t cols, uint64_t *total_bits, frontier_call *call);
+
+/* config_traits of a wrapped configuration, derived from its base's: with
+ * keep_storage, the base's checkpoint storage (the layout a runtime loads;
+ * the codes and scales are the family's own, so the layout without
+ * storage_scales); nothing else: the family's choice of codes is not known
+ * to be row-local, and it needs no fused group and has no GGUF type. */
+int fr_wrap_config_traits(const frontier_config *cfg, int keep_storage,
+                          frontier_config_traits *t, frontier_call *call);
 
 /* The integer base of a wrapped configuration, or NULL when the base is
  * not an int group/row configuration. */

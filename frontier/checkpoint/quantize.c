@@ -42,6 +42,8 @@
 #include "frontier/recipe/recipe.h"
 #include "quantizers/families.h"
 #include "quantizers/nvfp4_group.h"
+#include "frontier/sweep/sweep.h" /* fr_sweep_skip_reason, fr_sweep_matrix */
+#include "quantizers/nvfp4_group.h" /* the nvfp4-pack-quantized global scale */
 
 #define MAX_LISTED 6 /* names quoted in one refusal; the rest are counted */
 
@@ -75,7 +77,7 @@ typedef struct qtensor {
     int64_t experts;          /* E of an expert stack [E, out, in] (docs/formats.md), else 1 */
     int group;                /* index into plan.groups, -1 */
     float global_scale;       /* NVFP4 override (fused), NAN: the tensor's own */
-    int has_group_amax;       /* nvfp4-fused: group_amax, the joint amax of its group */
+    int has_group_amax;       /* traits.needs_group_amax: group_amax, its group's joint amax */
     float group_amax;         /* (frontier/model/fused_scale.h), handed to the quantizer */
     size_t first_entry, n_entries;
     int shard;
@@ -240,20 +242,64 @@ static const char *no_writer(const plan *p, const qtensor *q, char *buf, size_t 
     return NULL;
 }
 
-/* The configurations with a writer in the format, as a refusal lists them
- * (the rules of fr_ct_scheme_of). */
-static const char *supported_configs(fr_qformat format)
+/* Whether the format has a writer for configuration ref (by its traits;
+ * the encoders cannot store what a calibrated method chose). */
+static int has_writer(const plan *p, const fr_config_ref *ref)
 {
-    switch (format) {
-    case FR_QFORMAT_COMPRESSED_TENSORS:
-        return "nvfp4; int<b>-g<g>-sym|asym and int<b>-gC-sym|asym (b 2..8, g 32, 64, 128, 256); "
-               "fp8-e4m3-tensor|channel|block128; mxfp4 (not mxfp6-*, mxfp8-*, mxint8)";
-    case FR_QFORMAT_DEQUANTIZED:
-        return "every configuration of 'frontier quantizers' (gptq-, awq-, imat-, rht+gptq- "
-               "with --calib FILE holding the statistics they need)";
-    default:
-        return fr_gguf_supported_configs();
+    if (p->opt->format == FR_QFORMAT_DEQUANTIZED)
+        return 1;
+    if (needs_statistics(p, ref))
+        return 0;
+    if (p->opt->format == FR_QFORMAT_GGUF)
+        return fr_gguf_type_name(p->reg, ref) != NULL;
+    fr_ct_scheme s;
+    return fr_ct_scheme_of(p->reg, ref, &s) != FR_CT_NONE;
+}
+
+/* The configurations with a writer in the format, as a refusal lists them:
+ * per quantizer, their names, or how many when there are more than
+ * MAX_NAMED_WRITERS; into buf. */
+#define MAX_NAMED_WRITERS 8
+static const char *supported_configs(const plan *p, char *buf, size_t len)
+{
+    if (p->opt->format == FR_QFORMAT_DEQUANTIZED)
+        return "every configuration of 'frontier quantizers' (those that need calibration "
+               "statistics with --calib FILE holding them)";
+    size_t used = 0;
+    buf[0] = '\0';
+#define PUT(...)                                                                             \
+    do {                                                                                     \
+        if (used < len) {                                                                    \
+            int n_ = snprintf(buf + used, len - used, __VA_ARGS__);                          \
+            used = n_ < 0 ? len : used + (size_t)n_;                                         \
+        }                                                                                    \
+    } while (0)
+    size_t c = 0;
+    for (size_t e = 0; e < p->reg->n_entries; e++) {
+        const frontier_quantizer *q = p->reg->entries[e].q;
+        const fr_config_ref *first = &p->reg->configs[c];
+        size_t n = 0;
+        for (size_t k = 0; k < q->n_configs; k++)
+            n += has_writer(p, &first[k]);
+        c += q->n_configs;
+        if (!n)
+            continue;
+        PUT("%s%s: ", used ? "; " : "", q->name);
+        if (n > MAX_NAMED_WRITERS) {
+            PUT("%zu of %zu configurations", n, q->n_configs);
+            continue;
+        }
+        for (size_t k = 0, i = 0; k < q->n_configs; k++)
+            if (has_writer(p, &first[k]))
+                PUT("%s%s", i++ ? ", " : "", first[k].cfg->name);
     }
+    if (!used)
+        PUT("none");
+    PUT(" (%s)", p->opt->format == FR_QFORMAT_GGUF
+                     ? "on rows that are a multiple of 32 elements"
+                     : "each configuration's storage: 'frontier quantizers --json'");
+#undef PUT
+    return buf;
 }
 
 static fr_status compile_regex(regex_t *re, const char *pattern, const char *what, fr_error *err)
@@ -465,7 +511,8 @@ static fr_status check_writers(plan *p, fr_error *err)
     }
     if (!bad.n)
         return FR_OK;
-    const char *supported = supported_configs(p->opt->format);
+    char supported_buf[2048];
+    const char *supported = supported_configs(p, supported_buf, sizeof supported_buf);
     return fr_fail(err, FR_E_USAGE,
                    "%zu tensor%s cannot be written as %s: %s: %s%s; configurations with a %s "
                    "writer: %s",
@@ -475,17 +522,22 @@ static fr_status check_writers(plan *p, fr_error *err)
                    fr_qformat_name(p->opt->format), supported);
 }
 
-/* nvfp4-fused tensors: the joint amax over every member of their group in
- * MODEL, whatever the members' configurations (the scan the sweep's
- * --fused-global-scale uses, so the tensor written is the row measured),
- * with or without --fused-global-scale; a tensor outside a group of two
- * or more is refused. */
+static int needs_group_amax(const qtensor *q)
+{
+    return q->ref && fr_config_traits_of(q->ref)->needs_group_amax;
+}
+
+/* Tensors under a configuration that needs its fused group's joint amax
+ * (traits.needs_group_amax: nvfp4-fused): the joint amax over every member
+ * of their group in MODEL, whatever the members' configurations (the scan
+ * the sweep's --fused-global-scale uses, so the tensor written is the row
+ * measured), with or without --fused-global-scale; a tensor outside a
+ * group of two or more is refused. */
 static fr_status plan_fused_config(plan *p, fr_error *err)
 {
     int any = 0;
     for (size_t i = 0; i < p->n_qt; i++)
-        any |= p->qt[i].ref && p->reg->entries[p->qt[i].ref->quantizer].family ==
-                                   FR_FAMILY_NVFP4_FUSED;
+        any |= needs_group_amax(&p->qt[i]);
     if (!any)
         return FR_OK;
     fr_fused_scan scan;
@@ -493,31 +545,39 @@ static fr_status plan_fused_config(plan *p, fr_error *err)
     if (st != FR_OK)
         return st;
     name_list bad = {{0}, 0};
+    const fr_config_ref *bad_ref = NULL;
     for (size_t i = 0; i < p->n_qt; i++) {
         qtensor *q = &p->qt[i];
-        if (!q->ref || p->reg->entries[q->ref->quantizer].family != FR_FAMILY_NVFP4_FUSED)
+        if (!needs_group_amax(q))
             continue;
         if (!fr_fused_scan_amax(&scan, i, &q->group_amax, NULL)) {
             list_add(&bad, q->t->name);
+            bad_ref = bad_ref ? bad_ref : q->ref;
             continue;
         }
         q->has_group_amax = 1;
-        /* the encoder's override (whole groups of 16 only; a dequantized
-         * tensor with a short last group is the quantizer's Q(W) as it is) */
-        if (q->cols % FR_NVFP4_GROUP == 0)
+        /* nvfp4-pack-quantized's global scale from the same joint amax, the
+         * encoder's override (whole groups of 16 only; a dequantized tensor
+         * with a short last group is the quantizer's Q(W) as it is) */
+        fr_ct_scheme s;
+        if (fr_ct_scheme_of(p->reg, q->ref, &s) == FR_CT_NVFP4 && q->cols % FR_NVFP4_GROUP == 0)
             q->global_scale = fr_nvfp4_global_scale(q->group_amax);
     }
     fr_fused_scan_free(&scan);
-    if (bad.n)
+    if (bad.n) {
+        const char *companion = fr_config_traits_of(bad_ref)->fused_companion_of;
         return fr_fail(err, FR_E_USAGE,
-                       "%zu tensor%s cannot be written as nvfp4-fused: %s: not a member of a "
-                       "fused group (q/k/v, gate/up, w1/w3, q_a/kv_a) with two or more members "
-                       "in '%s' (use nvfp4)",
-                       bad.n, bad.n == 1 ? "" : "s", list_text(&bad), p->opt->model);
+                       "%zu tensor%s cannot be written as %s: %s: not a member of a fused group "
+                       "(q/k/v, gate/up, w1/w3, q_a/kv_a) with two or more members in '%s'%s%s%s",
+                       bad.n, bad.n == 1 ? "" : "s", bad_ref->cfg->name, list_text(&bad),
+                       p->opt->model, companion ? " (use " : "", companion ? companion : "",
+                       companion ? ")" : "");
+    }
     return FR_OK;
 }
 
-/* nvfp4 and nvfp4-fused are one format to vLLM (nvfp4-pack-quantized). */
+/* Configurations stored as nvfp4-pack-quantized (nvfp4, nvfp4-fused) are
+ * one format to vLLM. */
 static int both_nvfp4(const plan *p, const fr_config_ref *a, const fr_config_ref *b)
 {
     fr_ct_scheme sa, sb;
@@ -623,7 +683,7 @@ static fr_status plan_fused(plan *p, fr_error *err)
             fr_ct_scheme s;
             if (p->qt[i].group == (int)g && p->qt[i].ref && p->qt[i].cols % FR_NVFP4_GROUP == 0 &&
                 fr_ct_scheme_of(p->reg, p->qt[i].ref, &s) == FR_CT_NVFP4 &&
-                !p->qt[i].has_group_amax) /* nvfp4-fused keeps its group's scale */
+                !p->qt[i].has_group_amax) /* one with its own joint amax keeps it */
                 p->qt[i].global_scale = fr_nvfp4_global_scale(p->groups[g].amax);
         }
     }
@@ -808,6 +868,7 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
     float *w_hat = malloc((size_t)n * sizeof *w_hat);
     float *dec = malloc((size_t)n * sizeof *dec);
     uint8_t *bufs[FR_CT_MAX_PARTS] = {0}, *stack[FR_CT_MAX_PARTS] = {0};
+    float *own_scale = NULL, *own_zero = NULL;
     frontier_call call;
     fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
     if (!w || !w_hat || !dec) {
@@ -821,7 +882,7 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
     for (int64_t e = 0; e < experts; e++) {
         fr_call_release(&call);
         fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
-        call.has_group_amax = q->has_group_amax; /* nvfp4-fused */
+        call.has_group_amax = q->has_group_amax; /* traits.needs_group_amax */
         call.group_amax = q->group_amax;
         if ((st = fr_quantizer_quantize_cpu(p->reg, q->ref, w + e * per, w_hat + e * per, q->rows,
                                             q->cols, !q->has_stats      ? NULL
@@ -858,10 +919,34 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
                 goto done;
             }
         }
+        /* scales the configuration chose itself (traits.storage_scales) */
+        const frontier_config_traits *traits = fr_config_traits_of(q->ref);
+        const int own_scales = s.kind == FR_CT_PACK && traits->storage_scales;
+        const int64_t n_groups =
+            q->rows * (s.group_size ? (q->cols + s.group_size - 1) / s.group_size : 1);
+        if (own_scales && (!(own_scale = malloc((size_t)n_groups * sizeof *own_scale)) ||
+                           !(own_zero = malloc((size_t)n_groups * sizeof *own_zero)))) {
+            st = fr_fail(err, FR_E_NOMEM, "out of memory encoding '%s'", q->t->name);
+            goto done;
+        }
         for (int64_t e = 0; e < experts; e++) {
             float *de = dec + e * per;
-            if ((st = fr_ct_encode(&s, w + e * per, q->rows, q->cols, dt, q->global_scale, bufs,
-                                   err)) != FR_OK ||
+            fr_ct_scales own = {own_scale, s.symmetric ? NULL : own_zero};
+            if (own_scales) {
+                fr_call_release(&call);
+                fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
+                call.has_group_amax = q->has_group_amax;
+                call.group_amax = q->group_amax;
+                if ((st = fr_quantizer_storage_scales(p->reg, q->ref, w + e * per, q->rows,
+                                                      q->cols, own_scale, own_zero, q->t->name,
+                                                      &call, err)) != FR_OK) {
+                    if (experts > 1)
+                        fr_error_prefix(err, "expert %lld: ", (long long)e);
+                    goto done;
+                }
+            }
+            if ((st = fr_ct_encode(&s, w + e * per, q->rows, q->cols, dt, q->global_scale,
+                                   own_scales ? &own : NULL, bufs, err)) != FR_OK ||
                 (st = fr_ct_decode(&s, (const uint8_t *const *)bufs, q->rows, q->cols, dt, de,
                                    err)) != FR_OK) {
                 if (experts > 1)
@@ -869,7 +954,8 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
                 goto done;
             }
             int64_t at;
-            /* a shared scale on plain nvfp4 is not Q(W); nvfp4-fused's Q(W) has it */
+            /* a shared scale is not plain nvfp4's Q(W); a configuration that
+             * needs the joint amax (nvfp4-fused) has it in its Q(W) */
             if ((!overridden || q->has_group_amax) && !same_bits(de, w_hat + e * per, per, &at)) {
                 st = fr_fail(err, FR_E_FAIL,
                              "internal error: '%s' as %s decodes to %.9g at element %lld, the "
@@ -935,6 +1021,8 @@ done:
         free(bufs[k]);
         free(stack[k]);
     }
+    free(own_scale);
+    free(own_zero);
     free(w);
     free(w_hat);
     free(dec);
@@ -1087,7 +1175,9 @@ static cJSON *quant_args(const fr_ct_scheme *s, fr_dtype model_dtype)
         group = s->group_size;
         break;
     default:
-        strategy = s->fp8_granularity == 0 ? "tensor" : s->fp8_granularity == 1 ? "channel" : "block";
+        strategy = s->fp8_granularity == FRONTIER_FP8_TENSOR    ? "tensor"
+                   : s->fp8_granularity == FRONTIER_FP8_CHANNEL ? "channel"
+                                                                : "block";
         break;
     }
     if (group)
@@ -1095,7 +1185,7 @@ static cJSON *quant_args(const fr_ct_scheme *s, fr_dtype model_dtype)
     else
         cJSON_AddNullToObject(a, "group_size");
     cJSON_AddStringToObject(a, "strategy", strategy);
-    if (s->kind == FR_CT_FP8 && s->fp8_granularity == 2) {
+    if (s->kind == FR_CT_FP8 && s->fp8_granularity == FRONTIER_FP8_BLOCK128) {
         cJSON *b = cJSON_AddArrayToObject(a, "block_structure");
         cJSON_AddItemToArray(b, cJSON_CreateNumber(128));
         cJSON_AddItemToArray(b, cJSON_CreateNumber(128));

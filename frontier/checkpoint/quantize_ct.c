@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quantizers/families.h"
 #include "quantizers/fp8_group.h"
 #include "quantizers/int_group.h"
 #include "quantizers/mx_block.h"
@@ -153,39 +152,34 @@ static uint32_t unpack_bits(const uint8_t *words, int64_t i, int bits)
 
 fr_ct_kind fr_ct_scheme_of(const fr_registry *reg, const fr_config_ref *ref, fr_ct_scheme *s)
 {
+    (void)reg;
     memset(s, 0, sizeof *s);
-    int family = reg->entries[ref->quantizer].family;
-    const void *impl = ref->cfg->impl;
-    if (family == FR_FAMILY_NVFP4 || family == FR_FAMILY_NVFP4_FUSED) {
-        /* nvfp4-fused: the same layout, its global scale the fused group's */
+    /* the configuration's storage (frontier_config_traits, checked at
+     * registration); each format's fixed fields are the format's own */
+    const frontier_config_traits *t = fr_config_traits_of(ref);
+    switch (t->storage) {
+    case FRONTIER_STORAGE_NVFP4:
         s->kind = FR_CT_NVFP4;
         s->bits = 4;
-    } else if (family == FR_FAMILY_INT && impl) {
-        const fr_int_params *p = impl;
-        /* the per-tensor form has no pack-quantized zero point (compressed-
-         * tensors packs zero points of group and channel strategies only) */
-        if (p->granularity == FR_INT_TENSOR)
-            return FR_CT_NONE;
+        break;
+    case FRONTIER_STORAGE_INT_PACK:
         s->kind = FR_CT_PACK;
-        s->bits = p->bits;
-        s->group_size = p->granularity == FR_INT_GROUP ? p->group_size : 0;
-        s->symmetric = p->symmetric;
-    } else if (family == FR_FAMILY_FP8 && impl) {
-        const fr_fp8_params *p = impl;
-        if (p->elem.max != 448.0f) /* float-quantized is E4M3 only */
-            return FR_CT_NONE;
+        s->bits = t->storage_bits;
+        s->group_size = t->storage_group_size;
+        s->symmetric = t->storage_symmetric;
+        break;
+    case FRONTIER_STORAGE_FP8:
         s->kind = FR_CT_FP8;
         s->bits = 8;
-        s->fp8_granularity = p->granularity;
-    } else if (family == FR_FAMILY_MX && impl) {
-        const fr_mx_params *p = impl;
-        /* compressed-tensors' MXFP4 scheme: E2M1 elements in groups of 32
-         * with a uint8 E8M0 scale; mxfp6 / mxfp8 / mxint8 are not written */
-        if (p->is_int8 || p->elem_bits != 4 || p->elem.max != 6.0f)
-            return FR_CT_NONE;
+        s->fp8_granularity = t->storage_fp8_scope;
+        break;
+    case FRONTIER_STORAGE_MXFP4:
         s->kind = FR_CT_MXFP4;
         s->bits = 4;
         s->group_size = FR_MX_BLOCK;
+        break;
+    default:
+        break;
     }
     return s->kind;
 }
@@ -283,9 +277,9 @@ size_t fr_ct_parts(const fr_ct_scheme *s, int64_t rows, int64_t cols, fr_dtype m
     }
     case FR_CT_FP8:
         set_part(&parts[0], "weight", "F8_E4M3", 2, rows, cols, 1);
-        if (s->fp8_granularity == FR_FP8_TENSOR)
+        if (s->fp8_granularity == FRONTIER_FP8_TENSOR)
             set_part(&parts[1], "weight_scale", "F32", 1, 1, 0, 4);
-        else if (s->fp8_granularity == FR_FP8_CHANNEL)
+        else if (s->fp8_granularity == FRONTIER_FP8_CHANNEL)
             set_part(&parts[1], "weight_scale", "F32", 2, rows, 1, 4);
         else
             set_part(&parts[1], "weight_scale", "F32", 2, ceil_div(rows, FR_FP8_TILE),
@@ -372,8 +366,13 @@ static void encode_mxfp4(const float *w, int64_t rows, int64_t cols, uint8_t *co
         }
 }
 
-static void encode_pack(const fr_ct_scheme *s, const float *w, int64_t rows, int64_t cols,
-                        fr_dtype model_dtype, uint8_t *const *bufs)
+/* pack-quantized: per group the storage's own rule (an fp16 scale from the
+ * group's range, frontier's int rule: quantizers/int_group.h), or the
+ * scales and zero points the configuration hands over (own); the codes are
+ * clamp(rint(x / s)) (+ z) either way. */
+static fr_status encode_pack(const fr_ct_scheme *s, const float *w, int64_t rows, int64_t cols,
+                             fr_dtype model_dtype, const fr_ct_scales *own, uint8_t *const *bufs,
+                             fr_error *err)
 {
     const int bits = s->bits;
     const int64_t group = s->group_size ? s->group_size : cols;
@@ -401,10 +400,22 @@ static void encode_pack(const fr_ct_scheme *s, const float *w, int64_t rows, int
                 hi = x[i] > hi ? x[i] : hi;
             }
             float sc;
+            if (own) {
+                /* the scale must survive the scale dtype exactly */
+                uint8_t stored[4];
+                sc = own->scale[r * groups + g];
+                fr_store_f32_as(sd, &sc, 1, stored);
+                if (fr_load_as_f32(sd, stored) != sc)
+                    return fr_fail(err, FR_E_USAGE,
+                                   "pack-quantized stores %s scales, and the scale %g of row "
+                                   "%lld, group %lld is not one",
+                                   fr_dtype_name(sd), sc, (long long)r, (long long)g);
+            }
             if (s->symmetric) {
                 float qmax = fr_int_sym_qmax(bits);
                 float amax = -lo > hi ? -lo : hi;
-                sc = fr_int_sym_scale(amax, qmax);
+                if (!own)
+                    sc = fr_int_sym_scale(amax, qmax);
                 for (int64_t i = 0; i < n; i++) {
                     /* signed code q in [-qmax, qmax], stored as q + 2^(b-1) */
                     int q = (int)fr_int_sym_code(x[i], sc, qmax);
@@ -412,8 +423,9 @@ static void encode_pack(const fr_ct_scheme *s, const float *w, int64_t rows, int
                 }
             } else {
                 float levels = fr_int_asym_levels(bits);
-                sc = fr_int_asym_scale(lo, hi, levels);
-                float z = fr_int_asym_zero(lo, sc, levels);
+                if (!own)
+                    sc = fr_int_asym_scale(lo, hi, levels);
+                float z = own ? own->zero[r * groups + g] : fr_int_asym_zero(lo, sc, levels);
                 for (int64_t i = 0; i < n; i++) {
                     /* unsigned code q in [0, 2^b - 1]: compressed-tensors' signed
                      * q - 2^(b-1) plus the packing offset */
@@ -440,6 +452,7 @@ static void encode_pack(const fr_ct_scheme *s, const float *w, int64_t rows, int
         put_le32(shape + 8 * d, (uint32_t)dims[d]);
         put_le32(shape + 8 * d + 4, (uint32_t)((uint64_t)dims[d] >> 32));
     }
+    return FR_OK;
 }
 
 static void encode_fp8_scope(const float *w, int64_t cols, int64_t r0, int64_t r1, int64_t c0,
@@ -461,10 +474,10 @@ static void encode_fp8(const fr_ct_scheme *s, const float *w, int64_t rows, int6
                        uint8_t *const *bufs)
 {
     float sc;
-    if (s->fp8_granularity == FR_FP8_TENSOR) {
+    if (s->fp8_granularity == FRONTIER_FP8_TENSOR) {
         encode_fp8_scope(w, cols, 0, rows, 0, cols, bufs[0], &sc);
         put_le32(bufs[1], fr_f32_to_bits(sc));
-    } else if (s->fp8_granularity == FR_FP8_CHANNEL) {
+    } else if (s->fp8_granularity == FRONTIER_FP8_CHANNEL) {
         for (int64_t r = 0; r < rows; r++) {
             encode_fp8_scope(w, cols, r, r + 1, 0, cols, bufs[0], &sc);
             put_le32(bufs[1] + 4 * r, fr_f32_to_bits(sc));
@@ -483,8 +496,8 @@ static void encode_fp8(const fr_ct_scheme *s, const float *w, int64_t rows, int6
 }
 
 fr_status fr_ct_encode(const fr_ct_scheme *s, const float *w, int64_t rows, int64_t cols,
-                       fr_dtype model_dtype, float global_scale, uint8_t *const *bufs,
-                       fr_error *err)
+                       fr_dtype model_dtype, float global_scale, const fr_ct_scales *own,
+                       uint8_t *const *bufs, fr_error *err)
 {
     fr_status st = check_finite(w, rows, cols, err);
     if (st != FR_OK)
@@ -496,8 +509,7 @@ fr_status fr_ct_encode(const fr_ct_scheme *s, const float *w, int64_t rows, int6
         encode_nvfp4(w, rows, cols, global_scale, bufs);
         return FR_OK;
     case FR_CT_PACK:
-        encode_pack(s, w, rows, cols, model_dtype, bufs);
-        return FR_OK;
+        return encode_pack(s, w, rows, cols, model_dtype, own, bufs, err);
     case FR_CT_FP8:
         encode_fp8(s, w, rows, cols, bufs);
         return FR_OK;
@@ -596,8 +608,8 @@ static fr_status decode_fp8(const fr_ct_scheme *s, const uint8_t *const *bufs, i
     int64_t tc = ceil_div(cols, FR_FP8_TILE);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
-            int64_t k = s->fp8_granularity == FR_FP8_TENSOR    ? 0
-                        : s->fp8_granularity == FR_FP8_CHANNEL ? r
+            int64_t k = s->fp8_granularity == FRONTIER_FP8_TENSOR    ? 0
+                        : s->fp8_granularity == FRONTIER_FP8_CHANNEL ? r
                                                                : (r / FR_FP8_TILE) * tc + c / FR_FP8_TILE;
             float sc = fr_bits_to_f32(get_le32(bufs[1] + 4 * k));
             float v = fr_e4m3_to_f32(bufs[0][r * cols + c]);

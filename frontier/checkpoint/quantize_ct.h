@@ -1,6 +1,7 @@
 /*
  * The compressed-tensors layouts frontier writes (docs/quantize.md): which
- * built-in configuration maps to which format, the tensors one quantized
+ * configuration maps to which format (its traits' storage,
+ * frontier_config_traits in include/frontier/plugin.h), the tensors one quantized
  * weight becomes (names, dtypes, shapes), and the encoder and decoder
  * between float32 weights and those bytes. The encoder computes codes and
  * scales with the families' own rounding rules (quantizers/<family>_group.h), so
@@ -31,11 +32,11 @@ typedef struct fr_ct_scheme {
     int bits;            /* PACK: 2..8; NVFP4, MXFP4 4; FP8 8 */
     int group_size;      /* PACK: 32..256, or 0 for one group per row ("channel") */
     int symmetric;       /* PACK */
-    int fp8_granularity; /* FP8: enum fr_fp8_granularity (quantizers/fp8_group.h) */
+    int fp8_granularity; /* FP8: enum frontier_fp8_scope (include/frontier/plugin.h) */
 } fr_ct_scheme;
 
-/* The layout of a registered configuration: FR_CT_NONE (and *s zeroed)
- * for a plugin or a configuration compressed-tensors has no format for. */
+/* The layout of a registered configuration, from its traits' storage:
+ * FR_CT_NONE (and *s zeroed) for a configuration that declares none. */
 fr_ct_kind fr_ct_scheme_of(const fr_registry *reg, const fr_config_ref *ref, fr_ct_scheme *s);
 
 /* "nvfp4-pack-quantized", "pack-quantized", "float-quantized",
@@ -67,13 +68,23 @@ fr_dtype fr_ct_pack_scale_dtype(fr_dtype model_dtype);
 size_t fr_ct_parts(const fr_ct_scheme *s, int64_t rows, int64_t cols, fr_dtype model_dtype,
                    fr_ct_part parts[FR_CT_MAX_PARTS], fr_error *err);
 
+/* The scales and zero points a configuration chose for one weight
+ * (frontier_config_traits.storage_scales), row-major [rows x groups];
+ * zero NULL when symmetric. */
+typedef struct fr_ct_scales {
+    const float *scale;
+    const float *zero;
+} fr_ct_scales;
+
 /* Encodes a rows x cols float32 weight into the parts' buffers
  * (bufs[i] holds parts[i].nbytes). global_scale: NVFP4's divisor gs, or
- * NAN for the tensor's own fr_nvfp4_global_scale(amax). A non-finite
- * weight is FR_E_FORMAT naming its row and column. */
+ * NAN for the tensor's own fr_nvfp4_global_scale(amax). own: PACK's
+ * scales as the configuration chose them, or NULL for the storage's own
+ * rule; a scale the scale dtype cannot hold exactly is FR_E_USAGE. A
+ * non-finite weight is FR_E_FORMAT naming its row and column. */
 fr_status fr_ct_encode(const fr_ct_scheme *s, const float *w, int64_t rows, int64_t cols,
-                       fr_dtype model_dtype, float global_scale, uint8_t *const *bufs,
-                       fr_error *err);
+                       fr_dtype model_dtype, float global_scale, const fr_ct_scales *own,
+                       uint8_t *const *bufs, fr_error *err);
 
 /* Decodes the parts' bytes back to float32 (what a runtime dequantizes
  * to, computed in float32); FR_E_FORMAT for bytes no encoder writes. */

@@ -25,7 +25,6 @@
 
 #include "core/call.h"
 #include "core/safetensors_write.h"
-#include "quantizers/families.h"
 #include "quantizers/ggml_blocks.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32
@@ -33,17 +32,13 @@
 
 enum { GV_UINT16 = 2, GV_UINT32 = 4, GV_STRING = 8, GV_ARRAY = 9, GV_UINT64 = 10, GV_COUNT = 13 };
 
+/* The block type a configuration is written as: its traits' gguf_type
+ * (frontier_config_traits), when this writer has that type's encoder
+ * (quantizers/ggml_blocks.h); NULL otherwise. */
 static const fr_ggml_params *params_of(const fr_registry *reg, const fr_config_ref *ref)
 {
-    if (!ref || reg->entries[ref->quantizer].family != FR_FAMILY_GGML)
-        return NULL;
-    return ref->cfg->impl;
-}
-
-const char *fr_gguf_supported_configs(void)
-{
-    return "ggml-q8_0, ggml-q4_0, ggml-q4_1, ggml-q5_0, ggml-q5_1, ggml-mxfp4 (the ggml family, "
-           "on rows that are a multiple of 32 elements)";
+    (void)reg;
+    return ref ? fr_ggml_params_by_name(fr_config_traits_of(ref)->gguf_type) : NULL;
 }
 
 const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref)
@@ -55,8 +50,15 @@ const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref)
 const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
                               const fr_tensor *t, char *buf, size_t len)
 {
-    if (!params_of(reg, ref))
-        return "GGUF holds ggml block types: only the ggml family has a GGUF layout";
+    if (!params_of(reg, ref)) {
+        const char *declared = fr_config_traits_of(ref)->gguf_type;
+        if (!declared)
+            return "GGUF holds ggml block types, and this configuration declares none "
+                   "(its traits' gguf_type)";
+        snprintf(buf, len, "it declares the GGUF type '%.64s', which this writer cannot encode",
+                 declared);
+        return buf;
+    }
     if (t->dtype != FR_DTYPE_F32 && t->dtype != FR_DTYPE_F16 && t->dtype != FR_DTYPE_BF16) {
         snprintf(buf, len, "GGUF tensors are quantized from F32, F16 or BF16, this is %s",
                  t->dtype_name);

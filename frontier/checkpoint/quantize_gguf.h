@@ -1,8 +1,9 @@
 /*
  * The GGUF writer of `frontier quantize --format gguf` (docs/quantize.md,
  * "GGUF"): from a GGUF model (F32/F16/BF16 tensors) to a GGUF v3 file whose
- * quantized tensors hold the ggml blocks of the `ggml` family
- * (quantizers/ggml_blocks.h), as llama-quantize writes them: metadata copied
+ * quantized tensors hold ggml blocks (quantizers/ggml_blocks.h) of the
+ * type each configuration's traits name (gguf_type; the `ggml` family's),
+ * as llama-quantize writes them: metadata copied
  * byte for byte (general.file_type and general.quantization_version set),
  * other tensors copied as they are, data aligned to general.alignment.
  * frontier/checkpoint/quantize.c plans, refuses, names the temporary and renames it;
@@ -37,9 +38,6 @@ typedef struct fr_gguf_item {
  * composed messages. */
 const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
                               const fr_tensor *t, char *buf, size_t len);
-
-/* The configurations with a GGUF writer, for refusals. */
-const char *fr_gguf_supported_configs(void);
 
 /* The ggml type name ("Q4_0") a configuration is written as, or NULL. */
 const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref);

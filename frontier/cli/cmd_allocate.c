@@ -19,6 +19,7 @@
 #include "frontier/dataset/dataset.h"
 #include "frontier/analysis/frontier_store.h"
 #include "frontier/analysis/pareto.h"
+#include "quantizers/families.h" /* fr_builtin_ggml_configs: the table's GGML types */
 
 #define MAX_FIXED 256
 
@@ -316,12 +317,14 @@ static fr_status write_recipe(const allocate_args *args, const fr_allocation *a,
         fr_error_log("%s", err.msg);
         goto done;
     }
-    if (unmapped)
+    if (unmapped) {
+        char mapped[512];
         fr_warn("%zu of %zu tensors got a configuration without a llama.cpp type, so "
                 "'%s' lists only the other %zu (for a complete file restrict --configs "
-                "to int8-g32-sym, int4-g32-sym, int4-g32-asym, int5-g32-sym, "
-                "int5-g32-asym, mxfp4)",
-                unmapped, a->n_choices, tp, a->n_choices - unmapped);
+                "to %s)",
+                unmapped, a->n_choices, tp, a->n_choices - unmapped,
+                fr_builtin_ggml_configs(mapped, sizeof mapped));
+    }
     if (args->out_path)
         fr_info("wrote '%s' and '%s'", args->out_path, tp);
     else

@@ -22,6 +22,7 @@ static void print_help(FILE *out)
             "         -o OUT [--format FORMAT] [--force] [--max-shard-size BYTES]\n"
             "         [--calib FILE]\n"
             "         [--fused-global-scale | --no-fused-global-scale] [--summary]\n"
+            "         [--plugin FILE.so]...\n"
             "\n"
             "Writes MODEL (a .safetensors file, a Hugging Face folder or a .gguf) with its weights\n"
             "quantized as a recipe says ('frontier allocate --budget BITS -o RECIPE.json'\n"
@@ -41,7 +42,8 @@ static void print_help(FILE *out)
             "                      mxfp4-pack-quantized (uint8 E8M0 scales, groups of 32);\n"
             "                      a recipe mixing them -> mixed-precision. config.json\n"
             "                      gets quantization_config, the folder's other files\n"
-            "                      (tokenizer, ...) are copied.\n"
+            "                      (tokenizer, ...) are copied. A plugin's configuration\n"
+            "                      is written as the storage its traits declare.\n"
             "  dequantized         (default for a file) same names, shapes and dtypes as\n"
             "                      MODEL holding Q(W): any framework evaluates the model as\n"
             "                      quantized; every configuration can be written this way\n"
@@ -50,7 +52,8 @@ static void print_help(FILE *out)
             "  gguf                (default for a .gguf MODEL) a GGUF v3 file as llama-quantize\n"
             "                      writes it: ggml-q8_0|q4_0|q4_1|q5_0|q5_1|mxfp4 -> Q8_0,\n"
             "                      Q4_0, Q4_1, Q5_0, Q5_1, MXFP4 blocks; metadata and other\n"
-            "                      tensors copied.\n"
+            "                      tensors copied (a plugin's: the GGUF type its traits\n"
+            "                      declare).\n"
             "\n"
             "  --recipe FILE         tensor -> configuration, as 'frontier allocate -o' writes\n"
             "  --config CONFIG       one configuration ('frontier quantizers' lists them)\n"
@@ -75,6 +78,9 @@ static void print_help(FILE *out)
             "                        nvfp4-fused (measured by 'frontier sweep\n"
             "                        --fused-global-scale') always takes its group's scale.\n"
             "  --summary             totals only, no per-tensor table\n"
+            "  --plugin FILE.so      load a quantizer plugin (repeatable); plugins are also\n"
+            "                        found on FRONTIER_PLUGIN_PATH, as for the sweep\n"
+            "                        (\"none\" disables discovery; docs/plugins.md)\n"
             "\n"
             "Nothing is written when a tensor of the recipe is missing from MODEL, a\n"
             "configuration is unknown or has no layout in FORMAT, a calibrated one has no\n"
@@ -87,8 +93,8 @@ static void print_help(FILE *out)
             "  frontier quantize data/stories260K --recipe recipe.json -o stories-3.5bit\n"
             "\n"
             "exit codes: 0 ok, 2 usage (refusals included), 3 unreadable model or recipe,\n"
-            "4 malformed input (a non-finite weight), 5 cannot write OUT or OUT exists\n"
-            "(docs/exit-codes.md)\n");
+            "4 malformed input (a non-finite weight), 5 cannot write OUT or OUT exists,\n"
+            "6 a --plugin cannot be loaded (docs/exit-codes.md)\n");
 }
 
 static int parse_size(const char *text, unsigned long long *out)
@@ -112,7 +118,8 @@ static int parse_size(const char *text, unsigned long long *out)
     return 1;
 }
 
-int cmd_quantize(int argc, char **argv)
+/* The command, with room for its --plugin files (at most one per argument). */
+static int quantize_main(int argc, char **argv, const char **plugins)
 {
     static const struct option longopts[] = {
         {"recipe", required_argument, NULL, 'r'},
@@ -127,11 +134,13 @@ int cmd_quantize(int argc, char **argv)
         {"fused-global-scale", no_argument, NULL, 'g'},
         {"no-fused-global-scale", no_argument, NULL, 'G'},
         {"summary", no_argument, NULL, 's'},
+        {"plugin", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     fr_quantize_options o = {.fused_global_scale = -1, .table = stdout};
     const char *format = NULL;
+    size_t n_plugins = 0;
     int opt;
     optind = 1;
     opterr = 0;
@@ -155,6 +164,7 @@ int cmd_quantize(int argc, char **argv)
         case 'g': o.fused_global_scale = 1; break;
         case 'G': o.fused_global_scale = 0; break;
         case 's': o.table = NULL; break;
+        case 'P': plugins[n_plugins++] = optarg; break;
         case 'h': print_help(stdout); return FR_OK;
         case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
@@ -185,8 +195,11 @@ int cmd_quantize(int argc, char **argv)
     fr_registry reg;
     fr_error err = {0};
     fr_status st = fr_registry_init(&reg, &err);
+    if (st == FR_OK)
+        st = fr_registry_discover(&reg, plugins, n_plugins, &err);
     if (st != FR_OK) {
         fr_error_log("%s", err.msg);
+        fr_registry_free(&reg);
         return st;
     }
     fr_quantize_summary sum;
@@ -202,4 +215,16 @@ int cmd_quantize(int argc, char **argv)
                sum.n_shards == 1 ? "" : "s", sum.n_files_copied, sum.rel_err, sum.report);
     fr_registry_free(&reg);
     return st;
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    const char **plugins = calloc((size_t)argc + 1, sizeof *plugins);
+    if (!plugins) {
+        fr_error_log("out of memory");
+        return FR_E_NOMEM;
+    }
+    int rc = quantize_main(argc, argv, plugins);
+    free(plugins);
+    return rc;
 }

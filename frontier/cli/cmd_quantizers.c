@@ -1,8 +1,9 @@
 /*
  * frontier quantizers [--json] [--plugin FILE]...: every registered quantizer
  * (built-in and plugins), where it came from, its flags and its
- * configurations. The listing is what a sweep would see with the same
- * --plugin options and environment.
+ * configurations (with --json, each configuration's traits too). The
+ * listing is what a sweep would see with the same --plugin options and
+ * environment.
  */
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -24,7 +25,8 @@ static void print_usage(FILE *out)
             "Lists every registered quantizer: its version, where it came from (builtin or\n"
             "the plugin's path), its flags (needs-hessian, needs-act-stats, cuda,\n"
             "deterministic), its description, and every configuration with its nominal\n"
-            "bits and parameters.\n"
+            "bits and parameters (--json: also its traits: row blocks, checkpoint\n"
+            "storage, GGUF type, fused groups).\n"
             "\n"
             "options:\n"
             "  --json          one JSON document on standard output instead of the table\n"
@@ -68,6 +70,39 @@ static void print_table(const fr_registry *reg)
            reg->n_entries == 1 ? "" : "s", c, c == 1 ? "" : "s");
 }
 
+/* A string member, or null for NULL. */
+static int add_text(cJSON *o, const char *key, const char *s)
+{
+    return s ? cJSON_AddStringToObject(o, key, s) != NULL : cJSON_AddNullToObject(o, key) != NULL;
+}
+
+/* What the host knows of a configuration (frontier_config_traits): every
+ * member always, so scripts need not guess defaults. NULL when out of
+ * memory. */
+static cJSON *traits_json(const frontier_config_traits *t)
+{
+    static const char *const scopes[] = {"tensor", "channel", "block128"};
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && cJSON_AddNumberToObject(o, "row_multiple", (double)t->row_multiple) &&
+             cJSON_AddBoolToObject(o, "needs_range", t->needs_range) &&
+             add_text(o, "whole_tensor_reason", t->whole_tensor_reason) &&
+             add_text(o, "storage", fr_storage_name(t->storage)) &&
+             cJSON_AddNumberToObject(o, "storage_bits", t->storage_bits) &&
+             cJSON_AddNumberToObject(o, "storage_group_size", t->storage_group_size) &&
+             cJSON_AddBoolToObject(o, "storage_symmetric", t->storage_symmetric) &&
+             add_text(o, "storage_fp8_scope",
+                      t->storage == FRONTIER_STORAGE_FP8 ? scopes[t->storage_fp8_scope] : NULL) &&
+             cJSON_AddBoolToObject(o, "storage_scales", t->storage_scales != NULL) &&
+             add_text(o, "gguf_type", t->gguf_type) &&
+             cJSON_AddBoolToObject(o, "needs_group_amax", t->needs_group_amax) &&
+             add_text(o, "fused_companion_of", t->fused_companion_of);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
 /* The JSON document; NULL when out of memory. */
 static cJSON *registry_json(const fr_registry *reg)
 {
@@ -81,6 +116,7 @@ static cJSON *registry_json(const fr_registry *reg)
         !cJSON_AddNumberToObject(root, "n_configs", (double)reg->n_configs) ||
         !(quantizers = cJSON_AddArrayToObject(root, "quantizers")))
         goto fail;
+    size_t c = 0;
     for (size_t e = 0; e < reg->n_entries; e++) {
         const frontier_quantizer *q = reg->entries[e].q;
         cJSON *jq = cJSON_CreateObject();
@@ -108,6 +144,7 @@ static cJSON *registry_json(const fr_registry *reg)
         }
         for (size_t k = 0; k < q->n_configs; k++) {
             const frontier_config *cfg = &q->configs[k];
+            const fr_config_ref *ref = &reg->configs[c++]; /* registration order */
             cJSON *jc = cJSON_CreateObject();
             if (!jc || !cJSON_AddItemToArray(configs, jc)) {
                 cJSON_Delete(jc);
@@ -119,6 +156,11 @@ static cJSON *registry_json(const fr_registry *reg)
                 !cJSON_AddNumberToObject(jc, "nominal_bits", cfg->nominal_bits) || !params ||
                 !cJSON_AddItemToObject(jc, "params", params)) {
                 cJSON_Delete(params);
+                goto fail;
+            }
+            cJSON *traits = traits_json(fr_config_traits_of(ref));
+            if (!traits || !cJSON_AddItemToObject(jc, "traits", traits)) {
+                cJSON_Delete(traits);
                 goto fail;
             }
         }

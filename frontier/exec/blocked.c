@@ -1,77 +1,42 @@
 /* Row blocks of oversized tensors (frontier/exec/blocked.h). */
+#include <stdio.h>
 #include <string.h>
-
-#include <cjson/cJSON.h>
 
 #include "core/error_sums.h"
 #include "frontier/exec/blocked.h"
-#include "quantizers/families.h"
-
-static const char *json_string(const cJSON *root, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
 
 void fr_block_rule_of(const fr_registry *reg, const fr_config_ref *ref, fr_block_rule *rule)
 {
     const fr_qentry *e = &reg->entries[ref->quantizer];
+    const frontier_config_traits *t = fr_config_traits_of(ref);
+    const int plugin = !e->origin || strcmp(e->origin, FR_ORIGIN_BUILTIN) != 0;
+    const int calibrated =
+        (e->q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)) != 0;
     rule->row_multiple = 0;
     rule->needs_range = 0;
-    rule->reason = NULL;
-    if (e->family < 0 || !e->origin || strcmp(e->origin, FR_ORIGIN_BUILTIN) != 0) {
-        rule->reason = "plugin configuration on a tensor over --max-memory: its quantize_cpu "
-                       "may use statistics of the whole tensor, so it is not run in row "
-                       "blocks: needs the whole tensor; raise --max-memory";
+    rule->reason[0] = '\0';
+    if (t->row_multiple > 0 && !calibrated) {
+        /* the configuration's own word (frontier_config_traits) */
+        rule->row_multiple = t->row_multiple;
+        rule->needs_range = t->needs_range;
         return;
     }
-    if (e->q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)) {
-        rule->reason = "calibrated configuration on a tensor over --max-memory: not run in "
-                       "row blocks: needs the whole tensor; raise --max-memory";
-        return;
-    }
-    cJSON *p = cJSON_Parse(ref->cfg->params_json ? ref->cfg->params_json : "");
-    const char *gran = json_string(p, "granularity");
-    switch (e->family) {
-    case FR_FAMILY_INT:
-        if (!strcmp(gran, "group") || !strcmp(gran, "row"))
-            rule->row_multiple = 1;
-        else if (!strcmp(gran, "tensor"))
-            rule->row_multiple = 1, rule->needs_range = 1;
-        break;
-    case FR_FAMILY_FP8:
-        if (!strcmp(gran, "channel"))
-            rule->row_multiple = 1;
-        else if (!strcmp(gran, "block128"))
-            rule->row_multiple = 128;
-        else if (!strcmp(gran, "tensor"))
-            rule->row_multiple = 1, rule->needs_range = 1;
-        break;
-    case FR_FAMILY_NVFP4:
-        /* groups of 16 in a row; the fp32 global scale is the tensor's amax's */
-        if (!strcmp(json_string(p, "global_scale_dtype"), "fp32"))
-            rule->row_multiple = 1, rule->needs_range = 1;
-        break;
-    case FR_FAMILY_MX:
-        rule->row_multiple = 1;
-        break;
-    case FR_FAMILY_NF4: {
-        const cJSON *dq = cJSON_GetObjectItemCaseSensitive(p, "double_quant");
-        if (cJSON_IsFalse(dq))
-            rule->row_multiple = 1;
-        break;
-    }
-    default:
-        break;
-    }
-    cJSON_Delete(p);
-    if (!rule->row_multiple)
-        rule->reason = e->family == FR_FAMILY_NF4
-                           ? "tensor-wide scale (nf4 double quantization subtracts the mean "
-                             "of the tensor's block scales): needs the whole tensor; raise "
-                             "--max-memory"
-                           : "not known to be row-local (a host family or an unknown scope): "
-                             "needs the whole tensor; raise --max-memory";
+    if (plugin && !t->row_multiple && !t->whole_tensor_reason)
+        snprintf(rule->reason, sizeof rule->reason, "%s",
+                 "plugin configuration on a tensor over --max-memory: its quantize_cpu may use "
+                 "statistics of the whole tensor, so it is not run in row blocks: needs the "
+                 "whole tensor; raise --max-memory");
+    else if (calibrated)
+        snprintf(rule->reason, sizeof rule->reason, "%s",
+                 "calibrated configuration on a tensor over --max-memory: not run in row "
+                 "blocks: needs the whole tensor; raise --max-memory");
+    else if (t->whole_tensor_reason)
+        snprintf(rule->reason, sizeof rule->reason,
+                 "%s: needs the whole tensor; raise --max-memory", t->whole_tensor_reason);
+    else
+        snprintf(rule->reason, sizeof rule->reason, "%s",
+                 "not known to be row-local (a host family or an unknown scope): needs the "
+                 "whole tensor; raise --max-memory");
 }
 
 int fr_block_needed(const fr_sweep_item *it, size_t max_memory)
@@ -83,7 +48,8 @@ int fr_block_needed(const fr_sweep_item *it, size_t max_memory)
 }
 
 const char *fr_block_skip_reason(const fr_registry *reg, const fr_config_ref *ref,
-                                 const fr_sweep_item *it, size_t max_memory)
+                                 const fr_sweep_item *it, size_t max_memory, char *buf,
+                                 size_t len)
 {
     if (!fr_block_needed(it, max_memory))
         return NULL;
@@ -92,7 +58,10 @@ const char *fr_block_skip_reason(const fr_registry *reg, const fr_config_ref *re
                "rows: needs the whole tensor; raise --max-memory";
     fr_block_rule rule;
     fr_block_rule_of(reg, ref, &rule);
-    return rule.row_multiple ? NULL : rule.reason;
+    if (rule.row_multiple)
+        return NULL;
+    snprintf(buf, len, "%s", rule.reason);
+    return buf;
 }
 
 static int64_t gcd64(int64_t a, int64_t b)

@@ -3,18 +3,20 @@
  * memory"): which configurations give, on a block of whole rows, exactly
  * the rows of the whole-tensor result, and how large a block may be.
  *
- * Only built-in families whose scales are row-local are blocked: int
- * groups and rows, fp8 channels and 128x128 tiles (blocks of a multiple of
- * 128 rows), mx and nf4 blocks (without double quantization). The
- * configurations whose only tensor-wide state is the tensor's range
- * (int*-tensor-*, fp8-*-tensor, nvfp4's global scale) get it from a first
+ * Only configurations whose traits say they are row-local
+ * (frontier_config_traits.row_multiple, include/frontier/plugin.h; built-in
+ * or plugin alike) are blocked: among the built-ins, int groups and rows,
+ * fp8 channels and 128x128 tiles (blocks of a multiple of 128 rows), mx and
+ * nf4 blocks (without double quantization). The configurations whose only
+ * tensor-wide state is the tensor's range (traits.needs_range:
+ * int*-tensor-*, fp8-*-tensor, nvfp4's global scale) get it from a first
  * pass over the blocks, handed over as two extra rows (one holding the
  * tensor's minimum, one its maximum) appended to each block and dropped
  * from the result: the range the quantizer computes is then the tensor's,
  * and every other row is quantized as in the whole tensor. Everything else
- * (plugins, host families, nf4's double quantization, calibrated
- * statistics) needs the whole tensor and is skipped on an oversized tensor
- * with a reason in /skipped.
+ * (configurations that declare no row multiple, calibrated statistics)
+ * needs the whole tensor and is skipped on an oversized tensor with a
+ * reason in /skipped.
  */
 #ifndef FR_BLOCKED_H
 #define FR_BLOCKED_H
@@ -28,7 +30,7 @@
 typedef struct fr_block_rule {
     int64_t row_multiple; /* blocks start at multiples of this many rows; 0: cannot block */
     int needs_range;      /* needs the tensor's minimum and maximum (two extra rows) */
-    const char *reason;   /* why not, when row_multiple == 0 (a static string) */
+    char reason[320];     /* why not, when row_multiple == 0 */
 } fr_block_rule;
 
 /* Bytes per element a tensor's configurations hold at once on the CPU:
@@ -42,9 +44,11 @@ void fr_block_rule_of(const fr_registry *reg, const fr_config_ref *ref, fr_block
 int fr_block_needed(const fr_sweep_item *it, size_t max_memory);
 
 /* Why configuration ref cannot be evaluated on item it under max_memory
- * (a static string), or NULL when it can (not oversized, or row-local). */
+ * (a static string or buf), or NULL when it can (not oversized, or
+ * row-local). */
 const char *fr_block_skip_reason(const fr_registry *reg, const fr_config_ref *ref,
-                                 const fr_sweep_item *it, size_t max_memory);
+                                 const fr_sweep_item *it, size_t max_memory, char *buf,
+                                 size_t len);
 
 /* Rows per block: a multiple of row_multiple and of the rows that make a
  * whole number of 65,536-element error-sum chunks (so the sums are bit for

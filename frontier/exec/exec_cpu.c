@@ -564,6 +564,8 @@ static void blocked_quantize(blocked *bl, int64_t r0, int64_t nr)
             w_hat[qn + i] = guard;
         fr_call_init(&call, pool, b->opt->seed, it->tensor->name, ref->cfg->name);
         call.quantizer = fr_config_quantizer(b->reg, ref)->name;
+        call.has_group_amax = it->has_group_amax;
+        call.group_amax = it->group_amax;
         fr_error qerr = {0};
         fr_status st = fr_quantizer_quantize_cpu(b->reg, ref, w, w_hat, qrows, cols, it->calib,
                                                  it->tensor->name, &call, &qerr);

@@ -40,6 +40,7 @@
 #include "frontier/sweep/sweep.h"
 #include "frontier/sweep/sweep_select.h"
 #include "quantizers/families.h"
+#include "frontier/dataset/dataset_schema.h"
 
 #ifdef FRONTIER_HAVE_CUDA
 #include "kernels/launchers.h" /* fr_cuda_device_count */
@@ -201,24 +202,53 @@ static fr_status compile_regex(regex_t *re, const char *pattern, const char *opt
     return FR_OK;
 }
 
-/* --fused-global-scale: nvfp4-fused after the selection, when nvfp4 is in it. */
+/* Whether a configuration of quantizer `name` is among the first n selected. */
+static int quantizer_selected(const fr_sweep *sw, size_t n, const char *name)
+{
+    for (size_t j = 0; j < n; j++)
+        if (!strcmp(fr_config_quantizer(sw->reg, sw->configs[j])->name, name))
+            return 1;
+    return 0;
+}
+
+/* --fused-global-scale: after the selection, every configuration that needs
+ * its fused group's joint amax (traits.needs_group_amax) and whose companion
+ * quantizer is selected (traits.fused_companion_of: nvfp4-fused next to
+ * nvfp4), in registration order. */
 static fr_status select_fused(fr_sweep *sw, fr_error *err)
 {
-    int nvfp4 = 0;
-    for (size_t j = 0; j < sw->n_configs; j++)
-        nvfp4 |= sw->reg->entries[sw->configs[j]->quantizer].family == FR_FAMILY_NVFP4;
-    if (!nvfp4)
+    const size_t n_selected = sw->n_configs;
+    char wanted[512] = "", companions[512] = "";
+    size_t n_fused = 0;
+    for (size_t i = 0; i < sw->reg->n_configs; i++) {
+        const fr_config_ref *ref = &sw->reg->configs[i];
+        const frontier_config_traits *t = fr_config_traits_of(ref);
+        if (!t->needs_group_amax || !t->fused_companion_of)
+            continue;
+        n_fused++;
+        if (!quantizer_selected(sw, n_selected, t->fused_companion_of)) {
+            size_t u = strlen(wanted), v = strlen(companions);
+            snprintf(wanted + u, sizeof wanted - u, "%s%s next to %s", u ? ", " : "",
+                     ref->cfg->name, t->fused_companion_of);
+            snprintf(companions + v, sizeof companions - v, "%s%s", v ? " or " : "",
+                     t->fused_companion_of);
+            continue;
+        }
+        const fr_config_ref **grown = realloc(sw->configs, (sw->n_configs + 1) * sizeof *grown);
+        if (!grown)
+            return fr_fail(err, FR_E_NOMEM, "out of memory");
+        sw->configs = grown;
+        sw->configs[sw->n_configs++] = ref;
+    }
+    if (!n_fused)
         return fr_fail(err, FR_E_USAGE,
-                       "--fused-global-scale measures nvfp4-fused next to nvfp4, and nvfp4 is "
-                       "not selected (add it to --quantizers, or check --bits)");
-    const fr_config_ref *fused = fr_registry_find_config(sw->reg, "nvfp4-fused");
-    if (!fused)
-        return fr_fail(err, FR_E_FAIL, "internal error: nvfp4-fused is not registered");
-    const fr_config_ref **grown = realloc(sw->configs, (sw->n_configs + 1) * sizeof *grown);
-    if (!grown)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    sw->configs = grown;
-    sw->configs[sw->n_configs++] = fused;
+                       "--fused-global-scale: no registered configuration needs a fused group's "
+                       "joint amax");
+    if (sw->n_configs == n_selected)
+        return fr_fail(err, FR_E_USAGE,
+                       "--fused-global-scale measures %s, and %s is not selected (add it to "
+                       "--quantizers, or check --bits)",
+                       wanted, companions);
     return FR_OK;
 }
 
@@ -818,8 +848,9 @@ done:
     return st;
 }
 
-/* --fused-global-scale: each item that has nvfp4-fused to measure gets
- * the joint amax of its fused group (frontier/model/fused_scale.h, the scan
+/* --fused-global-scale: each item that has a configuration to measure
+ * that needs it (traits.needs_group_amax) gets the joint amax of its fused
+ * group (frontier/model/fused_scale.h, the scan
  * `frontier quantize` uses); an item outside a group of two or more, or an
  * expert's view of a stack, gets none and drop_unmeasurable drops the pair
  * (no row, not a failure). */
@@ -836,8 +867,7 @@ static fr_status attach_group_amax(fr_sweep *sw, fr_error *err)
                 continue;
             int wants = 0;
             for (size_t c = 0; c < it->n_configs; c++)
-                wants |= sw->reg->entries[it->configs[c]->quantizer].family ==
-                         FR_FAMILY_NVFP4_FUSED;
+                wants |= fr_config_traits_of(it->configs[c])->needs_group_amax;
             if (!wants)
                 continue;
             if (!scanned) {
@@ -877,23 +907,29 @@ static const char *missing_statistics(const fr_sweep *sw, const fr_config_ref *r
  * and a tensor left with nothing to measure leaves the plan. */
 static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
 {
-    size_t n_pairs = 0, kept_items = 0, n_unfused = 0;
+    size_t n_pairs = 0, kept_items = 0;
+    /* per registered configuration: tensors without the fused group it needs */
+    size_t *unfused = calloc(sw->reg->n_configs ? sw->reg->n_configs : 1, sizeof *unfused);
+    if (!unfused)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
     for (size_t k = 0; k < sw->n_items; k++) {
         fr_sweep_item *it = &sw->items[k];
         size_t first = sw->item_first_config[k], keep = 0;
         for (size_t c = 0; c < it->n_configs; c++) {
             const fr_config_ref *ref = sw->item_configs[first + c];
             const char *why = missing_statistics(sw, ref, it->calib);
-            if (!why && !it->has_group_amax &&
-                sw->reg->entries[ref->quantizer].family == FR_FAMILY_NVFP4_FUSED) {
-                /* not a member of a fused group of two or more: nvfp4-fused
-                 * has no row for it (its own scale is nvfp4's row); not a
-                 * failure, so not in /skipped */
-                n_unfused++;
+            char why_buf[320];
+            if (!why && !it->has_group_amax && fr_config_traits_of(ref)->needs_group_amax) {
+                /* not a member of a fused group of two or more: a configuration
+                 * that needs its joint amax has no row for it (nvfp4-fused's
+                 * own scale would be nvfp4's row); not a failure, so not in
+                 * /skipped */
+                unfused[ref - sw->reg->configs]++;
                 continue;
             }
             if (!why) /* over --max-memory and not row-local (frontier/exec/blocked.h) */
-                why = fr_block_skip_reason(sw->reg, ref, it, sw->opt.max_memory);
+                why = fr_block_skip_reason(sw->reg, ref, it, sw->opt.max_memory, why_buf,
+                                           sizeof why_buf);
             if (!why) {
                 sw->item_configs[first + keep] = ref;
                 sw->item_config_ids[first + keep] = sw->item_config_ids[first + c];
@@ -905,8 +941,10 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
                                  .reason = (char *)(uintptr_t)why,
                                  .config = (char *)(uintptr_t)ref->cfg->name};
             fr_status st = fr_dataset_add_skipped(&sw->ds, &row, err);
-            if (st != FR_OK)
+            if (st != FR_OK) {
+                free(unfused);
                 return st;
+            }
             n_pairs++;
         }
         it->n_configs = keep;
@@ -938,10 +976,12 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
                 "lacks, or a tensor over --max-memory): not measured, listed in /skipped with "
                 "the reason",
                 n_pairs);
-    if (n_unfused)
-        fr_info("nvfp4-fused: %zu tensors are not members of a fused group (q/k/v, gate/up, "
-                "w1/w3, q_a/kv_a) with two or more members: no nvfp4-fused row for them",
-                n_unfused);
+    for (size_t i = 0; i < sw->reg->n_configs; i++)
+        if (unfused[i])
+            fr_info("%s: %zu tensors are not members of a fused group (q/k/v, gate/up, "
+                    "w1/w3, q_a/kv_a) with two or more members: no %s row for them",
+                    sw->reg->configs[i].cfg->name, unfused[i], sw->reg->configs[i].cfg->name);
+    free(unfused);
     return FR_OK;
 }
 

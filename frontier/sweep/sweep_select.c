@@ -9,6 +9,7 @@
 
 #include "frontier/sweep/sweep_select.h"
 #include "quantizers/families.h"
+#include "frontier/sweep/sweep.h"
 
 /* Parses one number of a --bits term; *end past it. */
 static int parse_number(const char *s, const char **end, double *v)
@@ -115,13 +116,20 @@ fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, cons
             int any = 0, data_free = 0;
             for (size_t i = 0; i < reg->n_configs; i++) {
                 const frontier_quantizer *q = fr_config_quantizer(reg, &reg->configs[i]);
-                if (reg->entries[reg->configs[i].quantizer].family == FR_FAMILY_NVFP4_FUSED) {
+                const frontier_config_traits *t = fr_config_traits_of(&reg->configs[i]);
+                if (t->needs_group_amax) {
                     if (!strcmp(pattern[p], reg->configs[i].cfg->name) ||
                         !strcmp(pattern[p], q->name)) {
-                        st = fr_fail(err, FR_E_USAGE,
-                                     "'%s' is measured by --fused-global-scale (next to each "
-                                     "nvfp4 configuration), not selected by --quantizers",
-                                     pattern[p]);
+                        if (t->fused_companion_of)
+                            st = fr_fail(err, FR_E_USAGE,
+                                         "'%s' is measured by --fused-global-scale (next to "
+                                         "each %s configuration), not selected by --quantizers",
+                                         pattern[p], t->fused_companion_of);
+                        else
+                            st = fr_fail(err, FR_E_USAGE,
+                                         "'%s' needs the joint amax of a fused group, which "
+                                         "no sweep hands it: not selected by --quantizers",
+                                         pattern[p]);
                         goto done;
                     }
                     continue;
@@ -158,7 +166,7 @@ fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, cons
         if ((q->flags & DATA_FLAGS) && !calibrated)
             continue;
         /* needs the host's joint amax: only through --fused-global-scale */
-        if (reg->entries[ref->quantizer].family == FR_FAMILY_NVFP4_FUSED)
+        if (fr_config_traits_of(ref)->needs_group_amax)
             continue;
         if (bits && !fr_bits_match(&filter, ref->cfg->nominal_bits))
             continue;

@@ -7,11 +7,12 @@
  * and receives a descriptor. Built-in quantizers are registered through the
  * very same descriptor, so the host has one code path for both.
  *
- * Versioning (the SQLite / Redis-module rule): both structs below start with
- * an ABI version and their own size. Fields are only ever appended; each new
- * field is tagged with the ABI version that added it. The host reads a field
- * only when the plugin's struct_size covers it, and refuses a plugin whose
- * abi_version it does not know, naming both versions.
+ * Versioning (the SQLite / Redis-module rule): the descriptor and the host's
+ * table start with an ABI version and their own size, the traits struct with
+ * its size. Fields are only ever appended; each new field is tagged with the
+ * ABI version that added it. The host reads a field only when the plugin's
+ * struct_size covers it, and refuses a plugin whose abi_version it does not
+ * know, naming both versions; a version-1 plugin loads unchanged.
  *
  * Threading: the entry point runs once, before anything else. After that the
  * host may call size_bits / quantize_* from several threads at once, each
@@ -32,7 +33,7 @@ extern "C" {
 #endif
 
 /* Version of the structs in this header. Bumped only when a field is appended. */
-#define FRONTIER_PLUGIN_ABI_VERSION 1u
+#define FRONTIER_PLUGIN_ABI_VERSION 2u
 
 /* Name of the symbol a plugin exports (type frontier_plugin_entry_fn). */
 #define FRONTIER_PLUGIN_ENTRY_SYMBOL "frontier_plugin_entry"
@@ -112,6 +113,91 @@ typedef struct frontier_error_sums {
 /* Opaque host context of one call (one tensor x configuration). */
 typedef struct frontier_call frontier_call;
 
+/* How a checkpoint stores a configuration (frontier_config_traits.storage):
+ * the compressed-tensors formats `frontier quantize` writes (docs/quantize.md
+ * has their layouts and the rule that computes codes and scales from W). */
+enum frontier_storage {
+    FRONTIER_STORAGE_NONE = 0,     /* no checkpoint format: dequantized output only */
+    FRONTIER_STORAGE_INT_PACK = 1, /* pack-quantized: b-bit integer codes, one scale (and, when
+                                    * asymmetric, one b-bit zero point) per group of a row or
+                                    * per row; x^ = (q - z) s */
+    FRONTIER_STORAGE_FP8 = 2,      /* float-quantized: E4M3 elements, fp32 scales */
+    FRONTIER_STORAGE_NVFP4 = 3,    /* nvfp4-pack-quantized: E2M1, E4M3 per 16, fp32 global */
+    FRONTIER_STORAGE_MXFP4 = 4     /* mxfp4-pack-quantized: E2M1, E8M0 per 32 */
+};
+
+/* Scale scopes of FRONTIER_STORAGE_FP8. */
+enum frontier_fp8_scope {
+    FRONTIER_FP8_TENSOR = 0,  /* one scale */
+    FRONTIER_FP8_CHANNEL = 1, /* one per row */
+    FRONTIER_FP8_BLOCK128 = 2 /* one per 128 x 128 tile */
+};
+
+/*
+ * What the host may know of one configuration beyond its numbers: the
+ * properties that decide how a sweep runs it and how a checkpoint stores
+ * it. Filled by frontier_quantizer.config_traits (v2). The host zeroes the
+ * struct and sets struct_size before the call; zero is "nothing known" for
+ * every field, so a quantizer writes only what it knows, and only the fields
+ * the host's struct_size covers (FRONTIER_TRAITS_HAS). Strings and the
+ * function must stay valid until the plugin is unloaded (static storage).
+ */
+typedef struct frontier_config_traits {
+    uint32_t struct_size; /* set by the host: sizeof(frontier_config_traits) as it was built */
+
+    /* v2: row blocks (`frontier sweep --max-memory`). row_multiple > 0 says
+     * quantize_cpu on a block of whole rows that starts at a multiple of
+     * row_multiple rows gives exactly those rows of its result on the whole
+     * tensor, bit for bit; 0: it needs the whole tensor. */
+    int64_t row_multiple;
+    /* v2: with row_multiple > 0: the one tensor-wide statistic it reads is
+     * the tensor's range (min, max, or amax). The host appends two rows to
+     * every block, one filled with the tensor's minimum and one with its
+     * maximum, and drops their output. */
+    int32_t needs_range;
+    /* v2, optional: why it needs the whole tensor ("a tensor-wide scale
+     * (...)"), quoted in the sweep's /skipped; at most 200 bytes */
+    const char *whole_tensor_reason;
+
+    /* v2: the checkpoint storage, enum frontier_storage. The writer computes
+     * codes and scales from W by the storage's own rule (or, for INT_PACK,
+     * from storage_scales), decodes them and requires the result to equal
+     * quantize_cpu's bit for bit before it writes anything. */
+    int32_t storage;
+    int32_t storage_bits;       /* INT_PACK: 2..8 (the others imply theirs) */
+    int32_t storage_group_size; /* INT_PACK: elements per group of a row, 0: one group per row */
+    int32_t storage_symmetric;  /* INT_PACK: 1 symmetric (no zero point), 0 asymmetric */
+    int32_t storage_fp8_scope;  /* FP8: enum frontier_fp8_scope */
+    /* v2, INT_PACK, optional: the scales (and, asymmetric, the zero points,
+     * integers in [0, 2^bits - 1]) cfg gives w, one per group, row-major
+     * [rows][groups]; zero_points is NULL when symmetric. The writer then
+     * codes x as clamp(rint(x / s) + z). NULL: the storage's own rule, an
+     * fp16 scale amax / (2^(b-1) - 1) or (max - min) / (2^b - 1) and
+     * z = clamp(rint(-min / s)) (docs/quantize.md). */
+    int (*storage_scales)(const frontier_config *cfg, const float *w, int64_t rows,
+                          int64_t cols, float *scales, float *zero_points, frontier_call *call);
+
+    /* v2: the GGUF tensor type ("q4_0", llama-quantize's spelling) whose
+     * blocks quantize_cpu computes exactly (ggml-quants.c's reference
+     * quantizer), so `frontier quantize --format gguf` can write it; NULL:
+     * none. */
+    const char *gguf_type;
+
+    /* v2: quantize_cpu reads the joint amax of the tensor's fused group
+     * (q/k/v, gate/up, w1/w3, q_a/kv_a: frontier_host_api.group_amax) and
+     * fails without it. The sweep measures such a configuration only with
+     * --fused-global-scale, on members of a group of two or more; it is never
+     * selected by --quantizers. */
+    int32_t needs_group_amax;
+    /* v2, with needs_group_amax: the quantizer (its name) next to whose
+     * configurations --fused-global-scale measures this one ("nvfp4") */
+    const char *fused_companion_of;
+} frontier_config_traits;
+
+/* True when a traits struct of size t->struct_size has `field`. */
+#define FRONTIER_TRAITS_HAS(t, field)                                                        \
+    ((size_t)(t)->struct_size >= offsetof(frontier_config_traits, field) + sizeof((t)->field))
+
 /* Body of a parallel loop over [begin, end). */
 typedef void (*frontier_range_fn)(void *arg, int64_t begin, int64_t end);
 
@@ -135,6 +221,11 @@ typedef struct frontier_host_api {
      * threads; returns when all chunks are done. Chunks must be independent. */
     void (*parallel_for)(frontier_call *call, int64_t n, int64_t grain,
                          frontier_range_fn fn, void *arg);
+    /* v2: the joint amax (largest finite |w|) over the members of the
+     * tensor's fused group, for a configuration whose traits set
+     * needs_group_amax: 1 and *amax when the host has it for this call, 0
+     * otherwise. */
+    int (*group_amax)(frontier_call *call, float *amax);
 } frontier_host_api;
 
 /*
@@ -179,6 +270,15 @@ typedef struct frontier_quantizer {
                       const void *w, int dtype, int64_t rows, int64_t cols,
                       const frontier_calib *calib, frontier_error_sums *sums,
                       void *stream, frontier_call *call);
+
+    /* v2, optional: the traits of one of its configurations (see
+     * frontier_config_traits). Called once per configuration at
+     * registration, with a call for set_error; a failure refuses the
+     * quantizer. NULL (or a v1 descriptor): nothing known, so the host
+     * runs every configuration on whole tensors and writes it only as
+     * dequantized weights. */
+    int (*config_traits)(const frontier_config *cfg, frontier_config_traits *traits,
+                         frontier_call *call);
 } frontier_quantizer;
 
 /* The entry point a plugin exports. Returns NULL on failure (after logging why). */

@@ -3,12 +3,17 @@
 # tree, adds the worked example family (examples/family-pow2: int3/4/8 with
 # power-of-two group scales) with exactly the steps of that page, builds, and requires the
 # suite's registry-driven checks to take the new family in:
-#   1. its files into quantizers/ and kernels/, one line in the family table
-#   2. its error bounds, as `test_quantizers_configs --print-bounds` prints them
-#   3. build: the CLI, the configuration tests, the kernels on the GPU
+#   1. its files into quantizers/, kernels/ and tests/quantizers/bounds/
+#      (its error bounds), one line in the family table; nothing else of the
+#      tree changes (checked)
+#   2. build: the CLI, the configuration tests, the kernels on the GPU
 #      emulator (and through nvcc when this build has CUDA)
-#   4. `frontier quantizers` lists it, `frontier sweep` measures it, the
-#      configuration tests and the emulated GPU parity pass with it
+#   3. `frontier quantizers` lists it with the traits it declares,
+#      `frontier sweep` measures it, also in row blocks under --max-memory,
+#      `frontier quantize` writes it dequantized and as the compressed-
+#      tensors storage it declares, checked bit for bit
+#   4. the configuration tests (its bounds included) and the emulated GPU
+#      parity pass with it
 #
 #   add_example.sh SOURCE_DIR [CUDA]
 # CUDA: OFF (default; what CI runs: the kernels run on the emulator) or ON
@@ -30,6 +35,7 @@ cd "$WORK/src"
 # 1. the family's files and its line in the table
 cp examples/family-pow2/quantizers/* quantizers/
 cp examples/family-pow2/kernels/* kernels/
+cp examples/family-pow2/tests/quantizers/bounds/* tests/quantizers/bounds/
 python3 - <<'PY'
 import re
 p = "quantizers/families.h"
@@ -45,6 +51,17 @@ open(p, "w").write(s)
 PY
 grep -q 'X(POW2, pow2, FR_NO_GGML)' quantizers/families.h || { echo "FAIL: table line not added"; exit 1; }
 say "table: $(grep -c '^ *X(' quantizers/families.h) families"
+# nothing else: the tree differs from the source by the family's own files
+# and the table only
+changed=$(for d in CMakeLists.txt frontier.pc.in core quantizers kernels frontier include tests; do
+            diff -rq -x '*.pyc' -x __pycache__ "$SRC/$d" "./$d" 2>&1 || true
+          done | sort)
+want=$(printf '%s\n' "Files $SRC/quantizers/families.h and ./quantizers/families.h differ" \
+       "Only in ./kernels: pow2.cu" "Only in ./kernels: pow2.cuh" \
+       "Only in ./quantizers: pow2.c" "Only in ./quantizers: pow2_group.h" \
+       "Only in ./tests/quantizers/bounds: pow2.inc" | sort)
+[ "$changed" = "$want" ] || { echo "$changed"; echo "FAIL: the tree changed beyond the family's files and its table line"; exit 1; }
+say "changed: the table line and the family's own files, nothing else"
 
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFRONTIER_CUDA="$CUDA" \
@@ -62,12 +79,11 @@ cmake --build build -j"$jobs" --target "${targets[@]}" >>build.log 2>&1 ||
   { tail -40 build.log; echo "FAIL: build with the example family"; exit 1; }
 say "built ${targets[*]} (cuda $CUDA)"
 
-# 2. the bounds the configuration test asks for, printed by the test itself
-build/tests/quantizers/test_quantizers_configs --print-bounds >bounds.out 2>&1 || true
-grep -E '^ *\{"pow2-' bounds.out >>tests/quantizers/bounds.inc ||
-  { tail -20 bounds.out; echo "FAIL: --print-bounds printed no row for the pow2 configurations"; exit 1; }
-say "bounds: $(grep -E '"pow2-' tests/quantizers/bounds.inc | tr -s ' ' | tr '\n' ' ')"
-cmake --build build -j"$jobs" --target test_quantizers_configs >>build.log 2>&1
+# 2. the bounds the family's file holds are the test's own rows
+build/tests/quantizers/test_quantizers_configs --print-bounds 2>/dev/null | grep -E '^ *\{"pow2-' >bounds.out || true
+diff <(grep -E '^ *\{"pow2-' tests/quantizers/bounds/pow2.inc) bounds.out ||
+  { echo "FAIL: tests/quantizers/bounds/pow2.inc is not what --print-bounds prints"; exit 1; }
+say "bounds: $(tr -s ' ' <bounds.out | tr '\n' ' ')"
 
 # 3. what a user sees
 F=build/frontier
@@ -101,6 +117,45 @@ for (c, t), r in rows.items():
 assert sum(c.startswith("pow2-") for c, _ in rows) == 6
 print("add_example: sweep rows: 3 pow2 configurations on 2 tensors, exact sizes")
 PY
+# the traits the family declares (pow2.c), as the host lists them
+$F quantizers --json >quantizers.json
+python3 - <<'PY' || { echo "FAIL: the traits of pow2"; exit 1; }
+import json
+t = {c["name"]: c["traits"] for q in json.load(open("quantizers.json"))["quantizers"]
+     for c in q["configs"]}["pow2-int4-g32"]
+assert t["row_multiple"] == 1 and t["storage"] == "int-pack" and t["storage_bits"] == 4, t
+assert t["storage_group_size"] == 32 and t["storage_symmetric"] and t["storage_scales"], t
+PY
+# --max-memory: blocked execution, bit for bit the whole tensors' rows
+SPEC=gaussian:512x512,student-t3:640x1024:bf16,outliers:1000x256
+$F sweep --synthetic "$SPEC" --quantizers 'pow2-*' --device cpu -o whole.h5 --quiet >sweep.out 2>&1 &&
+  $F sweep --synthetic "$SPEC" --quantizers 'pow2-*' --device cpu -o blocked.h5 --quiet \
+    --max-memory 1M >>sweep.out 2>&1 || { cat sweep.out; echo "FAIL: sweep --max-memory"; exit 1; }
+python3 tests/sweep/blocked_check.py whole.h5 blocked.h5 'synthetic' 9 ||
+  { echo "FAIL: the blocked rows of pow2 differ from the whole tensors'"; exit 1; }
+python3 - <<'PY' || { echo "FAIL: pow2 skipped under --max-memory"; exit 1; }
+import h5py
+with h5py.File("blocked.h5", "r") as f:
+    assert len(f["skipped"][()]) == 0, f["skipped"][()]
+    assert len(f["results"][()]) == 9
+PY
+say "sweep --max-memory 1M: 3 tensors in row blocks, 9 rows bit for bit, none skipped"
+# frontier quantize: dequantized, and the storage it declares
+M=$SRC/data/stories260K
+$F quantize "$M" --config pow2-int4-g32 --format dequantized -o deq --summary \
+  >quantize.out 2>&1 || { cat quantize.out; echo "FAIL: quantize --format dequantized"; exit 1; }
+$F quantize "$M" --config pow2-int4-g32 --exclude down_proj -o ct --summary >>quantize.out 2>&1 ||
+  { cat quantize.out; echo "FAIL: quantize as compressed-tensors"; exit 1; }
+python3 - <<'PY' || { echo "FAIL: the compressed-tensors checkpoint of pow2-int4-g32"; exit 1; }
+import json
+q = json.load(open("ct/config.json"))["quantization_config"]
+a = q["config_groups"]["group_0"]["weights"]
+assert q["format"] == "pack-quantized" and a["num_bits"] == 4 and a["group_size"] == 32, q
+for r in ("deq/quantize_report.json", "ct/quantize_report.json"):
+    ts = json.load(open(r))["tensors"]
+    assert ts and all(t["equals_quantizer"] for t in ts if t["config"] == "pow2-int4-g32"), r
+PY
+say "quantize: dequantized and pack-quantized (its own scales), each tensor equal to Q(W)"
 
 # 4. the suite's registry-driven checks with the family in
 build/tests/quantizers/test_quantizers_configs >configs.out 2>&1 ||

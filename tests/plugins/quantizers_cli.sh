@@ -41,15 +41,15 @@ rc=0
 FRONTIER_PLUGIN_PATH="$dir" "$frontier" quantizers >"$tmp/out" 2>"$tmp/err" || rc=$?
 [ "$rc" = 0 ] || bad "listing with broken plugins on the path exited $rc"
 cat >"$tmp/want_err" <<END
-frontier: warning: plugin '$dir/libbad_abi.so' has ABI version 7, this frontier supports 1 (skipped)
+frontier: warning: plugin '$dir/libbad_abi.so' has ABI version 7, this frontier supports 1 to 2 (skipped)
 frontier: warning: plugin '$dir/libbad_cudaflag.so': quantizer 'bad_cudaflag' sets FRONTIER_Q_HAS_CUDA but has neither quantize_cuda nor sweep_cuda (skipped)
 frontier: warning: plugin '$dir/libbad_cudafn.so': quantizer 'bad_cudafn' has a CUDA function but does not set FRONTIER_Q_HAS_CUDA (skipped)
 frontier: warning: plugin '$dir/libbad_dupself.so': configuration 'dupself-a' is listed twice (skipped)
-frontier: warning: plugin '$dir/libbad_flags.so': quantizer 'bad_flags' sets unknown flag bits 0x200 (ABI version 1 knows 0xf) (skipped)
+frontier: warning: plugin '$dir/libbad_flags.so': quantizer 'bad_flags' sets unknown flag bits 0x200 (ABI version 2 knows 0xf) (skipped)
 frontier: warning: plugin '$dir/libbad_noentry.so' does not export 'frontier_plugin_entry' (skipped)
 frontier: warning: plugin '$dir/libbad_null.so' returned no descriptor from 'frontier_plugin_entry' (skipped)
 frontier: warning: plugin '$dir/libbad_params.so': configuration 'params-list' has params_json that is not a JSON object: '[1, 2]' (skipped)
-frontier: warning: plugin '$dir/libbad_size.so' has a descriptor of 64 bytes, ABI version 1 needs at least 72 (skipped)
+frontier: warning: plugin '$dir/libbad_size.so' has a descriptor of 64 bytes, ABI version 2 needs at least 72 (skipped)
 frontier: warning: plugin '$dir/libgood_dup.so': configuration 'good-f32' is already registered by quantizer 'good' (from '$dir/libgood.so') (skipped)
 END
 expect_eq "warnings for broken plugins on FRONTIER_PLUGIN_PATH" "$tmp/want_err" "$tmp/err"
@@ -97,7 +97,7 @@ grep -q "^good 0.0.1" "$tmp/out" || bad "none + --plugin good"
   bad "none totals: $(count_line "$tmp/out")"
 
 # 5. a broken --plugin is an error: exit 6, nothing on stdout
-for case in "libbad_abi.so|plugin '$dir/libbad_abi.so' has ABI version 7, this frontier supports 1" \
+for case in "libbad_abi.so|plugin '$dir/libbad_abi.so' has ABI version 7, this frontier supports 1 to 2" \
             "libbad_noentry.so|plugin '$dir/libbad_noentry.so' does not export 'frontier_plugin_entry'" \
             "libgood_dup.so|ok"; do
   file=${case%%|*}

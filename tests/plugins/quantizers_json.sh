@@ -20,7 +20,7 @@ def check(cond, what):
     if not cond:
         errors.append(what)
 
-check(doc["abi_version"] == 1, "abi_version")
+check(doc["abi_version"] == 2, "abi_version")
 check(isinstance(doc["frontier_version"], str) and doc["frontier_version"], "frontier_version")
 qs = {q["name"]: q for q in doc["quantizers"]}
 check(doc["n_quantizers"] == len(doc["quantizers"]), "n_quantizers")
@@ -35,7 +35,7 @@ for q in doc["quantizers"]:
     check(set(q) == {"name", "version", "origin", "description", "flags", "configs"}, "keys of " + q["name"])
     check(all(f in ("needs-hessian", "needs-act-stats", "cuda", "deterministic") for f in q["flags"]), "flags of " + q["name"])
     for c in q["configs"]:
-        check(set(c) == {"name", "nominal_bits", "params"}, "keys of " + c["name"])
+        check(set(c) == {"name", "nominal_bits", "params", "traits"}, "keys of " + c["name"])
         check(0 < c["nominal_bits"] <= 64, "nominal_bits of " + c["name"])
         check(isinstance(c["params"], dict), "params of " + c["name"])
 
@@ -52,7 +52,27 @@ check(t["configs"][2]["params"] == {"group_size": 64, "threshold_ratio": 0.7, "s
 
 g = qs.get("good", {})
 check(g.get("origin") == plugin_dir + "/libgood.so", "good origin")
-check(g.get("configs") == [{"name": "good-f32", "nominal_bits": 32, "params": {"dtype": "f32"}}], "good configs")
+nothing = {"row_multiple": 0, "needs_range": False, "whole_tensor_reason": None, "storage": "none",
+           "storage_bits": 0, "storage_group_size": 0, "storage_symmetric": False,
+           "storage_fp8_scope": None, "storage_scales": False, "gguf_type": None,
+           "needs_group_amax": False, "fused_companion_of": None}
+check(g.get("configs") == [{"name": "good-f32", "nominal_bits": 32, "params": {"dtype": "f32"},
+                            "traits": nothing}], "good configs")
+# the built-ins' traits as their families declare them
+bc = {c["name"]: c["traits"] for q in builtin["quantizers"] for c in q["configs"]}
+check(bc["int4-g128-asym"] == dict(nothing, row_multiple=1, storage="int-pack", storage_bits=4,
+                                   storage_group_size=128), "int4-g128-asym traits")
+check(bc["int4-tensor-sym"] == dict(nothing, row_multiple=1, needs_range=True), "int4-tensor-sym traits")
+check(bc["fp8-e4m3-block128"] == dict(nothing, row_multiple=128, storage="fp8",
+                                      storage_fp8_scope="block128"), "fp8-e4m3-block128 traits")
+check(bc["nvfp4-fused"] == dict(nothing, storage="nvfp4", needs_group_amax=True,
+                                fused_companion_of="nvfp4"), "nvfp4-fused traits")
+check(bc["ggml-q4_0"] == dict(nothing, gguf_type="q4_0"), "ggml-q4_0 traits")
+check(bc["nf4-g64-dq"]["row_multiple"] == 0 and "double quantization" in bc["nf4-g64-dq"]["whole_tensor_reason"],
+      "nf4-g64-dq traits")
+check(bc["gptq-int4-g128-sym"] == dict(nothing, storage="int-pack", storage_bits=4,
+                                       storage_group_size=128, storage_symmetric=True), "gptq traits")
+check(bc["mse-int4-g128-sym"] == nothing, "mse traits")
 o = qs.get("older", {})
 check(o.get("flags") == ["deterministic"] and len(o.get("configs", [])) == 1, "older plugin listed")
 m = qs.get("misbehave", {})

@@ -55,12 +55,12 @@ static void test_rejections(void)
         expect_rejected(__LINE__, p, expected);                   \
     } while (0)
 
-    REJECTED("libbad_abi.so", "plugin '%s' has ABI version 7, this frontier supports 1", p);
+    REJECTED("libbad_abi.so", "plugin '%s' has ABI version 7, this frontier supports 1 to 2", p);
     REJECTED("libbad_noentry.so", "plugin '%s' does not export 'frontier_plugin_entry'", p);
     REJECTED("libbad_null.so", "plugin '%s' returned no descriptor from 'frontier_plugin_entry'",
              p);
     REJECTED("libbad_size.so",
-             "plugin '%s' has a descriptor of %zu bytes, ABI version 1 needs at least %zu", p,
+             "plugin '%s' has a descriptor of %zu bytes, ABI version 2 needs at least %zu", p,
              offsetof(frontier_quantizer, quantize_cpu), offsetof(frontier_quantizer, quantize_cuda));
     REJECTED("libbad_cudaflag.so",
              "plugin '%s': quantizer 'bad_cudaflag' sets FRONTIER_Q_HAS_CUDA but has neither "
@@ -71,7 +71,7 @@ static void test_rejections(void)
              "FRONTIER_Q_HAS_CUDA",
              p);
     REJECTED("libbad_flags.so",
-             "plugin '%s': quantizer 'bad_flags' sets unknown flag bits 0x200 (ABI version 1 "
+             "plugin '%s': quantizer 'bad_flags' sets unknown flag bits 0x200 (ABI version 2 "
              "knows 0xf)",
              p);
     REJECTED("libbad_dupself.so", "plugin '%s': configuration 'dupself-a' is listed twice", p);
@@ -226,7 +226,7 @@ static void test_discovery(const char *tmp)
     fr_registry_init_empty(&reg);
     const char *both[] = {bad_abi, good};
     CHECK(fr_registry_discover_from(&reg, both, 2, NULL, NULL, &err) == FR_E_PLUGIN);
-    snprintf(path, sizeof path, "plugin '%s' has ABI version 7, this frontier supports 1", bad_abi);
+    snprintf(path, sizeof path, "plugin '%s' has ABI version 7, this frontier supports 1 to 2", bad_abi);
     CHECK_STR(err.msg, path);
     fr_registry_free(&reg);
 

@@ -109,17 +109,17 @@ static void validation_version(void)
 
     reset(&q, cfgs);
     q.abi_version = 7;
-    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has ABI version 7, this frontier supports 1");
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has ABI version 7, this frontier supports 1 to 2");
     reset(&q, cfgs);
     q.abi_version = 0;
-    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has ABI version 0, this frontier supports 1");
+    EXPECT_REJECTED(&q, "plugin '/p/libq.so' has ABI version 0, this frontier supports 1 to 2");
 
     reset(&q, cfgs);
     q.struct_size = 40;
     {
         char expected[256];
         snprintf(expected, sizeof expected,
-                 "plugin '/p/libq.so' has a descriptor of 40 bytes, ABI version 1 needs at "
+                 "plugin '/p/libq.so' has a descriptor of 40 bytes, ABI version 2 needs at "
                  "least %zu",
                  offsetof(frontier_quantizer, quantize_cuda));
         EXPECT_REJECTED(&q, expected);
@@ -161,7 +161,7 @@ static void validation_quantizer(void)
     reset(&q, cfgs);
     q.flags |= 1ull << 40;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' sets unknown flag bits "
-                        "0x10000000000 (ABI version 1 knows 0xf)");
+                        "0x10000000000 (ABI version 2 knows 0xf)");
     reset(&q, cfgs);
     q.flags |= FRONTIER_Q_HAS_CUDA;
     EXPECT_REJECTED(&q, "plugin '/p/libq.so': quantizer 'other' sets FRONTIER_Q_HAS_CUDA but has "
@@ -250,9 +250,9 @@ static void validation_builtin(void)
         fr_registry_init_empty(&reg);
         fr_error err = {0};
         reset(&q, cfgs);
-        q.abi_version = 2;
+        q.abi_version = 3;
         CHECK(fr_registry_add(&reg, &q, FR_ORIGIN_BUILTIN, NULL, &err) == FR_E_PLUGIN);
-        CHECK_STR(err.msg, "built-in quantizer has ABI version 2, this frontier supports 1");
+        CHECK_STR(err.msg, "built-in quantizer has ABI version 3, this frontier supports 1 to 2");
         reset(&q, cfgs);
         cfgs[0].nominal_bits = -1;
         CHECK(fr_registry_add(&reg, &q, FR_ORIGIN_BUILTIN, NULL, &err) == FR_E_PLUGIN);
@@ -274,12 +274,149 @@ static void validation_builtin(void)
     }
 }
 
+/* ---- configuration traits (ABI v2) ---- */
+
+/* What the traits function of the next registration writes: a copy of
+ * this, with struct_size left as the host set it; fail makes it fail. */
+static frontier_config_traits next_traits;
+static int traits_fail;
+
+static int test_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                              frontier_call *call)
+{
+    if (traits_fail) {
+        fr_host_api()->set_error(call, "no traits for %s", cfg->name);
+        return FRONTIER_ERR_INVALID;
+    }
+    uint32_t size = t->struct_size;
+    *t = next_traits;
+    t->struct_size = size;
+    return FRONTIER_OK;
+}
+
+static int test_scales(const frontier_config *cfg, const float *w, int64_t rows, int64_t cols,
+                       float *scales, float *zero_points, frontier_call *call)
+{
+    (void)cfg, (void)w, (void)cols, (void)zero_points, (void)call;
+    for (int64_t i = 0; i < rows; i++)
+        scales[i] = 0.25f;
+    return FRONTIER_OK;
+}
+
+/* A descriptor whose traits are next_traits, rejected with `expected`. */
+static void expect_traits_rejected(int line, const char *expected)
+{
+    frontier_quantizer q;
+    frontier_config cfgs[2];
+    reset(&q, cfgs);
+    q.config_traits = test_config_traits;
+    expect_rejected(line, &q, expected);
+    memset(&next_traits, 0, sizeof next_traits);
+    traits_fail = 0;
+}
+
+static void validation_traits(void)
+{
+    memset(&next_traits, 0, sizeof next_traits);
+    next_traits.row_multiple = -1;
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with row_multiple -1 (0: needs the whole tensor, > 0: row "
+                                     "blocks)");
+    next_traits.needs_range = 1;
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with needs_range without a row_multiple");
+    next_traits.storage = 9;
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with storage 9 (enum frontier_storage: 0 to 4)");
+    next_traits.storage = FRONTIER_STORAGE_INT_PACK;
+    next_traits.storage_bits = 9;
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with storage_bits 9 (int-pack: 2 to 8)");
+    next_traits.storage = FRONTIER_STORAGE_FP8;
+    next_traits.storage_scales = test_scales;
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with storage_scales on a fp8 storage (int-pack only)");
+    next_traits.storage = FRONTIER_STORAGE_FP8;
+    next_traits.storage_fp8_scope = 3;
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with storage_fp8_scope 3 (enum frontier_fp8_scope: 0 to 2)");
+    next_traits.gguf_type = "";
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with a gguf_type that is empty, longer than 200 bytes or "
+                                     "not text");
+    next_traits.fused_companion_of = "nvfp4";
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with a fused_companion_of without needs_group_amax");
+    next_traits.whole_tensor_reason = "two\nlines";
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': configuration 'other-4' has traits "
+                                     "with a whole_tensor_reason that is empty, longer than 200 "
+                                     "bytes or not text");
+    traits_fail = 1;
+    expect_traits_rejected(__LINE__, "plugin '/p/libq.so': config_traits of configuration "
+                                     "'other-4' failed (invalid argument): no traits for other-4");
+
+    /* what a v2 descriptor declares is what the registry holds */
+    frontier_quantizer q;
+    frontier_config cfgs[2];
+    reset(&q, cfgs);
+    q.config_traits = test_config_traits;
+    next_traits.row_multiple = 16;
+    next_traits.needs_range = 1;
+    next_traits.storage = FRONTIER_STORAGE_INT_PACK;
+    next_traits.storage_bits = 3;
+    next_traits.storage_group_size = 32;
+    next_traits.storage_symmetric = 1;
+    next_traits.storage_scales = test_scales;
+    next_traits.gguf_type = "q4_0";
+    {
+        fr_registry reg;
+        fr_registry_init_empty(&reg);
+        fr_error err = {0};
+        CHECK(fr_registry_add(&reg, &q, "/p/libq.so", NULL, &err) == FR_OK);
+        const frontier_config_traits *t =
+            fr_config_traits_of(fr_registry_find_config(&reg, "other-5"));
+        CHECK(t->struct_size == sizeof *t && t->row_multiple == 16 && t->needs_range == 1 &&
+              t->storage == FRONTIER_STORAGE_INT_PACK && t->storage_bits == 3 &&
+              t->storage_group_size == 32 && t->storage_symmetric == 1 &&
+              t->storage_scales == test_scales && !strcmp(t->gguf_type, "q4_0"));
+        fr_registry_free(&reg);
+    }
+    memset(&next_traits, 0, sizeof next_traits);
+
+    /* a version-1 descriptor: its struct ends before config_traits, and
+     * whatever follows it in memory is not read: nothing known */
+    struct {
+        frontier_quantizer q;
+        uintptr_t junk[4];
+    } v1;
+    memset(&v1, 0xa5, sizeof v1);
+    reset(&v1.q, cfgs);
+    v1.q.abi_version = 1;
+    v1.q.struct_size = (uint32_t)offsetof(frontier_quantizer, config_traits);
+    {
+        frontier_quantizer *qp = &v1.q;
+        /* junk where config_traits would be */
+        memset((char *)qp + offsetof(frontier_quantizer, config_traits), 0xa5,
+               sizeof qp->config_traits);
+        fr_registry reg;
+        fr_registry_init_empty(&reg);
+        fr_error err = {0};
+        CHECK(fr_registry_add(&reg, qp, "/p/libv1.so", NULL, &err) == FR_OK);
+        const frontier_config_traits *t =
+            fr_config_traits_of(fr_registry_find_config(&reg, "other-4"));
+        CHECK(t->row_multiple == 0 && t->storage == FRONTIER_STORAGE_NONE && !t->gguf_type &&
+              !t->needs_group_amax && !t->storage_scales);
+        fr_registry_free(&reg);
+    }
+}
+
 static void test_validation(void)
 {
     validation_version();
     validation_quantizer();
     validation_configs();
     validation_builtin();
+    validation_traits();
 }
 
 static void test_lookup(void)

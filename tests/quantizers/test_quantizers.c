@@ -53,8 +53,8 @@ static double run_config(const char *name, const float *w, float *w_hat, int64_t
  * test-quantize-fns idea: a fixed bound per bit width catches a broken
  * rounding or scale long before it shows up elsewhere). Every registered
  * configuration must have one and every one must name a registered
- * configuration, so this table is also the list a new configuration has to
- * join before the test passes.
+ * configuration, so a new family's file of bounds (bounds/<family>.inc) is
+ * part of the family: the test fails without it.
  */
 typedef struct bound {
     const char *config;
@@ -62,7 +62,7 @@ typedef struct bound {
 } bound;
 
 static const bound bounds[] = {
-#include "bounds.inc"
+#include "bounds_all.inc" /* every bounds/<family>.inc (tests/quantizers/CMakeLists.txt) */
 };
 #define N_BOUNDS (sizeof bounds / sizeof bounds[0])
 
@@ -148,14 +148,15 @@ static void check_descriptors(void)
         CHECK_MSG(fr_registry_find_config(reg, cfg->name) == ref, "%s: name not unique",
                   cfg->name);
         if (!is_wrapped(reg->entries[ref->quantizer].family))
-            CHECK_MSG(bound_for(cfg->name) > 0, "%s: no error bound in bounds.inc", cfg->name);
+            CHECK_MSG(bound_for(cfg->name) > 0,
+                      "%s: no error bound in tests/quantizers/bounds/<family>.inc", cfg->name);
         if (params && !strcmp(fr_config_quantizer(reg, ref)->name, "int"))
             check_int_name(cfg, params);
         cJSON_Delete(params);
     }
     for (size_t i = 0; i < N_BOUNDS; i++)
         CHECK_MSG(fr_registry_find_config(reg, bounds[i].config) != NULL,
-                  "bounds.inc names %s, which is not registered", bounds[i].config);
+                  "tests/quantizers/bounds/ names %s, which is not registered", bounds[i].config);
     const frontier_quantizer *q;
     const frontier_config *cfg;
     CHECK_MSG(qt_find("nvfp4", &q, &cfg) && cfg->nominal_bits == 4, "nvfp4 nominal bits");
@@ -327,7 +328,8 @@ static void check_config_refuses(const frontier_quantizer *q, const frontier_con
     CHECK_MSG(rc == FRONTIER_ERR_INVALID, "%s: NULL input", cfg->name);
 }
 
-/* Every registered configuration; --print-bounds prints the bounds.inc rows. */
+/* Every registered configuration; --print-bounds prints the rows of
+ * tests/quantizers/bounds/<family>.inc. */
 static void check_every_config(int print_table)
 {
     /* cols not a multiple of any group: short groups everywhere; 130 rows: edge tiles */

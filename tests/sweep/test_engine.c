@@ -94,15 +94,16 @@ static const frontier_config calib_configs[] = {{"calib-4", 4, "{}", NULL}};
 
 static frontier_quantizer good = {FRONTIER_PLUGIN_ABI_VERSION, sizeof(frontier_quantizer), "good",
                                   "test", "1", FRONTIER_Q_DETERMINISTIC, 2, good_configs,
-                                  size_bits_4, quantize_round, NULL, NULL};
+                                  size_bits_4, quantize_round, NULL, NULL, NULL};
 static frontier_quantizer stopper = {FRONTIER_PLUGIN_ABI_VERSION, sizeof(frontier_quantizer),
                                      "stopper", "test", "1", 0, 1, stopper_configs, size_bits_4,
-                                     quantize_round, NULL, NULL};
+                                     quantize_round, NULL, NULL, NULL};
 static frontier_quantizer bad = {FRONTIER_PLUGIN_ABI_VERSION, sizeof(frontier_quantizer), "bad",
-                                 "test", "1", 0, 5, bad_configs, size_bits_4, quantize_bad, NULL, NULL};
+                                 "test", "1", 0, 5, bad_configs, size_bits_4, quantize_bad, NULL, NULL,
+                                 NULL};
 static frontier_quantizer calib = {FRONTIER_PLUGIN_ABI_VERSION, sizeof(frontier_quantizer), "calib",
                                    "test", "1", FRONTIER_Q_NEEDS_HESSIAN, 1, calib_configs,
-                                   size_bits_4, quantize_round, NULL, NULL};
+                                   size_bits_4, quantize_round, NULL, NULL, NULL};
 
 static fr_qentry entries[4];
 static fr_config_ref refs[16];
@@ -117,7 +118,7 @@ static void build_registry(void)
     for (size_t e = 0; e < 4; e++) {
         entries[e] = (fr_qentry){.q = qs[e], .origin = "builtin", .dl = NULL, .family = -1};
         for (size_t c = 0; c < qs[e]->n_configs; c++)
-            refs[n++] = (fr_config_ref){e, &qs[e]->configs[c]};
+            refs[n++] = (fr_config_ref){.quantizer = e, .cfg = &qs[e]->configs[c]};
     }
     reg = (fr_registry){entries, 4, refs, n, 0};
 }

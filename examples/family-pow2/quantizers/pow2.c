@@ -79,6 +79,51 @@ static int pow2_size_bits(const frontier_config *cfg, int64_t rows, int64_t cols
                           total_bits, NULL);
 }
 
+/* The scales of w, one per group of 32 in each row ([rows][groups]): what
+ * the checkpoint writer stores, the codes being clamp(rint(x / s)) as
+ * above. An all-zero group takes 0 (any scale gives it codes 0), which
+ * every scale dtype holds. */
+static int pow2_storage_scales(const frontier_config *cfg, const float *w, int64_t rows,
+                               int64_t cols, float *scales, float *zero_points,
+                               frontier_call *call)
+{
+    (void)zero_points;
+    (void)call;
+    const fr_pow2_params *p = cfg->impl;
+    const float qmax = fr_pow2_qmax(p->bits);
+    const int64_t groups = fr_q_ceil_div(cols, FR_POW2_GROUP);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t g = 0; g < groups; g++) {
+            const float *x = w + r * cols + g * FR_POW2_GROUP;
+            int64_t n = cols - g * FR_POW2_GROUP < FR_POW2_GROUP ? cols - g * FR_POW2_GROUP
+                                                                  : FR_POW2_GROUP;
+            float amax = 0.0f;
+            for (int64_t i = 0; i < n; i++)
+                amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+            scales[r * groups + g] = amax > 0.0f ? fr_pow2f(fr_pow2_scale_exp(amax, qmax)) : 0.0f;
+        }
+    return FRONTIER_OK;
+}
+
+/* What the host may know of a configuration (frontier_config_traits in
+ * include/frontier/plugin.h): groups of 32 in a row and nothing
+ * tensor-wide, so `frontier sweep --max-memory` runs it in blocks of any
+ * rows; a checkpoint stores it as compressed-tensors pack-quantized
+ * (symmetric b-bit codes, one scale per 32), the scales being its own. */
+static int pow2_config_traits(const frontier_config *cfg, frontier_config_traits *t,
+                              frontier_call *call)
+{
+    (void)call;
+    const fr_pow2_params *p = cfg->impl;
+    t->row_multiple = 1;
+    t->storage = FRONTIER_STORAGE_INT_PACK;
+    t->storage_bits = p->bits;
+    t->storage_group_size = FR_POW2_GROUP;
+    t->storage_symmetric = 1;
+    t->storage_scales = pow2_storage_scales;
+    return FRONTIER_OK;
+}
+
 static const frontier_quantizer pow2_quantizer = {
     .abi_version = FRONTIER_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(frontier_quantizer),
@@ -90,6 +135,7 @@ static const frontier_quantizer pow2_quantizer = {
     .configs = pow2_configs,
     .size_bits = pow2_size_bits,
     .quantize_cpu = pow2_quantize_cpu,
+    .config_traits = pow2_config_traits,
 };
 
 const frontier_quantizer *fr_pow2_entry(const frontier_host_api *host)
