@@ -41,8 +41,6 @@
 #include "frontier/model/tensors.h"
 #include "frontier/recipe/recipe.h"
 #include "quantizers/families.h"
-#include "quantizers/nvfp4_group.h"
-#include "frontier/sweep/sweep.h" /* fr_sweep_skip_reason, fr_sweep_matrix */
 #include "quantizers/nvfp4_group.h" /* the nvfp4-pack-quantized global scale */
 
 #define MAX_LISTED 6 /* names quoted in one refusal; the rest are counted */
@@ -858,6 +856,113 @@ static void put_le64(uint8_t *p, uint64_t v)
 /* One quantized tensor: the registry's Q(W), the bytes, the check. An
  * expert stack is quantized, encoded and checked expert by expert (the
  * sweep's E matrices); its parts hold expert e at slice e (stack_parts). */
+/* The layout's bytes of a quantized tensor (compressed-tensors, or a
+ * shared global scale that changes the values): each expert encoded,
+ * decoded into dec and held to the quantizer's Q(W) bit for bit, then the
+ * parts written (compressed-tensors only). *written becomes dec. */
+static fr_status encode_layout(plan *p, qtensor *q, fr_st_writer *wr, const float *w,
+                               const float *w_hat, float *dec, const float **written,
+                               frontier_call *call, fr_error *err)
+{
+    const int64_t experts = q->experts > 1 ? q->experts : 1;
+    const int64_t per = q->rows * q->cols;
+    const fr_dtype dt = q->t->dtype;
+    const int overridden = !isnan(q->global_scale);
+    fr_status st = FR_OK;
+    uint8_t *bufs[FR_CT_MAX_PARTS] = {0}, *stack[FR_CT_MAX_PARTS] = {0};
+    float *own_scale = NULL, *own_zero = NULL;
+    fr_ct_scheme s = q->scheme;
+    fr_ct_part parts[FR_CT_MAX_PARTS];
+    if (p->opt->format != FR_QFORMAT_COMPRESSED_TENSORS)
+        fr_ct_scheme_of(p->reg, q->ref, &s);
+    size_t np = fr_ct_parts(&s, q->rows, q->cols, dt, parts, err);
+    if (!np) {
+        st = FR_E_USAGE;
+        goto cleanup;
+    }
+    for (size_t k = 0; k < np; k++) {
+        size_t sb = experts > 1 && !strcmp(parts[k].suffix, "weight_shape")
+                        ? 24
+                        : (size_t)parts[k].nbytes * (size_t)experts;
+        if (!(bufs[k] = calloc(1, parts[k].nbytes ? parts[k].nbytes : 1)) ||
+            !(stack[k] = calloc(1, sb ? sb : 1))) {
+            st = fr_fail(err, FR_E_NOMEM, "out of memory encoding '%s'", q->t->name);
+            goto cleanup;
+        }
+    }
+    /* scales the configuration chose itself (traits.storage_scales) */
+    const frontier_config_traits *traits = fr_config_traits_of(q->ref);
+    const int own_scales = s.kind == FR_CT_PACK && traits->storage_scales;
+    const int64_t n_groups =
+        q->rows * (s.group_size ? (q->cols + s.group_size - 1) / s.group_size : 1);
+    if (own_scales && (!(own_scale = malloc((size_t)n_groups * sizeof *own_scale)) ||
+                       !(own_zero = malloc((size_t)n_groups * sizeof *own_zero)))) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory encoding '%s'", q->t->name);
+        goto cleanup;
+    }
+    for (int64_t e = 0; e < experts; e++) {
+        float *de = dec + e * per;
+        fr_ct_scales own = {own_scale, s.symmetric ? NULL : own_zero};
+        if (own_scales) {
+            fr_call_release(call);
+            fr_call_init(call, NULL, 0, q->t->name, q->ref->cfg->name);
+            call->has_group_amax = q->has_group_amax;
+            call->group_amax = q->group_amax;
+            if ((st = fr_quantizer_storage_scales(p->reg, q->ref, w + e * per, q->rows,
+                                                  q->cols, own_scale, own_zero, q->t->name,
+                                                  call, err)) != FR_OK) {
+                if (experts > 1)
+                    fr_error_prefix(err, "expert %lld: ", (long long)e);
+                goto cleanup;
+            }
+        }
+        if ((st = fr_ct_encode(&s, w + e * per, q->rows, q->cols, dt, q->global_scale,
+                               own_scales ? &own : NULL, bufs, err)) != FR_OK ||
+            (st = fr_ct_decode(&s, (const uint8_t *const *)bufs, q->rows, q->cols, dt, de,
+                               err)) != FR_OK) {
+            if (experts > 1)
+                fr_error_prefix(err, "expert %lld: ", (long long)e);
+            goto cleanup;
+        }
+        int64_t at;
+        /* a shared scale is not plain nvfp4's Q(W); a configuration that
+         * needs the joint amax (nvfp4-fused) has it in its Q(W) */
+        if ((!overridden || q->has_group_amax) && !same_bits(de, w_hat + e * per, per, &at)) {
+            st = fr_fail(err, FR_E_FAIL,
+                         "internal error: '%s' as %s decodes to %.9g at element %lld, the "
+                         "quantizer gives %.9g",
+                         q->t->name, q->ref->cfg->name, de[at], (long long)(e * per + at),
+                         w_hat[e * per + at]);
+            goto cleanup;
+        }
+        for (size_t k = 0; k < np; k++)
+            if (experts == 1 || strcmp(parts[k].suffix, "weight_shape"))
+                memcpy(stack[k] + (size_t)e * parts[k].nbytes, bufs[k], parts[k].nbytes);
+    }
+    *written = dec;
+    if (p->opt->format == FR_QFORMAT_COMPRESSED_TENSORS) {
+        if (experts > 1)
+            np = stack_parts(q, parts, np);
+        for (size_t k = 0; k < np && st == FR_OK; k++) {
+            if (experts > 1 && !strcmp(parts[k].suffix, "weight_shape")) {
+                /* the stack's shape [E, out, in] */
+                put_le64(stack[k], (uint64_t)experts);
+                put_le64(stack[k] + 8, (uint64_t)q->rows);
+                put_le64(stack[k] + 16, (uint64_t)q->cols);
+            }
+            st = fr_st_writer_write(wr, stack[k], parts[k].nbytes, err);
+        }
+    }
+cleanup:
+    for (size_t k = 0; k < FR_CT_MAX_PARTS; k++) {
+        free(bufs[k]);
+        free(stack[k]);
+    }
+    free(own_scale);
+    free(own_zero);
+    return st;
+}
+
 static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error *err)
 {
     const int64_t experts = q->experts > 1 ? q->experts : 1;
@@ -867,8 +972,6 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
     float *w = malloc((size_t)n * sizeof *w);
     float *w_hat = malloc((size_t)n * sizeof *w_hat);
     float *dec = malloc((size_t)n * sizeof *dec);
-    uint8_t *bufs[FR_CT_MAX_PARTS] = {0}, *stack[FR_CT_MAX_PARTS] = {0};
-    float *own_scale = NULL, *own_zero = NULL;
     frontier_call call;
     fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
     if (!w || !w_hat || !dec) {
@@ -897,92 +1000,11 @@ static fr_status emit_quantized(plan *p, qtensor *q, fr_st_writer *wr, fr_error 
             goto done;
         }
     }
-    int overridden = !isnan(q->global_scale);
+    const int overridden = !isnan(q->global_scale);
     const float *written = w_hat;
-    if (p->opt->format == FR_QFORMAT_COMPRESSED_TENSORS || overridden) {
-        fr_ct_scheme s = q->scheme;
-        fr_ct_part parts[FR_CT_MAX_PARTS];
-        if (p->opt->format != FR_QFORMAT_COMPRESSED_TENSORS)
-            fr_ct_scheme_of(p->reg, q->ref, &s);
-        size_t np = fr_ct_parts(&s, q->rows, q->cols, dt, parts, err);
-        if (!np) {
-            st = FR_E_USAGE;
-            goto done;
-        }
-        for (size_t k = 0; k < np; k++) {
-            size_t sb = experts > 1 && !strcmp(parts[k].suffix, "weight_shape")
-                            ? 24
-                            : (size_t)parts[k].nbytes * (size_t)experts;
-            if (!(bufs[k] = calloc(1, parts[k].nbytes ? parts[k].nbytes : 1)) ||
-                !(stack[k] = calloc(1, sb ? sb : 1))) {
-                st = fr_fail(err, FR_E_NOMEM, "out of memory encoding '%s'", q->t->name);
-                goto done;
-            }
-        }
-        /* scales the configuration chose itself (traits.storage_scales) */
-        const frontier_config_traits *traits = fr_config_traits_of(q->ref);
-        const int own_scales = s.kind == FR_CT_PACK && traits->storage_scales;
-        const int64_t n_groups =
-            q->rows * (s.group_size ? (q->cols + s.group_size - 1) / s.group_size : 1);
-        if (own_scales && (!(own_scale = malloc((size_t)n_groups * sizeof *own_scale)) ||
-                           !(own_zero = malloc((size_t)n_groups * sizeof *own_zero)))) {
-            st = fr_fail(err, FR_E_NOMEM, "out of memory encoding '%s'", q->t->name);
-            goto done;
-        }
-        for (int64_t e = 0; e < experts; e++) {
-            float *de = dec + e * per;
-            fr_ct_scales own = {own_scale, s.symmetric ? NULL : own_zero};
-            if (own_scales) {
-                fr_call_release(&call);
-                fr_call_init(&call, NULL, 0, q->t->name, q->ref->cfg->name);
-                call.has_group_amax = q->has_group_amax;
-                call.group_amax = q->group_amax;
-                if ((st = fr_quantizer_storage_scales(p->reg, q->ref, w + e * per, q->rows,
-                                                      q->cols, own_scale, own_zero, q->t->name,
-                                                      &call, err)) != FR_OK) {
-                    if (experts > 1)
-                        fr_error_prefix(err, "expert %lld: ", (long long)e);
-                    goto done;
-                }
-            }
-            if ((st = fr_ct_encode(&s, w + e * per, q->rows, q->cols, dt, q->global_scale,
-                                   own_scales ? &own : NULL, bufs, err)) != FR_OK ||
-                (st = fr_ct_decode(&s, (const uint8_t *const *)bufs, q->rows, q->cols, dt, de,
-                                   err)) != FR_OK) {
-                if (experts > 1)
-                    fr_error_prefix(err, "expert %lld: ", (long long)e);
-                goto done;
-            }
-            int64_t at;
-            /* a shared scale is not plain nvfp4's Q(W); a configuration that
-             * needs the joint amax (nvfp4-fused) has it in its Q(W) */
-            if ((!overridden || q->has_group_amax) && !same_bits(de, w_hat + e * per, per, &at)) {
-                st = fr_fail(err, FR_E_FAIL,
-                             "internal error: '%s' as %s decodes to %.9g at element %lld, the "
-                             "quantizer gives %.9g",
-                             q->t->name, q->ref->cfg->name, de[at], (long long)(e * per + at),
-                             w_hat[e * per + at]);
-                goto done;
-            }
-            for (size_t k = 0; k < np; k++)
-                if (experts == 1 || strcmp(parts[k].suffix, "weight_shape"))
-                    memcpy(stack[k] + (size_t)e * parts[k].nbytes, bufs[k], parts[k].nbytes);
-        }
-        written = dec;
-        if (p->opt->format == FR_QFORMAT_COMPRESSED_TENSORS) {
-            if (experts > 1)
-                np = stack_parts(q, parts, np);
-            for (size_t k = 0; k < np && st == FR_OK; k++) {
-                if (experts > 1 && !strcmp(parts[k].suffix, "weight_shape")) {
-                    /* the stack's shape [E, out, in] */
-                    put_le64(stack[k], (uint64_t)experts);
-                    put_le64(stack[k] + 8, (uint64_t)q->rows);
-                    put_le64(stack[k] + 16, (uint64_t)q->cols);
-                }
-                st = fr_st_writer_write(wr, stack[k], parts[k].nbytes, err);
-            }
-        }
-    }
+    if ((p->opt->format == FR_QFORMAT_COMPRESSED_TENSORS || overridden) &&
+        (st = encode_layout(p, q, wr, w, w_hat, dec, &written, &call, err)) != FR_OK)
+        goto done;
     if (p->opt->format == FR_QFORMAT_DEQUANTIZED && st == FR_OK) {
         /* Q(W) in the input's dtype; the report measures the stored values */
         unsigned es = fr_dtype_size(dt);
@@ -1017,12 +1039,6 @@ done:
     if (st != FR_OK && q->t)
         fr_error_prefix(err, "quantizing '%s' as %s: ", q->t->name, q->ref->cfg->name);
     fr_call_release(&call);
-    for (size_t k = 0; k < FR_CT_MAX_PARTS; k++) {
-        free(bufs[k]);
-        free(stack[k]);
-    }
-    free(own_scale);
-    free(own_zero);
     free(w);
     free(w_hat);
     free(dec);

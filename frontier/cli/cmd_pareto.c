@@ -192,6 +192,62 @@ static int print_json(const fr_pareto *p)
     return 1;
 }
 
+/* The tables on stdout: every point as JSON, every configuration
+ * (--verbose), or the least error per bit band; with a sensitivity, the
+ * predicted KL of the rows shown. FR_E_NOMEM (logged) when out of memory. */
+static fr_status print_tables(const fr_dataset *ds, const fr_pareto *p, int json, int verbose,
+                              int frontier_only)
+{
+    if (json) {
+        if (!print_json(p)) {
+            fr_error_log("out of memory");
+            return FR_E_NOMEM;
+        }
+    } else if (verbose) {
+        fr_pareto_print(stdout, p, frontier_only);
+        if (g_predict)
+            print_predicted(ds, NULL);
+    } else {
+        fr_pareto_print_bands(stdout, p, frontier_only);
+        if (g_predict) {
+            unsigned char *listed = band_rows(ds, p, frontier_only);
+            if (!listed) {
+                fr_error_log("out of memory");
+                return FR_E_NOMEM;
+            }
+            print_predicted(ds, listed);
+            free(listed);
+        }
+    }
+    return FR_OK;
+}
+
+/* The Pareto table into the dataset's /frontier, with the command line that
+ * made it; the error is logged (the table printed above stays valid). */
+static fr_status store_pareto(const char *path, const fr_pareto *p, const fr_selection *sel,
+                              int argc, char **argv)
+{
+    fr_error err;
+    fr_store *store_tx;
+    char *command_line = cli_command_line(argc, argv);
+    char name[128];
+    fr_store_pareto_name(p, name, sizeof name);
+    fr_status st = fr_store_begin(path, &store_tx, &err);
+    if (st == FR_OK) {
+        if ((st = fr_store_pareto(store_tx, p, sel, command_line, &err)) == FR_OK)
+            st = fr_store_commit(store_tx, &err);
+        else
+            fr_store_abort(store_tx);
+    }
+    free(command_line);
+    if (st != FR_OK) {
+        fr_error_log("%s (the table above is not stored; --no-store skips storing)", err.msg);
+        return st;
+    }
+    fr_info("stored /frontier/%s in '%s'", name, path);
+    return FR_OK;
+}
+
 int cmd_pareto(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -259,8 +315,6 @@ int cmd_pareto(int argc, char **argv)
     fr_dataset ds;
     fr_result_index ix;
     fr_pareto p;
-    fr_store *store_tx;
-    char *command_line = NULL;
     memset(&ix, 0, sizeof ix);
     memset(&p, 0, sizeof p);
     fr_status st = cli_read_dataset(path, &ds, &ix, &err);
@@ -298,52 +352,16 @@ int cmd_pareto(int argc, char **argv)
         }
         goto done;
     }
-    if (json) {
-        if (!print_json(&p)) {
-            st = FR_E_NOMEM;
-            fr_error_log("out of memory");
-            goto done;
-        }
-    } else if (verbose) {
-        fr_pareto_print(stdout, &p, frontier_only);
-        if (g_predict)
-            print_predicted(&ds, NULL);
-    } else {
-        fr_pareto_print_bands(stdout, &p, frontier_only);
-        if (g_predict) {
-            unsigned char *listed = band_rows(&ds, &p, frontier_only);
-            if (!listed) {
-                st = FR_E_NOMEM;
-                fr_error_log("out of memory");
-                goto done;
-            }
-            print_predicted(&ds, listed);
-            free(listed);
-        }
-    }
+    if ((st = print_tables(&ds, &p, json, verbose, frontier_only)) != FR_OK)
+        goto done;
     cli_warn_unmeasured(&ds, &ix, &sel);
-    if (store) {
-        command_line = cli_command_line(argc, argv);
-        char name[128];
-        fr_store_pareto_name(&p, name, sizeof name);
-        if ((st = fr_store_begin(path, &store_tx, &err)) == FR_OK) {
-            if ((st = fr_store_pareto(store_tx, &p, &sel, command_line, &err)) == FR_OK)
-                st = fr_store_commit(store_tx, &err);
-            else
-                fr_store_abort(store_tx);
-        }
-        if (st != FR_OK) {
-            fr_error_log("%s (the table above is not stored; --no-store skips storing)", err.msg);
-            goto done;
-        }
-        fr_info("stored /frontier/%s in '%s'", name, path);
-    }
+    if (store && (st = store_pareto(path, &p, &sel, argc, argv)) != FR_OK)
+        goto done;
 done:
     g_predict = NULL;
     if (have_selector)
         fr_selector_free(&selector);
     free(alpha);
-    free(command_line);
     fr_pareto_free(&p);
     fr_result_index_free(&ix);
     fr_dataset_free(&ds);

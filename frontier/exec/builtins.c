@@ -8,9 +8,11 @@
 
 int fr_builtin_descriptor(int family, const frontier_host_api *host, frontier_quantizer *out)
 {
-    if (family < 0 || family >= FR_FAMILY_COUNT)
+    /* every built-in alike, by its index in the table's order: registration
+     * is no per-family decision (quantizers/builtin.h's entry list) */
+    if (family < 0 || (size_t)family >= fr_n_builtin_entries)
         return 0;
-    const frontier_quantizer *q = fr_builtin_families[family].entry(host);
+    const frontier_quantizer *q = fr_builtin_entries[family](host);
     if (!q)
         return 0;
     *out = *q;
@@ -28,7 +30,7 @@ int fr_builtin_descriptor(int family, const frontier_host_api *host, frontier_qu
 fr_status fr_registry_init(fr_registry *reg, fr_error *err)
 {
     fr_registry_init_empty(reg);
-    for (int f = 0; f < FR_FAMILY_COUNT; f++) {
+    for (int f = 0; (size_t)f < fr_n_builtin_entries; f++) {
         frontier_quantizer q;
         /* NULL when the entry fails: registration reports it as any
          * descriptor-less entry */
