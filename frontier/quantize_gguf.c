@@ -42,8 +42,9 @@ static const fr_ggml_params *params_of(const fr_registry *reg, const fr_config_r
 
 const char *fr_gguf_supported_configs(void)
 {
-    return "ggml-q8_0, ggml-q4_0, ggml-q4_1, ggml-q5_0, ggml-q5_1, ggml-mxfp4 (the ggml family, "
-           "on rows that are a multiple of 32 elements)";
+    return "ggml-q8_0, ggml-q4_0, ggml-q4_1, ggml-q5_0, ggml-q5_1, ggml-mxfp4, ggml-iq4_nl (the "
+           "ggml family, on rows that are a multiple of 32 elements) and ggml-q2_k, ggml-q3_k, "
+           "ggml-q4_k, ggml-q5_k, ggml-q6_k, ggml-iq4_xs (on rows that are a multiple of 256)";
 }
 
 const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref)
@@ -55,7 +56,8 @@ const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref)
 const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
                               const fr_tensor *t, char *buf, size_t len)
 {
-    if (!params_of(reg, ref))
+    const fr_ggml_params *p = params_of(reg, ref);
+    if (!p)
         return "GGUF holds ggml block types: only the ggml family has a GGUF layout";
     if (t->dtype != FR_DTYPE_F32 && t->dtype != FR_DTYPE_F16 && t->dtype != FR_DTYPE_BF16) {
         snprintf(buf, len, "GGUF tensors are quantized from F32, F16 or BF16, this is %s",
@@ -63,10 +65,10 @@ const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
         return buf;
     }
     int64_t ne0 = t->ndim ? t->shape[t->ndim - 1] : 1;
-    if (ne0 % FR_GGML_BLOCK) {
+    if (ne0 % p->block) {
         snprintf(buf, len,
-                 "ggml stores whole blocks of %d along a row, and its rows have %lld elements",
-                 FR_GGML_BLOCK, (long long)ne0);
+                 "ggml stores whole blocks of %u along a row, and its rows have %lld elements",
+                 p->block, (long long)ne0);
         return buf;
     }
     return NULL;
@@ -231,7 +233,7 @@ static fr_status write_zeros(FILE *f, uint64_t n, const char *path, fr_error *er
 
 static uint64_t quantized_bytes(const fr_gguf_item *it, const fr_ggml_params *p)
 {
-    return (uint64_t)it->t->numel / FR_GGML_BLOCK * p->block_bytes;
+    return (uint64_t)it->t->numel / p->block * p->block_bytes;
 }
 
 /* The error sums of W against W_hat over `experts` matrices of `per`
@@ -301,8 +303,8 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
             goto done;
         }
     }
-    /* blocks along the rows of cols elements: ne0 divides cols and 32 divides ne0 */
-    const uint64_t row_bytes = (uint64_t)it->cols / FR_GGML_BLOCK * p->block_bytes;
+    /* blocks along the rows of cols elements: ne0 divides cols and the block divides ne0 */
+    const uint64_t row_bytes = (uint64_t)it->cols / p->block * p->block_bytes;
     for (int64_t r = 0; r < it->rows; r++) {
         fr_ggml_encode_row(p->type, w + r * it->cols, it->cols, blocks + (uint64_t)r * row_bytes);
         fr_ggml_decode_row(p->type, blocks + (uint64_t)r * row_bytes, it->cols, dec + r * it->cols);
