@@ -26,7 +26,9 @@
 #include "core/call.h"
 #include "core/safetensors_write.h"
 #include "quantizers/families.h"
+#include "quantizers/ggml.h"
 #include "quantizers/ggml_blocks.h"
+#include "quantizers/wrap.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGML_QNT_VERSION 2 /* ggml.h: the block layouts of this generation */
@@ -35,16 +37,24 @@ enum { GV_UINT16 = 2, GV_UINT32 = 4, GV_STRING = 8, GV_ARRAY = 9, GV_UINT64 = 10
 
 static const fr_ggml_params *params_of(const fr_registry *reg, const fr_config_ref *ref)
 {
+    if (ref && reg->entries[ref->quantizer].family == FR_FAMILY_GGML_IMAT)
+        return ((const fr_wrap_params *)ref->cfg->impl)->base->impl; /* its base's blocks */
     if (!ref || reg->entries[ref->quantizer].family != FR_FAMILY_GGML)
         return NULL;
     return ref->cfg->impl;
+}
+
+int fr_gguf_writes_calibrated(const fr_registry *reg, const fr_config_ref *ref)
+{
+    return ref && reg->entries[ref->quantizer].family == FR_FAMILY_GGML_IMAT;
 }
 
 const char *fr_gguf_supported_configs(void)
 {
     return "ggml-q8_0, ggml-q4_0, ggml-q4_1, ggml-q5_0, ggml-q5_1, ggml-mxfp4, ggml-iq4_nl (the "
            "ggml family, on rows that are a multiple of 32 elements) and ggml-q2_k, ggml-q3_k, "
-           "ggml-q4_k, ggml-q5_k, ggml-q6_k, ggml-iq4_xs (on rows that are a multiple of 256)";
+           "ggml-q4_k, ggml-q5_k, ggml-q6_k, ggml-iq4_xs (on rows that are a multiple of 256); "
+           "with --calib, imat-ggml-<type> for these but the legacy types";
 }
 
 const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref)
@@ -266,6 +276,12 @@ static void stack_sums(const float *w, const float *w_hat, int64_t experts, int6
     }
 }
 
+/* The statistics expert x of an item is quantized with (NULL: none). */
+static const frontier_calib *calib_of(const fr_gguf_item *it, int64_t x)
+{
+    return it->expert_calib ? &it->expert_calib[x] : it->calib;
+}
+
 /* One quantized tensor: Q(W) from the registry, the blocks, the check. */
 static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr_gguf_item *it,
                                 FILE *f, const char *path, fr_error *err)
@@ -277,10 +293,11 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
     float *w = malloc((size_t)n * sizeof *w);
     float *w_hat = malloc((size_t)n * sizeof *w_hat);
     float *dec = malloc((size_t)n * sizeof *dec);
+    float *importance = malloc((size_t)it->cols * sizeof *importance);
     uint8_t *blocks = malloc(nbytes ? (size_t)nbytes : 1);
     frontier_call call;
     fr_call_init(&call, NULL, 0, it->t->name, it->ref->cfg->name);
-    if (!w || !w_hat || !dec || !blocks) {
+    if (!w || !w_hat || !dec || !importance || !blocks) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory quantizing '%s'", it->t->name);
         goto done;
     }
@@ -294,8 +311,8 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
         fr_call_release(&call);
         fr_call_init(&call, NULL, 0, it->t->name, it->ref->cfg->name);
         if ((st = fr_quantizer_quantize_cpu(reg, it->ref, w + x * per, w_hat + x * per,
-                                            it->rows / experts, it->cols, NULL, it->t->name,
-                                            &call, err)) != FR_OK) {
+                                            it->rows / experts, it->cols, calib_of(it, x),
+                                            it->t->name, &call, err)) != FR_OK) {
             if (st == FR_E_PLUGIN)
                 st = FR_E_FORMAT; /* a built-in refuses only bad weights (non-finite) */
             if (experts > 1)
@@ -305,8 +322,18 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
     }
     /* blocks along the rows of cols elements: ne0 divides cols and the block divides ne0 */
     const uint64_t row_bytes = (uint64_t)it->cols / p->block * p->block_bytes;
+    const int weighted = fr_gguf_writes_calibrated(reg, it->ref);
+    const float *qw = NULL;
     for (int64_t r = 0; r < it->rows; r++) {
-        fr_ggml_encode_row(p->type, w + r * it->cols, it->cols, blocks + (uint64_t)r * row_bytes);
+        if (weighted && r % (it->rows / experts) == 0) /* each expert's importance */
+            qw = fr_ggml_importance(calib_of(it, r / (it->rows / experts)), it->cols, importance);
+        if (weighted && !qw) {
+            st = fr_fail(err, FR_E_FAIL, "internal error: '%s' as %s has no importance",
+                         it->t->name, it->ref->cfg->name);
+            goto done;
+        }
+        fr_ggml_encode_row_weighted(p->type, w + r * it->cols, it->cols, qw,
+                                    blocks + (uint64_t)r * row_bytes);
         fr_ggml_decode_row(p->type, blocks + (uint64_t)r * row_bytes, it->cols, dec + r * it->cols);
     }
     for (int64_t i = 0; i < n; i++)
@@ -333,6 +360,7 @@ done:
     free(w);
     free(w_hat);
     free(dec);
+    free(importance);
     free(blocks);
     return st;
 }

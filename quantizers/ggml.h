@@ -18,6 +18,12 @@ int fr_ggml_quantize_rows(const frontier_quantizer *q, const frontier_config *cf
                           const fr_ggml_params *p, const float *w, float *w_hat, int64_t rows,
                           int64_t cols, const float *qw, frontier_call *call);
 
+/* The importance of each of the cols columns that `imat-ggml-` weighs by:
+ * act_sq_mean, else the Hessian's diagonal, else act_abs_mean^2 (written
+ * into scratch[cols]); NULL when calib has none of them. Shared with the
+ * GGUF writer, which encodes with the same importance. */
+const float *fr_ggml_importance(const frontier_calib *calib, int64_t cols, float *scratch);
+
 /* Whole blocks per row (a short last one counted fully) times their bytes. */
 int fr_ggml_block_size_bits(const frontier_quantizer *q, const frontier_config *cfg,
                             const fr_ggml_params *p, int64_t rows, int64_t cols,

@@ -50,6 +50,15 @@ static fr_wrap_list ggml_imat_list = {.prefix = "imat-", .method = "imatrix",
                                       .with_host_families = 1 << FR_FAMILY_GGML};
 static frontier_quantizer ggml_imat_quantizer;
 
+const float *fr_ggml_importance(const frontier_calib *calib, int64_t cols, float *scratch)
+{
+    if (!calib || calib->cols != cols)
+        return NULL;
+    if (calib->act_mean_sq)
+        return calib->act_mean_sq;
+    return fr_imat_weights(calib, cols, scratch) ? scratch : NULL;
+}
+
 static int ggml_imat_quantize_cpu(const frontier_config *cfg, const float *w, float *w_hat,
                                   int64_t rows, int64_t cols, const frontier_calib *calib,
                                   frontier_call *call)
@@ -58,15 +67,12 @@ static int ggml_imat_quantize_cpu(const frontier_config *cfg, const float *w, fl
         return fr_q_fail(call, FRONTIER_ERR_INVALID,
                          "needs an importance matrix (activation statistics) for %lld inputs",
                          (long long)cols);
-    const float *qw = calib->act_mean_sq;
-    if (!qw) {
-        float *d = fr_q_scratch(call, (size_t)cols * sizeof *d);
-        if (!d)
-            return fr_q_fail(call, FRONTIER_ERR_NOMEM, "out of memory");
-        if (!fr_imat_weights(calib, cols, d))
-            return fr_q_fail(call, FRONTIER_ERR_INVALID, "needs activation statistics");
-        qw = d;
-    }
+    float *scratch = calib->act_mean_sq ? NULL : fr_q_scratch(call, (size_t)cols * sizeof(float));
+    if (!calib->act_mean_sq && !scratch)
+        return fr_q_fail(call, FRONTIER_ERR_NOMEM, "out of memory");
+    const float *qw = fr_ggml_importance(calib, cols, scratch);
+    if (!qw)
+        return fr_q_fail(call, FRONTIER_ERR_INVALID, "needs activation statistics");
     const fr_wrap_params *p = cfg->impl;
     return fr_ggml_quantize_rows(&ggml_imat_quantizer, cfg, p->base->impl, w, w_hat, rows, cols,
                                  qw, call);

@@ -24,8 +24,9 @@
  * usage: test_gguf DATA_DIR WORK_DIR
  *        test_gguf --dump FILE.gguf DIR   (our decoding of every quantized
  *        tensor of FILE as DIR/<name>.f32, for crosscheck_gguf.py)
- *        test_gguf --fixture256 DATA_DIR OUT.gguf   (the fixture of rows of
- *        256 and 512, for crosscheck_gguf.py)
+ *        test_gguf --fixture256 DATA_DIR OUT.gguf OUT.dat   (the fixture of
+ *        rows of 256 and 512 and an importance matrix of it, for
+ *        crosscheck_gguf.py)
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -37,6 +38,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/calib.h"
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/source.h"
@@ -83,6 +85,8 @@ static int type_of_name(const char *gguf, fr_ggml_qtype *t)
 }
 
 /* The registry's Q(W) (with a pool of `threads`, 0: none); NULL on failure. */
+static const frontier_calib *quantize_calib; /* statistics of the next quantize() */
+
 static float *quantize(const char *config, const float *w, int64_t rows, int64_t cols,
                        fr_pool *pool, char *msg, size_t len)
 {
@@ -91,8 +95,8 @@ static float *quantize(const char *config, const float *w, int64_t rows, int64_t
     frontier_call call;
     fr_error err = {0};
     fr_call_init(&call, pool, 0, "t", config);
-    fr_status st = ref && w_hat ? fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, rows, cols, NULL,
-                                                            "t", &call, &err)
+    fr_status st = ref && w_hat ? fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, rows, cols,
+                                                            quantize_calib, "t", &call, &err)
                                 : FR_E_USAGE;
     fr_call_release(&call);
     if (st != FR_OK) {
@@ -430,12 +434,17 @@ static int no_temporary(const char *dir, const char *base)
 
 /* OUT (written from model with `want[name]` = configuration or NULL)
  * against model: read back, decoded, compared. */
+static const char *check_calib_path; /* the --calib of imat- tensors of check_output */
+
 static void check_output(const char *model, const char *out, const char *label,
                          const char *(*config_of)(const char *name, void *ctx), void *ctx,
                          unsigned want_file_type)
 {
     fr_source *in = NULL, *o = NULL;
+    fr_calib_file *cf = NULL;
     fr_error err;
+    if (check_calib_path)
+        CHECK_OK(fr_calib_open(check_calib_path, &cf, &err), err);
     CHECK_OK(fr_source_open(model, &in, &err), err);
     CHECK_OK(fr_source_open(out, &o, &err), err);
     if (!in || !o)
@@ -479,7 +488,9 @@ static void check_output(const char *model, const char *out, const char *label,
         fr_ggml_qtype ty = FR_GGML_Q8_0;
         CHECK_MSG(type_of_name(u->dtype_name, &ty), "%s: '%s' is %s", label, u->name,
                   u->dtype_name);
-        const fr_config_ref *ref = fr_registry_find_config(&reg, cfg);
+        /* imat-ggml-<type> stores its base's blocks */
+        const fr_config_ref *ref =
+            fr_registry_find_config(&reg, strncmp(cfg, "imat-", 5) ? cfg : cfg + 5);
         const fr_ggml_params *p = ref ? ref->cfg->impl : NULL;
         if (!p || p->type != ty) {
             CHECK_MSG(0, "%s: '%s' is %s, the recipe says %s", label, u->name, u->dtype_name, cfg);
@@ -488,8 +499,15 @@ static void check_output(const char *model, const char *out, const char *label,
         int64_t rows, cols;
         fr_sweep_matrix(t, &rows, &cols);
         float *w = load(in, t);
-        char msg[512];
+        char msg[512] = "";
+        fr_calib_stats cs = {0};
+        if (cf && !strncmp(cfg, "imat-", 5))
+            CHECK_MSG(fr_calib_lookup(cf, t->name, cols, &cs, &err) == FR_OK && cs.found,
+                      "%s: no statistics for '%s'", label, t->name);
+        quantize_calib = cs.found ? &cs.calib : NULL;
         float *q = quantize(cfg, w, rows, cols, NULL, msg, sizeof msg);
+        quantize_calib = NULL;
+        CHECK_MSG(q != NULL, "%s: '%s': %s", label, t->name, msg);
         float *dec = malloc((size_t)t->numel * sizeof *dec);
         uint64_t row_bytes = (uint64_t)cols / fr_ggml_block_elems(ty) * fr_ggml_block_bytes(ty);
         CHECK_MSG(u->nbytes == row_bytes * (uint64_t)rows, "%s: '%s' has %llu bytes", label,
@@ -511,6 +529,8 @@ done:
         fr_source_close(in);
     if (o)
         fr_source_close(o);
+    if (cf)
+        fr_calib_close(cf);
 }
 
 typedef struct one_config {
@@ -553,12 +573,13 @@ static const char *config_mixed(const char *name, void *ctx)
 }
 
 static const char *include_arg; /* --include of the next run() */
+static const char *calib_arg;   /* --calib of the next run() */
 
 static fr_status run(const char *model, const char *out, const char *config, const char *exclude,
                      const char *recipe, fr_qformat format, int force, fr_error *err)
 {
     fr_quantize_options o = {.model = model, .out = out, .config = config, .exclude = exclude,
-                             .include = include_arg,
+                             .include = include_arg, .calib = calib_arg,
                              .recipe = recipe, .format = format, .force = force,
                              .fused_global_scale = -1};
     fr_quantize_summary sum;
@@ -802,6 +823,39 @@ static int write_fixture256(const char *data, const char *path)
     return fclose(f) == 0;
 }
 
+/* A llama.cpp importance matrix (the legacy .dat: int32 entry count; per
+ * entry int32 name length, the name, int32 ncall, int32 nval, nval float32
+ * sums) for the fixture's matrices: heavy-tailed importances, one call, so
+ * the mean read back is the value written. */
+static int write_imatrix_dat(const char *path)
+{
+    static const struct {
+        const char *name;
+        int cols;
+    } e[] = {{"blk.0.attn_q.weight", 256}, {"blk.0.attn_k.weight", 512},
+             {"blk.0.ffn_gate.weight", 256}, {"blk.0.ffn_down.weight", 256},
+             {"blk.0.ffn_up.weight", 512}, {"token_embd.weight", 256}};
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    uint64_t seed = 123;
+    float v[512];
+    put_le(f, sizeof e / sizeof e[0], 4);
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) {
+        put_le(f, strlen(e[i].name), 4);
+        fputs(e[i].name, f);
+        put_le(f, 1, 4);
+        put_le(f, (uint64_t)e[i].cols, 4);
+        fr_rows_importance(v, e[i].cols, 2, &seed);
+        for (int j = 0; j < e[i].cols; j++) {
+            uint32_t bits;
+            memcpy(&bits, &v[j], 4);
+            put_le(f, bits, 4);
+        }
+    }
+    return fclose(f) == 0;
+}
+
 /* A recipe of the super-block types over the fixture. */
 static const char *config_k_mixed(const char *name, void *ctx)
 {
@@ -863,6 +917,49 @@ static void files256(const char *data, const char *work)
     CHECK_MSG(st == FR_OK, "rows256 mixed: %s", err.msg);
     if (st == FR_OK)
         check_output(model, out, "rows256 mixed", config_k_mixed, NULL, 30);
+
+    /* with an importance matrix: llama-quantize --imatrix's blocks, read back
+     * equal to the registry's Q(W) with the same statistics, and not the
+     * unweighted blocks */
+    char dat[4096];
+    snprintf(dat, sizeof dat, "%s/rows256.imatrix.dat", work);
+    CHECK_MSG(write_imatrix_dat(dat), "cannot write '%s'", dat);
+    for (size_t k = 0; k < N_TYPES; k++) {
+        char cfg[64], plain[4096];
+        snprintf(cfg, sizeof cfg, "imat-%s", types[k].config);
+        snprintf(out, sizeof out, "%s/rows256-%s.gguf", work, cfg);
+        if (!fr_registry_find_config(&reg, cfg))
+            continue;
+        calib_arg = dat;
+        st = run(model, out, cfg, NULL, NULL, FR_QFORMAT_GGUF, 1, &err);
+        calib_arg = NULL;
+        CHECK_MSG(st == FR_OK, "rows256 %s: %s", cfg, err.msg);
+        if (st != FR_OK)
+            continue;
+        one_config c = {.config = cfg, .exclude = "(none)"};
+        check_calib_path = dat;
+        check_output(model, out, cfg, config_one, &c, types[k].file_type);
+        check_calib_path = NULL;
+        /* the importance changed the blocks of attn_q */
+        snprintf(plain, sizeof plain, "%s/rows256-%s.gguf", work, types[k].config);
+        fr_source *a = NULL, *b = NULL;
+        if (fr_source_open(out, &a, &err) == FR_OK && fr_source_open(plain, &b, &err) == FR_OK) {
+            long i = find(a, "blk.0.attn_q.weight");
+            CHECK_MSG(i >= 0 && a->tensors[i].nbytes == b->tensors[i].nbytes &&
+                          memcmp(fr_tensor_raw(a, &a->tensors[i]), fr_tensor_raw(b, &b->tensors[i]),
+                                 (size_t)a->tensors[i].nbytes) != 0,
+                      "%s: the importance matrix changed nothing", cfg);
+        }
+        if (a)
+            fr_source_close(a);
+        if (b)
+            fr_source_close(b);
+    }
+    /* without --calib the weighted configurations are refused, naming it */
+    snprintf(out, sizeof out, "%s/rows256-refused.gguf", work);
+    st = run(model, out, "imat-ggml-q4_k", NULL, NULL, FR_QFORMAT_GGUF, 1, &err);
+    CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "--calib") && !exists(out),
+              "imat-ggml-q4_k without --calib: %d '%s'", st, err.msg);
 }
 
 /* --dump: our decoding of every quantized tensor, for crosscheck_gguf.py */
@@ -904,8 +1001,8 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--dump"))
         return dump(argv[2], argv[3]);
-    if (argc == 4 && !strcmp(argv[1], "--fixture256"))
-        return write_fixture256(argv[2], argv[3]) ? 0 : 1;
+    if (argc == 5 && !strcmp(argv[1], "--fixture256"))
+        return write_fixture256(argv[2], argv[3]) && write_imatrix_dat(argv[4]) ? 0 : 1;
     if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "--print-bounds"))) {
         fprintf(stderr, "usage: test_gguf DATA_DIR WORK_DIR | --dump FILE.gguf DIR\n");
         return 2;
