@@ -13,7 +13,9 @@
  * disables it, as a build of ggml without FMA has it) and on ggml's integer
  * conversions (nearest_int's magic-number rounding, uint8_t/int8_t
  * truncations). The encoders take `qw`, the importance of each element (the
- * imatrix's mean x_j^2 of the element's column), or NULL.
+ * imatrix's mean x_j^2 of the element's column), or NULL. Everything is
+ * FR_HD, so GPU kernels can run the same definitions (the header compiles
+ * under nvcc -Werror all-warnings -fmad=false --std=c++17).
  *
  * A short super-block (n < 256 elements, the end of a row whose length is
  * not a multiple of 256; n < 32 for IQ4_NL) is stored as its elements

@@ -11,6 +11,8 @@
   what frontier wrote (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4: gguf-py
   quantizes no other type);
 - the super-block types (Q2_K..Q6_K, IQ4_XS) are refused on rows of 64;
+- imat-ggml-q4_k and imat-ggml-iq4_xs with an importance matrix (the .dat
+  `test_gguf --fixture256` writes) are read and dequantized alike;
 - sweep -> allocate -> quantize --recipe writes every tensor with the
   rel_err the sweep measured (so what gguf-py reads is the dataset's Q(W)).
 
@@ -180,8 +182,8 @@ def main():
         if r.returncode == 0 or "whole blocks of 256" not in r.stderr or out.exists():
             fail(f"{cfg} on rows of 64: exit {r.returncode}, {r.stderr.strip()}")
     # every type on rows of 256 and 512, and a recipe of the super-block types
-    rows256 = work / "rows256.gguf"
-    subprocess.run([test_gguf, "--fixture256", str(data), str(rows256)], check=True)
+    rows256, dat = work / "rows256.gguf", work / "rows256.imatrix.dat"
+    subprocess.run([test_gguf, "--fixture256", str(data), str(rows256), str(dat)], check=True)
 
     def matrix(name):
         return name.endswith(".weight") and "norm" not in name and name != "token_embd.weight"
@@ -189,6 +191,10 @@ def main():
     for cfg, ty in ALL.items():
         check(frontier, test_gguf, rows256, work, f"rows256-{cfg}", ["--config", cfg],
               lambda name, ty=ty: ty if matrix(name) else None)
+    for cfg in ("imat-ggml-q4_k", "imat-ggml-iq4_xs"):  # llama-quantize --imatrix's blocks
+        check(frontier, test_gguf, rows256, work, f"rows256-{cfg}",
+              ["--config", cfg, "--calib", str(dat)],
+              lambda name, ty=ALL[cfg[5:]]: ty if matrix(name) else None)
     kmix = {"token_embd.weight": "ggml-iq4_xs", "blk.0.attn_q.weight": "ggml-q6_k",
             "blk.0.attn_k.weight": "ggml-q3_k", "blk.0.ffn_gate.weight": "ggml-q4_k",
             "blk.0.ffn_down.weight": "ggml-q5_k", "blk.0.ffn_up.weight": "ggml-q2_k"}
