@@ -297,7 +297,7 @@ static void kquant_digests(void)
     }
 }
 
-/* ---- the family's properties (tests/quantizers skips host families) ---- */
+/* ---- the family's properties (tests/quantizers has the registry-wide ones) ---- */
 
 static void properties(int print_bounds)
 {
