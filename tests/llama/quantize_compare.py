@@ -4,16 +4,17 @@ llama-quantize: every tensor of the file each writes, type and bytes.
 
 A one-layer llama-shaped GGUF whose rows are multiples of 256 (written here
 with gguf-py: F16 attention weights, F32 feed-forward ones and embeddings,
-gaussian and heavy-tailed) and an importance matrix for it (the legacy .dat
-llama-imatrix writes, every matrix but token_embd, as llama-imatrix
-collects them). For Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS:
+gaussian and heavy-tailed) and an importance matrix for it in both of
+llama-imatrix's formats, the legacy .dat and GGUF (the same means; every
+matrix but token_embd, as llama-imatrix collects them). For Q2_K, Q3_K,
+Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS:
 
 - `llama-quantize --pure MODEL OUT TYPE` and frontier with a recipe of
   ggml-<type> for every matrix: the same ggml type and the same bytes for
   every tensor;
-- `llama-quantize --pure --imatrix FILE.dat ...` and frontier with
+- `llama-quantize --pure --imatrix FILE ...` and frontier with
   imat-ggml-<type> (token_embd, which the imatrix lacks, ggml-<type>) and
-  `--calib FILE.dat`: the same.
+  `--calib FILE`, for FILE the .dat and the GGUF: the same.
 
 usage: quantize_compare.py FRONTIER LLAMA_QUANTIZE WORK_DIR
 Exits 77 (skipped) without gguf-py.
@@ -79,19 +80,36 @@ def make_model(path):
     return matrices
 
 
-def make_imatrix(path, matrices):
-    # legacy .dat: int32 count; per entry int32 name length, name, int32
-    # ncall, int32 nval, nval float32 sums (mean x^2 times ncall)
+def make_imatrix(dat, path_gguf, matrices):
     rng = np.random.default_rng(7)
     entries = {n: c for n, c in matrices.items() if n != "token_embd.weight"}
+    means = {}
+    for name, cols in entries.items():
+        means[name] = np.exp(2.0 * rng.standard_normal(cols)).astype(np.float32)
+        means[name][5] = 0.0  # a column no token reached
+    # legacy .dat: int32 count; per entry int32 name length, name, int32
+    # ncall, int32 nval, nval float32 sums (mean x^2 times ncall)
     out = struct.pack("<i", len(entries))
     ncall = 7
     for name, cols in entries.items():
-        mean = np.exp(2.0 * rng.standard_normal(cols)).astype(np.float32)
-        mean[5] = 0.0  # a column no token reached
         out += struct.pack("<i", len(name)) + name.encode() + struct.pack("<ii", ncall, cols)
-        out += (mean * np.float32(ncall)).astype("<f4").tobytes()
-    Path(path).write_bytes(out)
+        out += (means[name] * np.float32(ncall)).astype("<f4").tobytes()
+    Path(dat).write_bytes(out)
+    # GGUF: general.type imatrix, <name>.in_sum2 [in] and <name>.counts [1]
+    # (tokens), the chunk keys llama-quantize requires
+    tokens = 512
+    w = gguf.GGUFWriter(str(path_gguf), "imatrix")
+    w.add_type("imatrix")
+    w.add_array("imatrix.datasets", ["quantize_compare.py"])
+    w.add_uint32("imatrix.chunk_count", 4)
+    w.add_uint32("imatrix.chunk_size", 128)
+    for name in entries:
+        w.add_tensor(f"{name}.in_sum2", (means[name] * np.float32(tokens)).reshape(1, -1))
+        w.add_tensor(f"{name}.counts", np.full((1, 1), tokens, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
     return set(entries)
 
 
@@ -113,17 +131,19 @@ def main():
     frontier, llama_quantize, work = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     work.mkdir(parents=True, exist_ok=True)
     model, dat = work / "llama256.gguf", work / "llama256.imatrix.dat"
+    imatrix_gguf = work / "llama256.imatrix.gguf"
     matrices = make_model(model)
-    in_imatrix = make_imatrix(dat, matrices)
+    in_imatrix = make_imatrix(dat, imatrix_gguf, matrices)
     failures, compared, nbytes = 0, 0, 0
     for ty in TYPES:
         cfg = f"ggml-{ty.lower()}"
-        for weighted in (False, True):
-            label = f"{ty}{' --imatrix' if weighted else ''}"
+        for imatrix in (None, dat, imatrix_gguf):
+            weighted = imatrix is not None
+            label = f"{ty}{' --imatrix ' + imatrix.suffix[1:] if weighted else ''}"
             theirs, ours = work / f"llama-{label}.gguf", work / f"frontier-{label}.gguf"
             cmd = [llama_quantize, "--pure"]
             if weighted:
-                cmd += ["--imatrix", str(dat)]
+                cmd += ["--imatrix", str(imatrix)]
             if not run(cmd + [str(model), str(theirs), ty]):
                 failures += 1
                 continue
@@ -134,11 +154,16 @@ def main():
             cmd = [frontier, "quantize", str(model), "--recipe", str(rpath), "--format", "gguf",
                    "-o", str(ours), "--force"]
             if weighted:
-                cmd += ["--calib", str(dat)]
+                cmd += ["--calib", str(imatrix)]
             if not run(cmd):
                 failures += 1
                 continue
             a, b = tensors(theirs), tensors(ours)
+            if not weighted:
+                plain = a
+            elif a == plain:  # the importance matrix was read and used
+                print(f"FAIL: {label}: llama-quantize wrote the blocks it writes without one")
+                failures += 1
             if set(a) != set(b):
                 print(f"FAIL: {label}: tensors {sorted(set(a) ^ set(b))} in one file only")
                 failures += 1
