@@ -317,6 +317,8 @@ static fr_status check_traits(const frontier_config_traits *t, const char *who,
         TRAIT_FAIL("needs_group_amax %d (0 or 1)", (int)t->needs_group_amax);
     if (t->fused_companion_of && !t->needs_group_amax)
         TRAIT_FAIL("a fused_companion_of without needs_group_amax");
+    if (t->gguf_importance && !t->gguf_type)
+        TRAIT_FAIL("a gguf_importance without gguf_type");
     if (t->fused_companion_of && (!valid_trait_text(t->fused_companion_of) ||
                                   !valid_quantizer_name(t->fused_companion_of)))
         TRAIT_FAIL("fused_companion_of that is not a quantizer name");

@@ -1,11 +1,12 @@
 /*
- * ggml's legacy block types and MXFP4 (ggml-common.h block structs, the reference
- * quantizers quantize_row_*_ref of ggml-quants.c): encode and decode of one
- * block of 32 elements and of one row, shared by the `ggml` family
- * (quantizers/ggml.c: quantize-dequantize = decode(encode(x))) and the GGUF
- * writer (frontier/checkpoint/quantize_gguf.c: the same bytes go into the file), so
- * what is written is what was measured. docs/quantize.md ("GGUF") states
- * the rules.
+ * ggml's block types (ggml-common.h block structs, the reference quantizers
+ * of ggml-quants.c): encode and decode of one block and of one row, shared
+ * by the `ggml` family (quantizers/ggml.c: quantize-dequantize =
+ * decode(encode(x))) and the GGUF writer (frontier/checkpoint/quantize_gguf.c: the
+ * same bytes go into the file), so what is written is what was measured.
+ * The legacy types and MXFP4 (blocks of 32) are here; the super-block types
+ * (K-quants, IQ4_NL, IQ4_XS) in ggml_kquants.h. docs/quantize.md ("GGUF")
+ * and docs/formats.md state the rules.
  *
  * The arithmetic is float32 as in the reference (no contraction: the build
  * disables it): the scale is computed and used unrounded for the codes and
@@ -28,9 +29,12 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "ggml_fp16.h"
+#include "ggml_kquants.h"
 
-#define FR_GGML_BLOCK 32
-#define FR_GGML_MAX_BLOCK_BYTES 34
+#define FR_GGML_BLOCK 32             /* elements of a legacy block */
+#define FR_GGML_MAX_BLOCK FR_GGML_QK_K /* elements of the largest block */
+#define FR_GGML_MAX_BLOCK_BYTES 210  /* Q6_K's */
 
 /* ggml_type ids (ggml.h) of the types the family writes. */
 typedef enum fr_ggml_qtype {
@@ -39,6 +43,13 @@ typedef enum fr_ggml_qtype {
     FR_GGML_Q5_0 = 6,
     FR_GGML_Q5_1 = 7,
     FR_GGML_Q8_0 = 8,
+    FR_GGML_Q2_K = 10,
+    FR_GGML_Q3_K = 11,
+    FR_GGML_Q4_K = 12,
+    FR_GGML_Q5_K = 13,
+    FR_GGML_Q6_K = 14,
+    FR_GGML_IQ4_NL = 20,
+    FR_GGML_IQ4_XS = 23,
     FR_GGML_MXFP4 = 39
 } fr_ggml_qtype;
 
@@ -92,13 +103,14 @@ typedef struct fr_ggml_params {
     fr_ggml_qtype type;
     const char *name;       /* "q4_0": llama-quantize's spelling */
     const char *gguf_name;  /* "Q4_0": GGUF / gguf-py's */
-    unsigned block_bytes;   /* bytes per block of 32 */
+    unsigned block_bytes;   /* bytes per block */
     unsigned file_type;     /* llama_ftype LLAMA_FTYPE_MOSTLY_<type> (general.file_type) */
+    unsigned block;         /* elements per block: 32, or 256 for a super-block */
 } fr_ggml_params;
 
 /* Every type above (quantizers/ggml.c): the ggml family's configurations
  * and the GGUF writer (frontier/checkpoint/quantize_gguf.c) read the same rows. */
-#define FR_GGML_N_TYPES 6
+#define FR_GGML_N_TYPES 13
 extern const fr_ggml_params fr_ggml_block_types[FR_GGML_N_TYPES];
 
 /* The row of the type llama-quantize spells `name` ("q4_0"), or NULL. */
@@ -108,38 +120,6 @@ static inline const fr_ggml_params *fr_ggml_params_by_name(const char *name)
         if (!strcmp(fr_ggml_block_types[i].name, name))
             return &fr_ggml_block_types[i];
     return NULL;
-}
-
-/* float32 -> IEEE binary16 bits, round to nearest even, Inf past 65504
- * (what numpy's astype(float16) and ggml's conversion give). */
-static inline uint16_t fr_ggml_f32_to_f16(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    uint32_t sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
-    if (a > 0x7f800000u) /* NaN: quiet, top payload bits kept */
-        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-    if (a >= 0x477ff000u) /* >= 65520 rounds to Inf */
-        return (uint16_t)(sign | 0x7c00u);
-    if (a >= 0x38800000u) { /* normal: rebias the exponent, round 13 bits away */
-        uint32_t r = a - 0x38000000u;
-        return (uint16_t)(sign | ((r + 0x0fffu + ((r >> 13) & 1u)) >> 13));
-    }
-    float f;
-    memcpy(&f, &a, sizeof f);
-    /* subnormal or zero: a multiple of 2^-24, exact scaling then ties to even */
-    return (uint16_t)(sign | (uint32_t)rintf(f * 16777216.0f));
-}
-
-static inline void fr_ggml_put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v & 0xff);
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static inline uint16_t fr_ggml_get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (uint16_t)p[1] << 8);
 }
 
 /* (int)f clamped to [0, top]: the reference's truncating cast where f is
@@ -207,9 +187,8 @@ static inline void fr_ggml_codes(fr_ggml_qtype type, const float *x, int n, int 
     *m_out = m;
 }
 
-/* Encodes x[0..n) (1 <= n <= 32) as one block of `type` into out (the
- * type's block_bytes). */
-static inline void fr_ggml_encode_block(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
+/* A legacy block or MXFP4: x[0..n), 1 <= n <= 32. */
+static inline void fr_ggml_encode_legacy(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
 {
     if (type == FR_GGML_MXFP4) {
         fr_ggml_mxfp4_encode(x, n, out);
@@ -241,8 +220,7 @@ static inline void fr_ggml_encode_block(fr_ggml_qtype type, const float *x, int 
         p[j] = (uint8_t)((q[j] & 0x0f) | (q[j + 16] & 0x0f) << 4);
 }
 
-/* Decodes one block into y[0..32) as ggml's dequantize_row_* does. */
-static inline void fr_ggml_decode_block(fr_ggml_qtype type, const uint8_t *in, float *y)
+static inline void fr_ggml_decode_legacy(fr_ggml_qtype type, const uint8_t *in, float *y)
 {
     if (type == FR_GGML_MXFP4) {
         const float e = fr_ggml_e8m0_half(in[0]);
@@ -280,8 +258,63 @@ static inline void fr_ggml_decode_block(fr_ggml_qtype type, const uint8_t *in, f
     }
 }
 
+/* Elements per block of a type: 256 for the super-block types. */
+static inline int fr_ggml_block_elems(fr_ggml_qtype type)
+{
+    switch (type) {
+    case FR_GGML_Q2_K:
+    case FR_GGML_Q3_K:
+    case FR_GGML_Q4_K:
+    case FR_GGML_Q5_K:
+    case FR_GGML_Q6_K:
+    case FR_GGML_IQ4_XS: return FR_GGML_QK_K;
+    default: return FR_GGML_BLOCK;
+    }
+}
+
+/* Encodes x[0..n) (1 <= n <= the type's block) as one block of `type` into
+ * out (the type's block_bytes). qw: the importance of each element (an
+ * importance matrix's values for the block's columns), which the
+ * super-block types weigh their searches by as llama-quantize --imatrix
+ * does; NULL for none (the legacy types take none). */
+static inline void fr_ggml_encode_block_weighted(fr_ggml_qtype type, const float *x, int n,
+                                                 const float *qw, uint8_t *out)
+{
+    switch (type) {
+    case FR_GGML_Q2_K: fr_ggml_q2_k_encode(x, n, qw, (fr_ggml_block_q2_k *)out); return;
+    case FR_GGML_Q3_K: fr_ggml_q3_k_encode(x, n, qw, (fr_ggml_block_q3_k *)out); return;
+    case FR_GGML_Q4_K: fr_ggml_q4_k_encode(x, n, qw, (fr_ggml_block_q4_k *)out); return;
+    case FR_GGML_Q5_K: fr_ggml_q5_k_encode(x, n, qw, (fr_ggml_block_q5_k *)out); return;
+    case FR_GGML_Q6_K: fr_ggml_q6_k_encode(x, n, qw, (fr_ggml_block_q6_k *)out); return;
+    case FR_GGML_IQ4_NL: fr_ggml_iq4_nl_encode(x, n, qw, (fr_ggml_block_iq4_nl *)out); return;
+    case FR_GGML_IQ4_XS: fr_ggml_iq4_xs_encode(x, n, qw, (fr_ggml_block_iq4_xs *)out); return;
+    default: fr_ggml_encode_legacy(type, x, n, out); return;
+    }
+}
+
+static inline void fr_ggml_encode_block(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
+{
+    fr_ggml_encode_block_weighted(type, x, n, NULL, out);
+}
+
+/* Decodes one block into y[0..block) as ggml's dequantize_row_* does. */
+static inline void fr_ggml_decode_block(fr_ggml_qtype type, const uint8_t *in, float *y)
+{
+    switch (type) {
+    case FR_GGML_Q2_K: fr_ggml_q2_k_decode((const fr_ggml_block_q2_k *)in, y); return;
+    case FR_GGML_Q3_K: fr_ggml_q3_k_decode((const fr_ggml_block_q3_k *)in, y); return;
+    case FR_GGML_Q4_K: fr_ggml_q4_k_decode((const fr_ggml_block_q4_k *)in, y); return;
+    case FR_GGML_Q5_K: fr_ggml_q5_k_decode((const fr_ggml_block_q5_k *)in, y); return;
+    case FR_GGML_Q6_K: fr_ggml_q6_k_decode((const fr_ggml_block_q6_k *)in, y); return;
+    case FR_GGML_IQ4_NL: fr_ggml_iq4_nl_decode((const fr_ggml_block_iq4_nl *)in, y); return;
+    case FR_GGML_IQ4_XS: fr_ggml_iq4_xs_decode((const fr_ggml_block_iq4_xs *)in, y); return;
+    default: fr_ggml_decode_legacy(type, in, y); return;
+    }
+}
+
 /* llama_ftype LLAMA_FTYPE_MOSTLY_<type> (general.file_type) of a type; 0
- * for a ggml type id outside the family. */
+ * for a ggml type id outside the family. Q3_K, Q4_K and Q5_K are the _M
+ * mixes' ids, as llama-quantize's "Q4_K" (its alias of Q4_K_M) writes them. */
 static inline unsigned fr_ggml_file_type(fr_ggml_qtype type)
 {
     switch (type) {
@@ -290,6 +323,13 @@ static inline unsigned fr_ggml_file_type(fr_ggml_qtype type)
     case FR_GGML_Q8_0: return 7;
     case FR_GGML_Q5_0: return 8;
     case FR_GGML_Q5_1: return 9;
+    case FR_GGML_Q2_K: return 10;
+    case FR_GGML_Q3_K: return 12; /* Q3_K_M */
+    case FR_GGML_Q4_K: return 15; /* Q4_K_M */
+    case FR_GGML_Q5_K: return 17; /* Q5_K_M */
+    case FR_GGML_Q6_K: return 18;
+    case FR_GGML_IQ4_NL: return 25;
+    case FR_GGML_IQ4_XS: return 30;
     case FR_GGML_MXFP4: return 38; /* LLAMA_FTYPE_MOSTLY_MXFP4_MOE */
     default: return 0;
     }
@@ -303,30 +343,45 @@ static inline unsigned fr_ggml_block_bytes(fr_ggml_qtype type)
     case FR_GGML_Q5_0: return 22;
     case FR_GGML_Q5_1: return 24;
     case FR_GGML_MXFP4: return 17;
+    case FR_GGML_Q2_K: return (unsigned)sizeof(fr_ggml_block_q2_k);
+    case FR_GGML_Q3_K: return (unsigned)sizeof(fr_ggml_block_q3_k);
+    case FR_GGML_Q4_K: return (unsigned)sizeof(fr_ggml_block_q4_k);
+    case FR_GGML_Q5_K: return (unsigned)sizeof(fr_ggml_block_q5_k);
+    case FR_GGML_Q6_K: return (unsigned)sizeof(fr_ggml_block_q6_k);
+    case FR_GGML_IQ4_NL: return (unsigned)sizeof(fr_ggml_block_iq4_nl);
+    case FR_GGML_IQ4_XS: return (unsigned)sizeof(fr_ggml_block_iq4_xs);
     default: return 34;
     }
 }
 
-/* One row of n elements: ceil(n / 32) blocks (a short last one). */
-static inline void fr_ggml_encode_row(fr_ggml_qtype type, const float *x, int64_t n, uint8_t *out)
+/* One row of n elements: ceil(n / block) blocks (a short last one); qw the
+ * row's importance (one per element) or NULL. */
+static inline void fr_ggml_encode_row_weighted(fr_ggml_qtype type, const float *x, int64_t n,
+                                               const float *qw, uint8_t *out)
 {
     const unsigned bb = fr_ggml_block_bytes(type);
-    for (int64_t b = 0; b * FR_GGML_BLOCK < n; b++) {
-        int64_t left = n - b * FR_GGML_BLOCK;
-        fr_ggml_encode_block(type, x + b * FR_GGML_BLOCK,
-                             (int)(left < FR_GGML_BLOCK ? left : FR_GGML_BLOCK), out + b * bb);
+    const int64_t block = fr_ggml_block_elems(type);
+    for (int64_t b = 0; b * block < n; b++) {
+        int64_t left = n - b * block;
+        fr_ggml_encode_block_weighted(type, x + b * block, (int)(left < block ? left : block),
+                                      qw ? qw + b * block : NULL, out + b * bb);
     }
+}
+
+static inline void fr_ggml_encode_row(fr_ggml_qtype type, const float *x, int64_t n, uint8_t *out)
+{
+    fr_ggml_encode_row_weighted(type, x, n, NULL, out);
 }
 
 static inline void fr_ggml_decode_row(fr_ggml_qtype type, const uint8_t *in, int64_t n, float *y)
 {
     const unsigned bb = fr_ggml_block_bytes(type);
-    float tmp[FR_GGML_BLOCK];
-    for (int64_t b = 0; b * FR_GGML_BLOCK < n; b++) {
-        int64_t left = n - b * FR_GGML_BLOCK;
+    const int64_t block = fr_ggml_block_elems(type);
+    float tmp[FR_GGML_MAX_BLOCK];
+    for (int64_t b = 0; b * block < n; b++) {
+        int64_t left = n - b * block;
         fr_ggml_decode_block(type, in + b * bb, tmp);
-        memcpy(y + b * FR_GGML_BLOCK, tmp,
-               (size_t)(left < FR_GGML_BLOCK ? left : FR_GGML_BLOCK) * sizeof *y);
+        memcpy(y + b * block, tmp, (size_t)(left < block ? left : block) * sizeof *y);
     }
 }
 

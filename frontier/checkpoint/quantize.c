@@ -196,7 +196,8 @@ static const char *no_writer(const plan *p, const qtensor *q, char *buf, size_t 
         /* the compressed-tensors and GGUF encoders derive codes and scales
          * from W by the base's rule: they cannot store the ones a
          * calibrated method chose, and decode(encode) would not be Q(W) */
-        if (p->opt->format != FR_QFORMAT_DEQUANTIZED) {
+        if (p->opt->format != FR_QFORMAT_DEQUANTIZED &&
+            !(p->opt->format == FR_QFORMAT_GGUF && fr_gguf_writes_calibrated(p->reg, q->ref))) {
             snprintf(buf, len,
                      "a calibrated configuration: the %s encoder cannot store the codes and "
                      "scales it chose exactly (write it with --format dequantized)",
@@ -294,7 +295,8 @@ static const char *supported_configs(const plan *p, char *buf, size_t len)
     if (!used)
         PUT("none");
     PUT(" (%s)", p->opt->format == FR_QFORMAT_GGUF
-                     ? "on rows that are a multiple of 32 elements"
+                     ? "on rows that are a multiple of the type's block, 32 or 256 elements; "
+                       "calibrated ones with --calib"
                      : "each configuration's storage: 'frontier quantizers --json'");
 #undef PUT
     return buf;
@@ -1070,7 +1072,9 @@ static fr_status write_gguf(plan *p, uint64_t *data_bytes, fr_error *err)
         }
         items[i] = (fr_gguf_item){.t = q->t, .ref = q->ref, .rows = q->rows * q->experts,
                                   .cols = q->cols, .experts = q->experts,
-                                  .expert_rel_err = q->ref ? q->expert_rel_err : NULL};
+                                  .expert_rel_err = q->ref ? q->expert_rel_err : NULL,
+                                  .calib = q->has_stats ? &q->calib : NULL,
+                                  .expert_calib = q->has_stats ? q->expert_calib : NULL};
     }
     fr_status st = fr_gguf_write(p->reg, p->src, items, p->n_qt, p->tmp, data_bytes, err);
     for (size_t i = 0; i < p->n_qt && st == FR_OK; i++) {

@@ -41,6 +41,12 @@ static const fr_ggml_params *params_of(const fr_registry *reg, const fr_config_r
     return ref ? fr_ggml_params_by_name(fr_config_traits_of(ref)->gguf_type) : NULL;
 }
 
+int fr_gguf_writes_calibrated(const fr_registry *reg, const fr_config_ref *ref)
+{
+    (void)reg;
+    return ref && params_of(reg, ref) && fr_config_traits_of(ref)->gguf_importance;
+}
+
 const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref)
 {
     const fr_ggml_params *p = params_of(reg, ref);
@@ -50,7 +56,8 @@ const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref)
 const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
                               const fr_tensor *t, char *buf, size_t len)
 {
-    if (!params_of(reg, ref)) {
+    const fr_ggml_params *p = params_of(reg, ref);
+    if (!p) {
         const char *declared = fr_config_traits_of(ref)->gguf_type;
         if (!declared)
             return "GGUF holds ggml block types, and this configuration declares none "
@@ -65,10 +72,10 @@ const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
         return buf;
     }
     int64_t ne0 = t->ndim ? t->shape[t->ndim - 1] : 1;
-    if (ne0 % FR_GGML_BLOCK) {
+    if (ne0 % p->block) {
         snprintf(buf, len,
-                 "ggml stores whole blocks of %d along a row, and its rows have %lld elements",
-                 FR_GGML_BLOCK, (long long)ne0);
+                 "ggml stores whole blocks of %u along a row, and its rows have %lld elements",
+                 p->block, (long long)ne0);
         return buf;
     }
     return NULL;
@@ -233,7 +240,7 @@ static fr_status write_zeros(FILE *f, uint64_t n, const char *path, fr_error *er
 
 static uint64_t quantized_bytes(const fr_gguf_item *it, const fr_ggml_params *p)
 {
-    return (uint64_t)it->t->numel / FR_GGML_BLOCK * p->block_bytes;
+    return (uint64_t)it->t->numel / p->block * p->block_bytes;
 }
 
 /* The error sums of W against W_hat over `experts` matrices of `per`
@@ -266,6 +273,12 @@ static void stack_sums(const float *w, const float *w_hat, int64_t experts, int6
     }
 }
 
+/* The statistics expert x of an item is quantized with (NULL: none). */
+static const frontier_calib *calib_of(const fr_gguf_item *it, int64_t x)
+{
+    return it->expert_calib ? &it->expert_calib[x] : it->calib;
+}
+
 /* One quantized tensor: Q(W) from the registry, the blocks, the check. */
 static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr_gguf_item *it,
                                 FILE *f, const char *path, fr_error *err)
@@ -277,10 +290,11 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
     float *w = malloc((size_t)n * sizeof *w);
     float *w_hat = malloc((size_t)n * sizeof *w_hat);
     float *dec = malloc((size_t)n * sizeof *dec);
+    float *importance = malloc((size_t)it->cols * sizeof *importance);
     uint8_t *blocks = malloc(nbytes ? (size_t)nbytes : 1);
     frontier_call call;
     fr_call_init(&call, NULL, 0, it->t->name, it->ref->cfg->name);
-    if (!w || !w_hat || !dec || !blocks) {
+    if (!w || !w_hat || !dec || !importance || !blocks) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory quantizing '%s'", it->t->name);
         goto done;
     }
@@ -294,8 +308,8 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
         fr_call_release(&call);
         fr_call_init(&call, NULL, 0, it->t->name, it->ref->cfg->name);
         if ((st = fr_quantizer_quantize_cpu(reg, it->ref, w + x * per, w_hat + x * per,
-                                            it->rows / experts, it->cols, NULL, it->t->name,
-                                            &call, err)) != FR_OK) {
+                                            it->rows / experts, it->cols, calib_of(it, x),
+                                            it->t->name, &call, err)) != FR_OK) {
             if (st == FR_E_PLUGIN)
                 st = FR_E_FORMAT; /* a built-in refuses only bad weights (non-finite) */
             if (experts > 1)
@@ -303,10 +317,21 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
             goto done;
         }
     }
-    /* blocks along the rows of cols elements: ne0 divides cols and 32 divides ne0 */
-    const uint64_t row_bytes = (uint64_t)it->cols / FR_GGML_BLOCK * p->block_bytes;
+    /* blocks along the rows of cols elements: ne0 divides cols and the block divides ne0 */
+    const uint64_t row_bytes = (uint64_t)it->cols / p->block * p->block_bytes;
+    const int weighted = fr_gguf_writes_calibrated(reg, it->ref);
+    const float *qw = NULL;
     for (int64_t r = 0; r < it->rows; r++) {
-        fr_ggml_encode_row(p->type, w + r * it->cols, it->cols, blocks + (uint64_t)r * row_bytes);
+        if (weighted && r % (it->rows / experts) == 0) /* each expert's importance */
+            qw = fr_config_traits_of(it->ref)->gguf_importance(
+                calib_of(it, r / (it->rows / experts)), it->cols, importance);
+        if (weighted && !qw) {
+            st = fr_fail(err, FR_E_FAIL, "internal error: '%s' as %s has no importance",
+                         it->t->name, it->ref->cfg->name);
+            goto done;
+        }
+        fr_ggml_encode_row_weighted(p->type, w + r * it->cols, it->cols, qw,
+                                    blocks + (uint64_t)r * row_bytes);
         fr_ggml_decode_row(p->type, blocks + (uint64_t)r * row_bytes, it->cols, dec + r * it->cols);
     }
     for (int64_t i = 0; i < n; i++)
@@ -333,6 +358,7 @@ done:
     free(w);
     free(w_hat);
     free(dec);
+    free(importance);
     free(blocks);
     return st;
 }

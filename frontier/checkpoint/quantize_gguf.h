@@ -30,6 +30,9 @@ typedef struct fr_gguf_item {
     frontier_error_sums sums;     /* of the decoded bytes */
     int same_as_measured;
     int64_t experts;              /* E of an expert stack (rows = E x out), 0 or 1: one matrix */
+    const frontier_calib *calib;  /* the tensor's statistics for a calibrated configuration
+                                   * (NULL: none); an expert stack: expert_calib[E] instead */
+    const frontier_calib *expert_calib;
     double *expert_rel_err;       /* a stack's [2 x E] (the caller's): each expert's rel_err of
                                    * the decoded bytes, then of Q(W); NULL: not wanted */
 } fr_gguf_item;
@@ -38,6 +41,12 @@ typedef struct fr_gguf_item {
  * composed messages. */
 const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
                               const fr_tensor *t, char *buf, size_t len);
+
+/* True for a calibrated configuration whose codes the GGUF encoder
+ * reproduces from the same statistics (its traits' gguf_importance:
+ * `imat-ggml-`, llama-quantize --imatrix); the others are written as
+ * dequantized only. */
+int fr_gguf_writes_calibrated(const fr_registry *reg, const fr_config_ref *ref);
 
 /* The ggml type name ("Q4_0") a configuration is written as, or NULL. */
 const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref);

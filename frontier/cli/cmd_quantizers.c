@@ -94,6 +94,7 @@ static cJSON *traits_json(const frontier_config_traits *t)
                       t->storage == FRONTIER_STORAGE_FP8 ? scopes[t->storage_fp8_scope] : NULL) &&
              cJSON_AddBoolToObject(o, "storage_scales", t->storage_scales != NULL) &&
              add_text(o, "gguf_type", t->gguf_type) &&
+             cJSON_AddBoolToObject(o, "gguf_importance", t->gguf_importance != NULL) &&
              cJSON_AddBoolToObject(o, "needs_group_amax", t->needs_group_amax) &&
              add_text(o, "fused_companion_of", t->fused_companion_of);
     if (!ok) {

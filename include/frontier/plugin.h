@@ -192,6 +192,16 @@ typedef struct frontier_config_traits {
     /* v2, with needs_group_amax: the quantizer (its name) next to whose
      * configurations --fused-global-scale measures this one ("nvfp4") */
     const char *fused_companion_of;
+
+    /* v2, with gguf_type, optional: quantize_cpu's codes are ggml's
+     * importance-weighted search (llama-quantize --imatrix) under the
+     * per-column importance this function derives from the tensor's
+     * statistics, so the GGUF writer encodes with the same importance and
+     * can store a calibrated configuration. Writes up to cols floats into
+     * scratch and returns the importance (scratch or a pointer into calib),
+     * or NULL when calib has no statistics it can use. NULL: the
+     * unweighted reference quantizer. */
+    const float *(*gguf_importance)(const frontier_calib *calib, int64_t cols, float *scratch);
 } frontier_config_traits;
 
 /* True when a traits struct of size t->struct_size has `field`. */

@@ -55,7 +55,7 @@ check(g.get("origin") == plugin_dir + "/libgood.so", "good origin")
 nothing = {"row_multiple": 0, "needs_range": False, "whole_tensor_reason": None, "storage": "none",
            "storage_bits": 0, "storage_group_size": 0, "storage_symmetric": False,
            "storage_fp8_scope": None, "storage_scales": False, "gguf_type": None,
-           "needs_group_amax": False, "fused_companion_of": None}
+           "gguf_importance": False, "needs_group_amax": False, "fused_companion_of": None}
 check(g.get("configs") == [{"name": "good-f32", "nominal_bits": 32, "params": {"dtype": "f32"},
                             "traits": nothing}], "good configs")
 # the built-ins' traits as their families declare them
@@ -68,6 +68,8 @@ check(bc["fp8-e4m3-block128"] == dict(nothing, row_multiple=128, storage="fp8",
 check(bc["nvfp4-fused"] == dict(nothing, storage="nvfp4", needs_group_amax=True,
                                 fused_companion_of="nvfp4"), "nvfp4-fused traits")
 check(bc["ggml-q4_0"] == dict(nothing, gguf_type="q4_0"), "ggml-q4_0 traits")
+check(bc["imat-ggml-q4_k"] == dict(nothing, gguf_type="q4_k", gguf_importance=True),
+      "imat-ggml-q4_k traits")
 check(bc["nf4-g64-dq"]["row_multiple"] == 0 and "double quantization" in bc["nf4-g64-dq"]["whole_tensor_reason"],
       "nf4-g64-dq traits")
 check(bc["gptq-int4-g128-sym"] == dict(nothing, storage="int-pack", storage_bits=4,

@@ -4,19 +4,29 @@
  *
  * - the reference rules worked by hand on small blocks (Q4_0's signed
  *   maximum at -8, truncation after +8.5, Q8_0's ties away from zero, Q4_1's
- *   minimum, Q5's fifth bit, MXFP4's ties), exact sizes, short blocks, non-finite weights,
- *   thread-count independence (the family is host-only, so
- *   tests/quantizers skips its bound checks; they are here);
+ *   minimum, Q5's fifth bit, MXFP4's ties; Q6_K's and Q4_K's layouts on
+ *   constant blocks), exact sizes, short blocks, non-finite weights,
+ *   thread-count independence, error bounds;
+ * - the super-block types' bytes (with and without an importance matrix)
+ *   on the seeded rows of ggml_rows.h against the digests of what the
+ *   pinned llama.cpp's ggml writes for them (tests/llama checks those
+ *   digests against ggml itself), and short super-blocks of whole
+ *   sub-blocks equal to the block padded with zeros;
  * - every written ggml type read back by the tool's own reader
  *   (core/gguf.c) and decoder (quantizers/ggml_blocks.h) equals the
  *   registry's quantize-dequantize of the input bit for bit; copied tensors
  *   byte-identical; metadata copied with general.file_type and
- *   general.quantization_version set; tensor data aligned;
+ *   general.quantization_version set; tensor data aligned. The types of 32
+ *   on data/stories260K.gguf, all of them on a fixture whose rows are
+ *   multiples of 256 (stories260K's weights regrouped, seeded rows);
  * - refusals write nothing; a NaN half-way leaves no OUT and no temporary.
  *
  * usage: test_gguf DATA_DIR WORK_DIR
  *        test_gguf --dump FILE.gguf DIR   (our decoding of every quantized
  *        tensor of FILE as DIR/<name>.f32, for crosscheck_gguf.py)
+ *        test_gguf --fixture256 DATA_DIR OUT.gguf OUT.dat   (the fixture of
+ *        rows of 256 and 512 and an importance matrix of it, for
+ *        crosscheck_gguf.py)
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -28,6 +38,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/calib.h"
 #include "core/call.h"
 #include "core/parallel.h"
 #include "core/source.h"
@@ -35,6 +46,7 @@
 #include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep.h"
 #include "frontier/exec/builtins.h"
+#include "ggml_rows.h"
 #include "quantizers/ggml_blocks.h"
 
 static fr_registry reg;
@@ -43,10 +55,23 @@ static const struct {
     const char *config, *gguf;
     fr_ggml_qtype type;
     unsigned file_type;
+    double bits; /* per weight, on whole blocks */
+    double bound; /* rel_err on the gaussian rows of properties(), 1.25x what it was */
 } types[] = {
-    {"ggml-q8_0", "Q8_0", FR_GGML_Q8_0, 7}, {"ggml-q4_0", "Q4_0", FR_GGML_Q4_0, 2},
-    {"ggml-q4_1", "Q4_1", FR_GGML_Q4_1, 3}, {"ggml-q5_0", "Q5_0", FR_GGML_Q5_0, 8},
-    {"ggml-q5_1", "Q5_1", FR_GGML_Q5_1, 9}, {"ggml-mxfp4", "MXFP4", FR_GGML_MXFP4, 38},
+    {"ggml-q8_0", "Q8_0", FR_GGML_Q8_0, 7, 8.5, 0.006},
+    {"ggml-q4_0", "Q4_0", FR_GGML_Q4_0, 2, 4.5, 0.12},
+    {"ggml-q4_1", "Q4_1", FR_GGML_Q4_1, 3, 5.0, 0.10},
+    {"ggml-q5_0", "Q5_0", FR_GGML_Q5_0, 8, 5.5, 0.06},
+    {"ggml-q5_1", "Q5_1", FR_GGML_Q5_1, 9, 6.0, 0.05},
+    {"ggml-mxfp4", "MXFP4", FR_GGML_MXFP4, 38, 4.25, 0.16},
+    /* the K-quants' file types: llama-quantize's Q3_K/Q4_K/Q5_K aliases (_M) */
+    {"ggml-q2_k", "Q2_K", FR_GGML_Q2_K, 10, 2.625, 0.37},
+    {"ggml-q3_k", "Q3_K", FR_GGML_Q3_K, 12, 3.4375, 0.19},
+    {"ggml-q4_k", "Q4_K", FR_GGML_Q4_K, 15, 4.5, 0.089},
+    {"ggml-q5_k", "Q5_K", FR_GGML_Q5_K, 17, 5.5, 0.045},
+    {"ggml-q6_k", "Q6_K", FR_GGML_Q6_K, 18, 6.5625, 0.023},
+    {"ggml-iq4_nl", "IQ4_NL", FR_GGML_IQ4_NL, 25, 4.5, 0.096},
+    {"ggml-iq4_xs", "IQ4_XS", FR_GGML_IQ4_XS, 30, 4.25, 0.097},
 };
 #define N_TYPES (sizeof types / sizeof types[0])
 
@@ -61,6 +86,8 @@ static int type_of_name(const char *gguf, fr_ggml_qtype *t)
 }
 
 /* The registry's Q(W) (with a pool of `threads`, 0: none); NULL on failure. */
+static const frontier_calib *quantize_calib; /* statistics of the next quantize() */
+
 static float *quantize(const char *config, const float *w, int64_t rows, int64_t cols,
                        fr_pool *pool, char *msg, size_t len)
 {
@@ -69,8 +96,8 @@ static float *quantize(const char *config, const float *w, int64_t rows, int64_t
     frontier_call call;
     fr_error err = {0};
     fr_call_init(&call, pool, 0, "t", config);
-    fr_status st = ref && w_hat ? fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, rows, cols, NULL,
-                                                            "t", &call, &err)
+    fr_status st = ref && w_hat ? fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, rows, cols,
+                                                            quantize_calib, "t", &call, &err)
                                 : FR_E_USAGE;
     fr_call_release(&call);
     if (st != FR_OK) {
@@ -173,11 +200,107 @@ static void by_hand(void)
     for (uint32_t h = 0; h < 0x7c00; h++) /* every finite fp16 round-trips */
         if (fr_ggml_f32_to_f16(fr_f16_to_f32((uint16_t)h)) != h)
             CHECK_MSG(0, "fp16 0x%04x does not round-trip", h);
+
+    /* Q6_K on 256 ones: every sub-block's search keeps -1/32 (the extreme at
+     * code -32: the trials reach the same fit, never a larger one), so the
+     * super-block maps it to -128: d = 1/4096 (fp16 0x0c00), every scale
+     * -128, every code 0 (q - 32 = -32): -32 x -128 / 4096 = 1 */
+    float ones[256], y[256];
+    fr_ggml_block_q6_k q6;
+    for (int i = 0; i < 256; i++)
+        ones[i] = 1.0f;
+    fr_ggml_q6_k_encode(ones, 256, NULL, &q6);
+    int zero_codes = 1, scales_128 = 1;
+    for (int i = 0; i < 128; i++)
+        zero_codes &= q6.ql[i] == 0 && q6.qh[i % 64] == 0;
+    for (int i = 0; i < 16; i++)
+        scales_128 &= q6.scales[i] == -128;
+    CHECK_MSG(q6.d[0] == 0x00 && q6.d[1] == 0x0c && zero_codes && scales_128,
+              "Q6_K of ones: d %02x%02x, codes %s, scales %d", q6.d[1], q6.d[0],
+              zero_codes ? "0" : "not 0", q6.scales[0]);
+    fr_ggml_q6_k_decode(&q6, y);
+    for (int i = 0; i < 256; i++)
+        CHECK_MSG(y[i] == 1.0f, "Q6_K of ones decodes element %d to %g", i, y[i]);
+    /* Q4_K on 256 x 945: a sub-block's range [0, 945] (the min clamped at 0)
+     * gives step 945 / 15 = 63 and no trial a better fit; the super-block's
+     * d = 63 / 63 = 1 (fp16 0x3c00), dmin 0; scale code 63 (6 bits: low
+     * bits of scales[0..3], and 0x0f nibbles of scales[8..11] with the top
+     * two bits 11 in scales[0..3]), min codes 0, every element 15: 1 x 63 x 15 */
+    fr_ggml_block_q4_k q4;
+    for (int i = 0; i < 256; i++)
+        ones[i] = 945.0f;
+    fr_ggml_q4_k_encode(ones, 256, NULL, &q4);
+    static const uint8_t want_scales[12] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+                                            0x0f, 0x0f, 0x0f, 0x0f};
+    int all_15 = 1;
+    for (int i = 0; i < 128; i++)
+        all_15 &= q4.qs[i] == 0xff;
+    CHECK_MSG(q4.d[0] == 0x00 && q4.d[1] == 0x3c && q4.dmin[0] == 0 && q4.dmin[1] == 0 &&
+                  !memcmp(q4.scales, want_scales, 12) && all_15,
+              "Q4_K of 945s: d %02x%02x dmin %02x%02x scales[0] %02x scales[8] %02x qs[0] %02x",
+              q4.d[1], q4.d[0], q4.dmin[1], q4.dmin[0], q4.scales[0], q4.scales[8], q4.qs[0]);
+    fr_ggml_q4_k_decode(&q4, y);
+    for (int i = 0; i < 256; i++)
+        CHECK_MSG(y[i] == 945.0f, "Q4_K of 945s decodes element %d to %g", i, y[i]);
 }
 
-/* ---- the family's properties (tests/quantizers skips host families) ---- */
+/* ---- the super-block types against ggml's digests ---- */
 
-static void properties(void)
+static const fr_ggml_qtype digest_types[7] = {FR_GGML_Q2_K, FR_GGML_Q3_K, FR_GGML_Q4_K,
+                                              FR_GGML_Q5_K, FR_GGML_Q6_K, FR_GGML_IQ4_NL,
+                                              FR_GGML_IQ4_XS};
+
+static void kquant_digests(void)
+{
+    static float w[FR_ROWS_DIGEST_ROWS * FR_ROWS_DIGEST_COLS], qw[FR_ROWS_DIGEST_COLS];
+    fr_rows_digest_set(w, qw);
+    for (int k = 0; k < 7; k++) {
+        const fr_ggml_qtype ty = digest_types[k];
+        const size_t row_bytes =
+            (size_t)(FR_ROWS_DIGEST_COLS / fr_ggml_block_elems(ty)) * fr_ggml_block_bytes(ty);
+        uint8_t *blocks = malloc(row_bytes * FR_ROWS_DIGEST_ROWS);
+        for (int weighted = 0; blocks && weighted < 2; weighted++) {
+            for (int r = 0; r < FR_ROWS_DIGEST_ROWS; r++)
+                fr_ggml_encode_row_weighted(ty, w + (size_t)r * FR_ROWS_DIGEST_COLS,
+                                            FR_ROWS_DIGEST_COLS, weighted ? qw : NULL,
+                                            blocks + (size_t)r * row_bytes);
+            uint64_t h = fr_rows_fnv(blocks, row_bytes * FR_ROWS_DIGEST_ROWS);
+            CHECK_MSG(h == fr_rows_ggml_digest[k][weighted],
+                      "ggml type %d %s: our blocks' digest 0x%016llx, ggml's 0x%016llx", (int)ty,
+                      weighted ? "with an importance matrix" : "without",
+                      (unsigned long long)h, (unsigned long long)fr_rows_ggml_digest[k][weighted]);
+        }
+        free(blocks);
+    }
+    /* a short super-block of whole sub-blocks (128 elements) is the block
+     * padded with zeros, whose sub-blocks ggml gives zero scales; with an
+     * importance the mean square divides by 128 (only Q6_K, which weighs
+     * by the importance alone, keeps the padded block's bytes) */
+    uint64_t s = 5;
+    float x[256] = {0}, imp[256] = {0};
+    for (int i = 0; i < 128; i++) {
+        x[i] = fr_rows_gaussian(&s);
+        imp[i] = 1.0f + fr_rows_uniform(&s);
+    }
+    for (int k = 0; k < 7; k++) {
+        const fr_ggml_qtype ty = digest_types[k];
+        if (fr_ggml_block_elems(ty) != 256)
+            continue;
+        for (int weighted = 0; weighted < 2; weighted++) {
+            uint8_t a[FR_GGML_MAX_BLOCK_BYTES], b[FR_GGML_MAX_BLOCK_BYTES];
+            fr_ggml_encode_block_weighted(ty, x, 128, weighted ? imp : NULL, a);
+            fr_ggml_encode_block_weighted(ty, x, 256, weighted ? imp : NULL, b);
+            int same = !memcmp(a, b, fr_ggml_block_bytes(ty));
+            CHECK_MSG(same == (!weighted || ty == FR_GGML_Q6_K),
+                      "ggml type %d %s: the short super-block %s the padded one", (int)ty,
+                      weighted ? "with an importance" : "without", same ? "equals" : "differs from");
+        }
+    }
+}
+
+/* ---- the family's properties (tests/quantizers has the registry-wide ones) ---- */
+
+static void properties(int print_bounds)
 {
     const int64_t rows = 37, cols = 200, n = rows * cols; /* 200: a short block of 8 per row */
     float *w = malloc((size_t)n * sizeof *w);
@@ -191,7 +314,6 @@ static void properties(void)
     fr_pool *pool4 = NULL;
     fr_error err;
     CHECK_OK(fr_pool_create(4, &pool4, &err), err);
-    static const double bounds[] = {0.006, 0.12, 0.10, 0.06, 0.05, 0.16}; /* rel_err, gaussian */
     char msg[512];
     for (size_t k = 0; k < N_TYPES; k++) {
         float *a = quantize(types[k].config, w, rows, cols, NULL, msg, sizeof msg);
@@ -209,15 +331,20 @@ static void properties(void)
             e2 += ((double)w[i] - a[i]) * ((double)w[i] - a[i]);
             r2 += (double)w[i] * w[i];
         }
-        CHECK_MSG(sqrt(e2 / r2) < bounds[k], "%s: rel_err %g past %g", types[k].config,
-                  sqrt(e2 / r2), bounds[k]);
-        /* each row is its own blocks: the short last block of 8 as the rules over 8 */
-        float tail[32] = {0};
+        if (print_bounds)
+            printf("%s: rel_err %.4g\n", types[k].config, sqrt(e2 / r2));
+        CHECK_MSG(sqrt(e2 / r2) < types[k].bound, "%s: rel_err %g past %g", types[k].config,
+                  sqrt(e2 / r2), types[k].bound);
+        /* each row is its own blocks: the short last block (8 of 32, or the
+         * whole row of 200 in a super-block) as the rules over its elements */
+        const int block = fr_ggml_block_elems(types[k].type);
+        const int start = (int)(cols / block) * block, short_n = (int)cols - start;
+        float tail[FR_GGML_MAX_BLOCK] = {0};
         uint8_t blk[FR_GGML_MAX_BLOCK_BYTES];
-        fr_ggml_encode_block(types[k].type, w + 5 * cols + 192, 8, blk);
+        fr_ggml_encode_block(types[k].type, w + 5 * cols + start, short_n, blk);
         fr_ggml_decode_block(types[k].type, blk, tail);
-        CHECK_MSG(!memcmp(tail, a + 5 * cols + 192, 8 * sizeof *tail), "%s: short block",
-                  types[k].config);
+        CHECK_MSG(!memcmp(tail, a + 5 * cols + start, (size_t)short_n * sizeof *tail),
+                  "%s: short block", types[k].config);
         free(a);
         free(b);
         /* sizes: the block bytes, a short block counting fully */
@@ -227,13 +354,27 @@ static void properties(void)
         fr_call_init(&call, NULL, 0, "t", types[k].config);
         CHECK_MSG(ref && fr_config_quantizer(&reg, ref)->size_bits(ref->cfg, 4096, 4096, &bits,
                                                                      &call) == FRONTIER_OK &&
-                      bits == 4096ull * 128 * fr_ggml_block_bytes(types[k].type) * 8,
-                  "%s: size of 4096 x 4096 is %llu bits", types[k].config,
-                  (unsigned long long)bits);
-        CHECK_MSG(fr_config_quantizer(&reg, ref)->size_bits(ref->cfg, 3, 33, &bits, &call) ==
-                          FRONTIER_OK &&
+                      bits == 4096ull * (4096 / block) * fr_ggml_block_bytes(types[k].type) * 8 &&
+                      (double)bits / (4096.0 * 4096.0) == types[k].bits,
+                  "%s: size of 4096 x 4096 is %llu bits, not %g per weight", types[k].config,
+                  (unsigned long long)bits, types[k].bits);
+        CHECK_MSG(fr_config_quantizer(&reg, ref)->size_bits(ref->cfg, 3, block + 1, &bits,
+                                                           &call) == FRONTIER_OK &&
                       bits == 3ull * 2 * fr_ggml_block_bytes(types[k].type) * 8,
-                  "%s: size of 3 x 33", types[k].config);
+                  "%s: size of 3 x %d", types[k].config, block + 1);
+        /* the weighted variant stores the same blocks */
+        char imat[64];
+        snprintf(imat, sizeof imat, "imat-%s", types[k].config);
+        const fr_config_ref *iref = fr_registry_find_config(&reg, imat);
+        uint64_t ibits = 0;
+        if (block == 256 || types[k].type == FR_GGML_IQ4_NL)
+            CHECK_MSG(iref && fr_config_quantizer(&reg, iref)->size_bits(iref->cfg, 4096, 4096,
+                                                                         &ibits, &call) ==
+                                  FRONTIER_OK &&
+                          ibits == 4096ull * (4096 / block) * fr_ggml_block_bytes(types[k].type) * 8,
+                      "%s: size of 4096 x 4096", imat);
+        else
+            CHECK_MSG(!iref, "%s is registered: the legacy types have no weighted variant", imat);
         fr_call_release(&call);
         /* zeros stay zeros; a non-finite weight is refused, naming where */
         float z[64] = {0};
@@ -294,12 +435,17 @@ static int no_temporary(const char *dir, const char *base)
 
 /* OUT (written from model with `want[name]` = configuration or NULL)
  * against model: read back, decoded, compared. */
+static const char *check_calib_path; /* the --calib of imat- tensors of check_output */
+
 static void check_output(const char *model, const char *out, const char *label,
                          const char *(*config_of)(const char *name, void *ctx), void *ctx,
                          unsigned want_file_type)
 {
     fr_source *in = NULL, *o = NULL;
+    fr_calib_file *cf = NULL;
     fr_error err;
+    if (check_calib_path)
+        CHECK_OK(fr_calib_open(check_calib_path, &cf, &err), err);
     CHECK_OK(fr_source_open(model, &in, &err), err);
     CHECK_OK(fr_source_open(out, &o, &err), err);
     if (!in || !o)
@@ -343,7 +489,9 @@ static void check_output(const char *model, const char *out, const char *label,
         fr_ggml_qtype ty = FR_GGML_Q8_0;
         CHECK_MSG(type_of_name(u->dtype_name, &ty), "%s: '%s' is %s", label, u->name,
                   u->dtype_name);
-        const fr_config_ref *ref = fr_registry_find_config(&reg, cfg);
+        /* imat-ggml-<type> stores its base's blocks */
+        const fr_config_ref *ref =
+            fr_registry_find_config(&reg, strncmp(cfg, "imat-", 5) ? cfg : cfg + 5);
         const fr_ggml_params *p = ref ? ref->cfg->impl : NULL;
         if (!p || p->type != ty) {
             CHECK_MSG(0, "%s: '%s' is %s, the recipe says %s", label, u->name, u->dtype_name, cfg);
@@ -352,10 +500,17 @@ static void check_output(const char *model, const char *out, const char *label,
         int64_t rows, cols;
         fr_sweep_matrix(t, &rows, &cols);
         float *w = load(in, t);
-        char msg[512];
+        char msg[512] = "";
+        fr_calib_stats cs = {0};
+        if (cf && !strncmp(cfg, "imat-", 5))
+            CHECK_MSG(fr_calib_lookup(cf, t->name, cols, &cs, &err) == FR_OK && cs.found,
+                      "%s: no statistics for '%s'", label, t->name);
+        quantize_calib = cs.found ? &cs.calib : NULL;
         float *q = quantize(cfg, w, rows, cols, NULL, msg, sizeof msg);
+        quantize_calib = NULL;
+        CHECK_MSG(q != NULL, "%s: '%s': %s", label, t->name, msg);
         float *dec = malloc((size_t)t->numel * sizeof *dec);
-        uint64_t row_bytes = (uint64_t)cols / 32 * fr_ggml_block_bytes(ty);
+        uint64_t row_bytes = (uint64_t)cols / fr_ggml_block_elems(ty) * fr_ggml_block_bytes(ty);
         CHECK_MSG(u->nbytes == row_bytes * (uint64_t)rows, "%s: '%s' has %llu bytes", label,
                   u->name, (unsigned long long)u->nbytes);
         for (int64_t r = 0; q && dec && r < rows; r++)
@@ -375,6 +530,8 @@ done:
         fr_source_close(in);
     if (o)
         fr_source_close(o);
+    if (cf)
+        fr_calib_close(cf);
 }
 
 typedef struct one_config {
@@ -417,12 +574,13 @@ static const char *config_mixed(const char *name, void *ctx)
 }
 
 static const char *include_arg; /* --include of the next run() */
+static const char *calib_arg;   /* --calib of the next run() */
 
 static fr_status run(const char *model, const char *out, const char *config, const char *exclude,
                      const char *recipe, fr_qformat format, int force, fr_error *err)
 {
     fr_quantize_options o = {.model = model, .out = out, .config = config, .exclude = exclude,
-                             .include = include_arg,
+                             .include = include_arg, .calib = calib_arg,
                              .recipe = recipe, .format = format, .force = force,
                              .fused_global_scale = -1};
     fr_quantize_summary sum;
@@ -438,6 +596,13 @@ static void files(const char *data, const char *work)
         snprintf(out, sizeof out, "%s/%s.gguf", work, types[k].config);
         one_config c = {.config = types[k].config, .exclude = "ffn_down"};
         fr_status st = run(model, out, types[k].config, "ffn_down", NULL, FR_QFORMAT_GGUF, 1, &err);
+        if (fr_ggml_block_elems(types[k].type) == 256) {
+            /* stories260K's rows of 64 hold no super-block */
+            CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "whole blocks of 256") &&
+                          strstr(err.msg, "64 elements") && !exists(out),
+                      "%s on rows of 64: %d '%s'", types[k].config, st, err.msg);
+            continue;
+        }
         CHECK_MSG(st == FR_OK, "%s: %s", types[k].config, err.msg);
         if (st == FR_OK)
             check_output(model, out, types[k].config, config_one, &c, types[k].file_type);
@@ -485,7 +650,8 @@ static void files(const char *data, const char *work)
                   strstr(err.msg, "172 elements") && !exists(out),
               "ffn_down's 172 columns: %d '%s'", st, err.msg);
     st = run(model, out, "int4-g32-sym", NULL, NULL, FR_QFORMAT_GGUF, 0, &err);
-    CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "ggml-q4_0") && !exists(out),
+    CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "with a gguf writer: ggml: 13 of 13") &&
+                  !exists(out),
               "a non-ggml configuration: %d '%s'", st, err.msg);
     char st_model[4096];
     snprintf(st_model, sizeof st_model, "%s/stories260K", data);
@@ -524,6 +690,280 @@ static void files(const char *data, const char *work)
         fr_source_close(in);
 }
 
+/* ---- the fixture of rows of 256 ---- */
+
+typedef struct fixture_tensor {
+    const char *name;
+    int64_t rows, cols; /* cols = ne[0]; rows 0: a vector */
+    int f16;
+    float *w;
+} fixture_tensor;
+
+static void put_le(FILE *f, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        fputc((int)(v >> (8 * i)) & 0xff, f);
+}
+
+static void put_gguf_str(FILE *f, const char *str)
+{
+    put_le(f, strlen(str), 8);
+    fputs(str, f);
+}
+
+/* Every 2-D weight of stories260K named `part` in layer `layer`, end to end. */
+static int64_t gather(const fr_source *src, int layer, const char *const *parts, float *out)
+{
+    int64_t n = 0;
+    for (const char *const *p = parts; *p; p++) {
+        char name[256];
+        snprintf(name, sizeof name, "model.layers.%d.%s.weight", layer, *p);
+        long i = find(src, name);
+        if (i < 0) {
+            fprintf(stderr, "no '%s' in stories260K\n", name);
+            exit(1);
+        }
+        float *w = load(src, &src->tensors[i]);
+        memcpy(out + n, w, (size_t)src->tensors[i].numel * sizeof *w);
+        n += src->tensors[i].numel;
+        free(w);
+    }
+    return n;
+}
+
+/*
+ * A GGUF v3 (llama names, alignment 32) whose matrices have rows of 256 or
+ * 512: stories260K's weights regrouped (not a runnable model: a fixture for
+ * the super-block types) and seeded rows of ggml_rows.h whose steps stay in
+ * fp16's range; F16 and F32 tensors; norms as vectors.
+ */
+static int write_fixture256(const char *data, const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/stories260K", data);
+    fr_source *src = NULL;
+    fr_error err;
+    if (fr_source_open(dir, &src, &err) != FR_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 0;
+    }
+    static const char *const attn[] = {"self_attn.q_proj", "self_attn.k_proj",
+                                       "self_attn.v_proj", "self_attn.o_proj", NULL};
+    static const char *const gate_up[] = {"mlp.gate_proj", "mlp.up_proj", NULL};
+    static const char *const down[] = {"mlp.down_proj", NULL};
+    fixture_tensor t[] = {
+        {"token_embd.weight", 128, 256, 1, NULL},  {"blk.0.attn_norm.weight", 0, 256, 0, NULL},
+        {"blk.0.attn_q.weight", 64, 256, 1, NULL}, {"blk.0.attn_k.weight", 32, 512, 0, NULL},
+        {"blk.0.ffn_gate.weight", 86, 256, 0, NULL}, {"blk.0.ffn_down.weight", 43, 256, 1, NULL},
+        {"blk.0.ffn_up.weight", 40, 512, 0, NULL}, {"output_norm.weight", 0, 256, 0, NULL},
+    };
+    const size_t n_t = sizeof t / sizeof t[0];
+    for (size_t i = 0; i < n_t; i++)
+        t[i].w = calloc((size_t)((t[i].rows ? t[i].rows : 1) * t[i].cols), sizeof(float));
+    long embd = find(src, "model.embed_tokens.weight");
+    if (embd < 0)
+        return 0;
+    float *e = load(src, &src->tensors[embd]);
+    memcpy(t[0].w, e, 128 * 256 * sizeof *e);
+    free(e);
+    for (int j = 0; j < 256; j++)
+        t[1].w[j] = t[7].w[j] = 1.0f + 0.01f * (float)(j % 64);
+    gather(src, 0, attn, t[2].w);
+    gather(src, 1, attn, t[3].w);
+    gather(src, 0, gate_up, t[4].w);
+    gather(src, 0, down, t[5].w);
+    uint64_t seed = 99;
+    for (int r = 0, kind = 0; r < 40; r++, kind = (kind + 1) % FR_ROWS_KINDS) {
+        while (fr_rows_overflow(kind))
+            kind = (kind + 1) % FR_ROWS_KINDS;
+        fr_rows_fill(t[6].w + r * 512, 512, kind, &seed);
+    }
+    fr_source_close(src);
+
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    fwrite("GGUF", 1, 4, f);
+    put_le(f, 3, 4);
+    put_le(f, n_t, 8);
+    put_le(f, 2, 8);
+    put_gguf_str(f, "general.architecture");
+    put_le(f, 8, 4); /* string */
+    put_gguf_str(f, "llama");
+    put_gguf_str(f, "general.name");
+    put_le(f, 8, 4);
+    put_gguf_str(f, "stories260K regrouped to rows of 256 and 512");
+    uint64_t offset = 0;
+    for (size_t i = 0; i < n_t; i++) {
+        uint64_t n = (uint64_t)((t[i].rows ? t[i].rows : 1) * t[i].cols);
+        put_gguf_str(f, t[i].name);
+        put_le(f, t[i].rows ? 2 : 1, 4);
+        put_le(f, (uint64_t)t[i].cols, 8);
+        if (t[i].rows)
+            put_le(f, (uint64_t)t[i].rows, 8);
+        put_le(f, t[i].f16 ? 1 : 0, 4); /* GGML_TYPE_F16 : F32 */
+        put_le(f, offset, 8);
+        uint64_t bytes = n * (t[i].f16 ? 2 : 4);
+        offset += (bytes + 31) / 32 * 32;
+    }
+    while (ftell(f) % 32)
+        fputc(0, f);
+    for (size_t i = 0; i < n_t; i++) {
+        uint64_t n = (uint64_t)((t[i].rows ? t[i].rows : 1) * t[i].cols);
+        for (uint64_t j = 0; j < n; j++) {
+            uint32_t bits;
+            memcpy(&bits, &t[i].w[j], 4);
+            if (t[i].f16)
+                put_le(f, fr_ggml_f32_to_f16(t[i].w[j]), 2);
+            else
+                put_le(f, bits, 4);
+        }
+        while (ftell(f) % 32)
+            fputc(0, f);
+        free(t[i].w);
+    }
+    return fclose(f) == 0;
+}
+
+/* A llama.cpp importance matrix (the legacy .dat: int32 entry count; per
+ * entry int32 name length, the name, int32 ncall, int32 nval, nval float32
+ * sums) for the fixture's matrices: heavy-tailed importances, one call, so
+ * the mean read back is the value written. */
+static int write_imatrix_dat(const char *path)
+{
+    static const struct {
+        const char *name;
+        int cols;
+    } e[] = {{"blk.0.attn_q.weight", 256}, {"blk.0.attn_k.weight", 512},
+             {"blk.0.ffn_gate.weight", 256}, {"blk.0.ffn_down.weight", 256},
+             {"blk.0.ffn_up.weight", 512}, {"token_embd.weight", 256}};
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    uint64_t seed = 123;
+    float v[512];
+    put_le(f, sizeof e / sizeof e[0], 4);
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) {
+        put_le(f, strlen(e[i].name), 4);
+        fputs(e[i].name, f);
+        put_le(f, 1, 4);
+        put_le(f, (uint64_t)e[i].cols, 4);
+        fr_rows_importance(v, e[i].cols, 2, &seed);
+        for (int j = 0; j < e[i].cols; j++) {
+            uint32_t bits;
+            memcpy(&bits, &v[j], 4);
+            put_le(f, bits, 4);
+        }
+    }
+    return fclose(f) == 0;
+}
+
+/* A recipe of the super-block types over the fixture. */
+static const char *config_k_mixed(const char *name, void *ctx)
+{
+    (void)ctx;
+    static const char *const map[][2] = {
+        {"token_embd.weight", "ggml-iq4_xs"}, {"blk.0.attn_q.weight", "ggml-q6_k"},
+        {"blk.0.attn_k.weight", "ggml-q3_k"}, {"blk.0.ffn_gate.weight", "ggml-q4_k"},
+        {"blk.0.ffn_down.weight", "ggml-q5_k"}, {"blk.0.ffn_up.weight", "ggml-q2_k"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(name, map[i][0]))
+            return map[i][1];
+    return NULL;
+}
+
+static void write_recipe(const char *model, const char *path,
+                         const char *(*config_of)(const char *name, void *ctx))
+{
+    fr_source *in = NULL;
+    fr_error err;
+    CHECK_OK(fr_source_open(model, &in, &err), err);
+    cJSON *root = cJSON_CreateObject(), *map = cJSON_AddObjectToObject(root, "recipe");
+    cJSON_AddStringToObject(root, "format", "frontier-recipe");
+    for (size_t i = 0; in && i < in->n_tensors; i++)
+        if (config_of(in->tensors[i].name, NULL))
+            cJSON_AddStringToObject(map, in->tensors[i].name, config_of(in->tensors[i].name, NULL));
+    char *text = cJSON_Print(root);
+    FILE *f = fopen(path, "w");
+    if (f && text)
+        fputs(text, f);
+    if (f)
+        fclose(f);
+    free(text);
+    cJSON_Delete(root);
+    if (in)
+        fr_source_close(in);
+}
+
+/* Every type on the fixture of rows of 256, and a recipe of the super-block
+ * types (IQ4_XS holds the most elements: its file type). */
+static void files256(const char *data, const char *work)
+{
+    char model[4096], out[4096], recipe[4096];
+    snprintf(model, sizeof model, "%s/rows256.gguf", work);
+    CHECK_MSG(write_fixture256(data, model), "cannot write '%s'", model);
+    fr_error err = {0};
+    for (size_t k = 0; k < N_TYPES; k++) {
+        snprintf(out, sizeof out, "%s/rows256-%s.gguf", work, types[k].config);
+        one_config c = {.config = types[k].config, .exclude = "(none)"};
+        fr_status st = run(model, out, types[k].config, NULL, NULL, FR_QFORMAT_GGUF, 1, &err);
+        CHECK_MSG(st == FR_OK, "rows256 %s: %s", types[k].config, err.msg);
+        if (st == FR_OK)
+            check_output(model, out, types[k].config, config_one, &c, types[k].file_type);
+    }
+    snprintf(recipe, sizeof recipe, "%s/rows256-mixed.json", work);
+    write_recipe(model, recipe, config_k_mixed);
+    snprintf(out, sizeof out, "%s/rows256-mixed.gguf", work);
+    fr_status st = run(model, out, NULL, NULL, recipe, FR_QFORMAT_GGUF, 1, &err);
+    CHECK_MSG(st == FR_OK, "rows256 mixed: %s", err.msg);
+    if (st == FR_OK)
+        check_output(model, out, "rows256 mixed", config_k_mixed, NULL, 30);
+
+    /* with an importance matrix: llama-quantize --imatrix's blocks, read back
+     * equal to the registry's Q(W) with the same statistics, and not the
+     * unweighted blocks */
+    char dat[4096];
+    snprintf(dat, sizeof dat, "%s/rows256.imatrix.dat", work);
+    CHECK_MSG(write_imatrix_dat(dat), "cannot write '%s'", dat);
+    for (size_t k = 0; k < N_TYPES; k++) {
+        char cfg[64], plain[4096];
+        snprintf(cfg, sizeof cfg, "imat-%s", types[k].config);
+        snprintf(out, sizeof out, "%s/rows256-%s.gguf", work, cfg);
+        if (!fr_registry_find_config(&reg, cfg))
+            continue;
+        calib_arg = dat;
+        st = run(model, out, cfg, NULL, NULL, FR_QFORMAT_GGUF, 1, &err);
+        calib_arg = NULL;
+        CHECK_MSG(st == FR_OK, "rows256 %s: %s", cfg, err.msg);
+        if (st != FR_OK)
+            continue;
+        one_config c = {.config = cfg, .exclude = "(none)"};
+        check_calib_path = dat;
+        check_output(model, out, cfg, config_one, &c, types[k].file_type);
+        check_calib_path = NULL;
+        /* the importance changed the blocks of attn_q */
+        snprintf(plain, sizeof plain, "%s/rows256-%s.gguf", work, types[k].config);
+        fr_source *a = NULL, *b = NULL;
+        if (fr_source_open(out, &a, &err) == FR_OK && fr_source_open(plain, &b, &err) == FR_OK) {
+            long i = find(a, "blk.0.attn_q.weight");
+            CHECK_MSG(i >= 0 && a->tensors[i].nbytes == b->tensors[i].nbytes &&
+                          memcmp(fr_tensor_raw(a, &a->tensors[i]), fr_tensor_raw(b, &b->tensors[i]),
+                                 (size_t)a->tensors[i].nbytes) != 0,
+                      "%s: the importance matrix changed nothing", cfg);
+        }
+        if (a)
+            fr_source_close(a);
+        if (b)
+            fr_source_close(b);
+    }
+    /* without --calib the weighted configurations are refused, naming it */
+    snprintf(out, sizeof out, "%s/rows256-refused.gguf", work);
+    st = run(model, out, "imat-ggml-q4_k", NULL, NULL, FR_QFORMAT_GGUF, 1, &err);
+    CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "--calib") && !exists(out),
+              "imat-ggml-q4_k without --calib: %d '%s'", st, err.msg);
+}
+
 /* --dump: our decoding of every quantized tensor, for crosscheck_gguf.py */
 static int dump(const char *path, const char *dir)
 {
@@ -541,7 +981,7 @@ static int dump(const char *path, const char *dir)
         if (!type_of_name(t->dtype_name, &ty))
             continue;
         int64_t ne0 = t->shape[t->ndim - 1], rows = t->numel / ne0;
-        uint64_t row_bytes = (uint64_t)ne0 / 32 * fr_ggml_block_bytes(ty);
+        uint64_t row_bytes = (uint64_t)ne0 / fr_ggml_block_elems(ty) * fr_ggml_block_bytes(ty);
         const uint8_t *raw = fr_tensor_raw(s, t);
         float *y = malloc((size_t)t->numel * sizeof *y);
         for (int64_t r = 0; y && r < rows; r++)
@@ -563,7 +1003,9 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--dump"))
         return dump(argv[2], argv[3]);
-    if (argc != 3) {
+    if (argc == 5 && !strcmp(argv[1], "--fixture256"))
+        return write_fixture256(argv[2], argv[3]) && write_imatrix_dat(argv[4]) ? 0 : 1;
+    if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "--print-bounds"))) {
         fprintf(stderr, "usage: test_gguf DATA_DIR WORK_DIR | --dump FILE.gguf DIR\n");
         return 2;
     }
@@ -571,8 +1013,10 @@ int main(int argc, char **argv)
     fr_error err;
     CHECK_OK(fr_registry_init(&reg, &err), err);
     by_hand();
-    properties();
+    kquant_digests();
+    properties(argc == 4 && !strcmp(argv[3], "--print-bounds"));
     files(argv[1], argv[2]);
+    files256(argv[1], argv[2]);
     fr_registry_free(&reg);
     return fr_test_finish("quantize.gguf");
 }

@@ -75,10 +75,12 @@ static double bound_for(const char *name)
 }
 
 /* The host families (calibrated and optimised variants, wrapping a base
- * configuration): tests/calibrated checks them against references. */
+ * configuration): tests/calibrated checks them against references. The
+ * ggml family is host-only but data-free and a base of its own: it has
+ * bounds and the properties here (and its rules in tests/quantize). */
 static int is_wrapped(int family)
 {
-    return family >= FR_KERNEL_FAMILY_COUNT;
+    return family >= FR_KERNEL_FAMILY_COUNT && family != FR_FAMILY_GGML;
 }
 
 static void check_quantizer(const frontier_quantizer *q, int wrapped)
@@ -213,6 +215,25 @@ static void check_sizes(void)
     CHECK_MSG(size_of("nf4-g64-dq", 257, 64) == 4 * 257 * 64 + 257 * 8 + 2 * 32 + 32,
               "nf4-g64-dq 257x64");
     CHECK_MSG(size_of("nf4-g64-dq", 1, 1) == 4 + 8 + 32 + 32, "nf4-g64-dq 1x1");
+    /* llama.cpp's types: their block bytes; a super-block of 256 on a short
+     * row still stores all its bytes; the imatrix variants the same blocks */
+    static const struct {
+        const char *name;
+        double bits;
+    } ggml_bits[] = {{"ggml-q2_k", 2.625},  {"ggml-q3_k", 3.4375}, {"ggml-q4_k", 4.5},
+                     {"ggml-q5_k", 5.5},    {"ggml-q6_k", 6.5625}, {"ggml-iq4_nl", 4.5},
+                     {"ggml-iq4_xs", 4.25}, {"ggml-q4_0", 4.5},    {"ggml-q8_0", 8.5}};
+    for (size_t i = 0; i < sizeof ggml_bits / sizeof ggml_bits[0]; i++) {
+        char imat[64];
+        snprintf(imat, sizeof imat, "imat-%s", ggml_bits[i].name);
+        double bpw = (double)size_of(ggml_bits[i].name, 4096, 4096) / (double)n;
+        CHECK_MSG(bpw == ggml_bits[i].bits, "%s: %.17g bits per weight", ggml_bits[i].name, bpw);
+        if (strstr(ggml_bits[i].name, "_k") || strstr(ggml_bits[i].name, "iq4"))
+            CHECK_MSG(size_of(imat, 4096, 4096) == size_of(ggml_bits[i].name, 4096, 4096),
+                      "%s: the base's size", imat);
+    }
+    CHECK_MSG(size_of("ggml-q4_k", 3, 300) == 3 * 2 * 144 * 8, "ggml-q4_k 3x300");
+    CHECK_MSG(size_of("ggml-iq4_xs", 2, 64) == 2 * 136 * 8, "ggml-iq4_xs 2x64");
 
     /* overflow, empty shapes and foreign configurations are refused with a message */
     const frontier_quantizer *q, *q2;
