@@ -9,7 +9,8 @@
  * its (amax, hi, -lo) slot with atomicMax on the float bits (all three are
  * >= +0, whose bits order like their values), and end() reduces the slots.
  * The warps' extremes meet in the shape's four words, again by atomicMax /
- * atomicMin on bits: maxima and minima, exact in any order.
+ * atomicMin on bits: maxima and minima, exact in any order. The usual
+ * tensors take one fused read for all their shapes instead (below).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ typedef struct fr_knum_shape {
 struct fr_cuda_numeric {
     cudaStream_t stream;
     int64_t rows, cols;
+    int fused;             /* every shape in one read (fr_knum_fusable) */
     size_t n_shapes, shapes_cap;
     fr_knum_shape *shapes;
     unsigned *res;         /* device: head, then 4 words per shape */
@@ -233,6 +235,203 @@ static __global__ void __launch_bounds__(FR_K_THREADS)
     fr_knum_flush(a, threadIdx.x & 31, max_a, min_a, max_r, min_r, 0, 0, 0, 0);
 }
 
+/*
+ * The fused read: every shape of a tensor in one pass, when the columns
+ * are whole 256-element pieces and every shape's tile_cols is a power of
+ * two from 8 to 256 or a multiple of 256 (the group shapes of the
+ * built-ins; fr_knum_fusable). A warp item is one 256-column piece of a
+ * row, a lane its 8 consecutive elements; xor shuffles over 1, 2, ..., 16
+ * lanes give each lane its aligned group's (amax, hi, lo) at 16, 32, ...,
+ * 256 elements, and the shapes take their level's values: straight into
+ * the running extremes (one-row groups within a piece) or into the group's
+ * slot (a pending slot per shape, as the per-shape kernel keeps one).
+ */
+#define FR_KNUM_FUSED_MAX 8
+#define FR_KNUM_FUSED_PIECE 256 /* 32 lanes x FR_K_PER_LANE */
+
+typedef struct fr_knum_fused_args {
+    const void *w;
+    int64_t cols, row0, chunk_rows;
+    int n;
+    int level[FR_KNUM_FUSED_MAX]; /* groups of 8 << level elements, 0..5 (5: 256 and more) */
+    int multi[FR_KNUM_FUSED_MAX];
+    int64_t tr[FR_KNUM_FUSED_MAX], tc[FR_KNUM_FUSED_MAX], ntc[FR_KNUM_FUSED_MAX];
+    unsigned *acc[FR_KNUM_FUSED_MAX];
+    unsigned *ext[FR_KNUM_FUSED_MAX];
+    fr_cuda_numeric_head *head;
+} fr_knum_fused_args;
+
+/* One lane's running values of one shape. */
+typedef struct fr_knum_run {
+    float max_a, min_a, max_r, min_r; /* one-row groups within a piece */
+    int64_t pend;                     /* multi: the pending slot, -1: none */
+    float p_amax, p_hi, p_lo;
+} fr_knum_run;
+
+__device__ __forceinline__ void fr_knum_pend(fr_knum_run &u, unsigned *acc, int64_t slot,
+                                             float amax, float hi, float lo)
+{
+    if (slot != u.pend) {
+        fr_knum_slot(acc, u.pend, u.p_amax, u.p_hi, u.p_lo);
+        u.pend = slot;
+        u.p_amax = amax;
+        u.p_hi = hi;
+        u.p_lo = lo;
+    } else {
+        u.p_amax = amax > u.p_amax ? amax : u.p_amax;
+        u.p_hi = hi > u.p_hi ? hi : u.p_hi;
+        u.p_lo = lo < u.p_lo ? lo : u.p_lo;
+    }
+}
+
+/* The level-L values of lane `lane` into the shapes of that level. */
+__device__ __forceinline__ void fr_knum_take(const fr_knum_fused_args &a, fr_knum_run *u, int L,
+                                             int lane, int64_t r, int64_t c, float amax,
+                                             float hi, float lo)
+{
+    if (lane & ((1 << L) - 1))
+        return; /* not its group's first lane */
+#pragma unroll
+    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++) {
+        if (k >= a.n || a.level[k] != L)
+            continue;
+        if (!a.multi[k])
+            fr_knum_extremes(amax, hi - lo, u[k].max_a, u[k].min_a, u[k].max_r, u[k].min_r);
+        else
+            fr_knum_pend(u[k], a.acc[k],
+                         fr_kdiv(a.row0 + r, a.tr[k]) * a.ntc[k] + fr_kdiv(c, a.tc[k]), amax, hi,
+                         lo);
+    }
+}
+
+template <int DT>
+static __global__ void __launch_bounds__(FR_K_THREADS)
+    fr_knum_fused_kernel(const fr_knum_fused_args a)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * FR_K_WARPS;
+    const int64_t warp = (int64_t)blockIdx.x * FR_K_WARPS + (threadIdx.x >> 5);
+    const int64_t ipr = a.cols / FR_KNUM_FUSED_PIECE;
+    const int64_t n_items = a.chunk_rows * ipr;
+    const int64_t per_warp = n_items / warps + (n_items % warps != 0);
+    const int64_t item0 = warp * per_warp;
+    const int64_t item1 = item0 + per_warp < n_items ? item0 + per_warp : n_items;
+    fr_knum_run u[FR_KNUM_FUSED_MAX];
+#pragma unroll
+    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++)
+        u[k] = fr_knum_run{0.0f, __uint_as_float(FR_KNUM_INF_BITS), 0.0f,
+                           __uint_as_float(FR_KNUM_INF_BITS), -1, 0.0f, 0.0f, 0.0f};
+    unsigned long long nz = 0, sub = 0, negz = 0;
+    unsigned maxmag = 0;
+    for (int64_t item = item0; item < item1; item++) {
+        const int64_t r = fr_kdiv(item, ipr);
+        const int64_t c = (item - r * ipr) * FR_KNUM_FUSED_PIECE + (int64_t)lane * FR_K_PER_LANE;
+        float x[FR_K_PER_LANE];
+        uint32_t raw[fr_kraw_words<DT>::n];
+        fr_kload<DT>(a.w, a.cols, r, c, true, true, raw);
+        fr_kconvert<DT>(raw, x);
+        float amax = 0.0f, hi = 0.0f, lo = 0.0f;
+#pragma unroll
+        for (int e = 0; e < FR_K_PER_LANE; e++) {
+            const float ax = fabsf(x[e]);
+            amax = ax > amax ? ax : amax;
+            hi = x[e] > hi ? x[e] : hi;
+            lo = x[e] < lo ? x[e] : lo;
+            const unsigned bits = __float_as_uint(x[e]), mag = bits & 0x7fffffffu;
+            maxmag = mag > maxmag ? mag : maxmag;
+            if (mag == 0) {
+                negz += bits != 0;
+            } else {
+                nz++;
+                sub += mag < 0x00800000u;
+            }
+        }
+        fr_knum_take(a, u, 0, lane, r, c, amax, hi, lo);
+#pragma unroll
+        for (int L = 1; L <= 5; L++) {
+            const int off = 1 << (L - 1);
+            float o = __shfl_xor_sync(0xffffffffu, amax, off);
+            amax = o > amax ? o : amax;
+            o = __shfl_xor_sync(0xffffffffu, hi, off);
+            hi = o > hi ? o : hi;
+            o = __shfl_xor_sync(0xffffffffu, lo, off);
+            lo = o < lo ? o : lo;
+            fr_knum_take(a, u, L, lane, r, c, amax, hi, lo);
+        }
+    }
+    fr_knum_args f = {};
+    f.head = a.head;
+    fr_knum_flush(f, lane, 0.0f, 0.0f, 0.0f, 0.0f, nz, sub, negz, maxmag);
+#pragma unroll
+    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++) {
+        if (k >= a.n)
+            continue;
+        if (a.multi[k])
+            fr_knum_slot(a.acc[k], u[k].pend, u[k].p_amax, u[k].p_hi, u[k].p_lo);
+        f.head = NULL;
+        f.ext = a.ext[k];
+        fr_knum_flush(f, lane, u[k].max_a, u[k].min_a, u[k].max_r, u[k].min_r, 0, 0, 0, 0);
+    }
+}
+
+/* The fused read's level of a tile width (-1: none): 8 << level == tc, or
+ * 5 for a multiple of 256. */
+static int fr_knum_level(int64_t tc)
+{
+    if (tc % FR_KNUM_FUSED_PIECE == 0)
+        return 5;
+    for (int L = 0; L < 5; L++)
+        if (tc == (int64_t)FR_K_PER_LANE << L)
+            return L;
+    return -1;
+}
+
+/* True when one fused read can serve every shape (the facts ride on it). */
+static int fr_knum_fusable(const fr_knum_shape *shapes, size_t n, int64_t cols)
+{
+    if (n == 0 || n > FR_KNUM_FUSED_MAX || cols % FR_KNUM_FUSED_PIECE)
+        return 0;
+    for (size_t k = 0; k < n; k++)
+        if (fr_knum_level(shapes[k].tc) < 0)
+            return 0;
+    return 1;
+}
+
+static fr_status fr_knum_fused_chunk(fr_cuda_numeric *nm, const void *w, int dtype, int64_t row0,
+                                     int64_t chunk_rows, fr_error *err)
+{
+    fr_status st = FR_OK;
+    fr_knum_fused_args a;
+    memset(&a, 0, sizeof a);
+    a.w = w;
+    a.cols = nm->cols;
+    a.row0 = row0;
+    a.chunk_rows = chunk_rows;
+    a.n = (int)nm->n_shapes;
+    a.head = (fr_cuda_numeric_head *)nm->res;
+    unsigned *ext = nm->res + sizeof(fr_cuda_numeric_head) / sizeof(unsigned);
+    for (size_t k = 0; k < nm->n_shapes; k++) {
+        const fr_knum_shape *s = &nm->shapes[k];
+        a.level[k] = fr_knum_level(s->tc);
+        a.multi[k] = s->multi;
+        a.tr[k] = s->tr;
+        a.tc[k] = s->tc;
+        a.ntc[k] = s->ntc;
+        a.acc[k] = s->multi ? nm->acc + s->acc_off : NULL;
+        a.ext[k] = ext + 4 * k;
+    }
+    const unsigned grid =
+        fr_kgrid(chunk_rows * (nm->cols / FR_KNUM_FUSED_PIECE), FR_K_WARPS, FR_K_GRID);
+    if (dtype == FRONTIER_DTYPE_F32)
+        FR_LAUNCH(fr_knum_fused_kernel<FRONTIER_DTYPE_F32><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+    else if (dtype == FRONTIER_DTYPE_F16)
+        FR_LAUNCH(fr_knum_fused_kernel<FRONTIER_DTYPE_F16><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+    else
+        FR_LAUNCH(fr_knum_fused_kernel<FRONTIER_DTYPE_BF16><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
+cleanup:
+    return st;
+}
+
 /* The result words' identities: counts 0, maxima 0, minima +inf. */
 static __global__ void fr_knum_init_kernel(unsigned *res, int64_t n_shapes)
 {
@@ -320,7 +519,14 @@ fr_status fr_cuda_numeric_begin(fr_cuda_numeric *nm, const int64_t *tile_rows,
         s->tr = tile_rows[k] < 1 ? 1 : tile_rows[k];
         s->tc = tile_cols[k] < 1 ? 1 : tile_cols[k];
         fr_knum_geometry(s, cols);
-        s->multi = (s->tr > 1 && rows > 1) || s->p > 1;
+    }
+    /* a group the fused read sees in pieces keeps a slot too (a tile wider
+     * than its 256-column pieces); either kernel serves a shape with slots */
+    nm->fused = fr_knum_fusable(nm->shapes, n_shapes, cols);
+    for (size_t k = 0; k < n_shapes; k++) {
+        fr_knum_shape *s = &nm->shapes[k];
+        s->multi = (s->tr > 1 && rows > 1) || s->p > 1 ||
+                   (nm->fused && s->tc > FR_KNUM_FUSED_PIECE);
         if (s->multi) {
             s->n_groups = (rows / s->tr + (rows % s->tr != 0)) * s->ntc;
             s->acc_off = acc_words;
@@ -348,6 +554,8 @@ fr_status fr_cuda_numeric_chunk(fr_cuda_numeric *nm, const void *w, int dtype, i
     fr_status st = FR_OK;
     fr_cuda_numeric_head *head = (fr_cuda_numeric_head *)nm->res;
     unsigned *ext = nm->res + sizeof(fr_cuda_numeric_head) / sizeof(unsigned);
+    if (nm->fused && ((uintptr_t)w & 15u) == 0)
+        return fr_knum_fused_chunk(nm, w, dtype, row0, chunk_rows, err);
     /* the tensor facts ride on the first shape's read (or on a read of
      * their own, in one-row pieces, when there is none) */
     const size_t n_reads = nm->n_shapes ? nm->n_shapes : 1;
