@@ -4,8 +4,9 @@
 # gives the figures each plan measured, docs/gpu.md what they measure).
 #
 #   scripts/device.sh prepare            here, before a device call: cJSON's .deb files
-#                                        (that machine has no package registry) and the
-#                                        commit being measured, into .carry/
+#                                        (that machine has no package registry), the pinned
+#                                        llama.cpp's sources and the commit being
+#                                        measured, into .carry/
 #   scripts/device.sh fuzz-pack          here: the libFuzzer targets of build-fuzz and the
 #                                        libraries they link, into .carry/fuzz.tar.xz
 #   bash scripts/device.sh PLAN          there: the device tool's command, carry [".carry"]
@@ -499,6 +500,10 @@ prepare() {
       apt-get download libcjson1 libcjson-dev 2>/dev/null ||
         { apt-get update -qq && apt-get download libcjson1 libcjson-dev; }
     fi ) || return 1
+  # the pinned llama.cpp's sources for the plans that build llama-quantize
+  # there (no PyPI on the device machine): the vendored tree, about 8 MB
+  [ -f .carry/llama.cpp-src.tar.xz ] ||
+    bash scripts/llama-cpp.sh --pack .carry/llama.cpp-src.tar.xz || return 1
   # what is measured: the copy on the device machine has no .git
   { echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
     echo "branch $(git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)"
