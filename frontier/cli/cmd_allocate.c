@@ -318,7 +318,7 @@ static fr_status write_recipe(const allocate_args *args, const fr_allocation *a,
         goto done;
     }
     if (unmapped) {
-        char mapped[512];
+        char mapped[1024];
         fr_warn("%zu of %zu tensors got a configuration without a llama.cpp type, so "
                 "'%s' lists only the other %zu (for a complete file restrict --configs "
                 "to %s)",

@@ -154,6 +154,13 @@ static void check_descriptors(void)
                       "%s: no error bound in tests/quantizers/bounds/<family>.inc", cfg->name);
         if (params && !strcmp(fr_config_quantizer(reg, ref)->name, "int"))
             check_int_name(cfg, params);
+        /* a configuration the GGUF writer stores as a type is that type in
+         * a recipe's llama_cpp_type and tensor-type file too */
+        const char *gguf = fr_config_traits_of(ref)->gguf_type;
+        if (gguf)
+            CHECK_MSG(fr_builtin_ggml_type(cfg->name) && !strcmp(fr_builtin_ggml_type(cfg->name), gguf),
+                      "%s: traits' gguf_type %s, family table's llama.cpp type %s", cfg->name,
+                      gguf, fr_builtin_ggml_type(cfg->name) ? fr_builtin_ggml_type(cfg->name) : "none");
         cJSON_Delete(params);
     }
     for (size_t i = 0; i < N_BOUNDS; i++)
