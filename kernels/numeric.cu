@@ -304,6 +304,82 @@ __device__ __forceinline__ void fr_knum_take(const fr_knum_fused_args &a, fr_knu
     }
 }
 
+/*
+ * The block's running values into the result words: each warp reduces its
+ * lanes with shuffles, the warps meet in shared memory, and one warp makes
+ * the atomics, once per block (the same words are every block's: a warp
+ * each would queue thousands of atomics on them per tensor).
+ */
+__device__ __forceinline__ void fr_knum_block_flush(const fr_knum_fused_args &a,
+                                                    const fr_knum_run *u, unsigned long long nz,
+                                                    unsigned long long sub,
+                                                    unsigned long long negz, unsigned maxmag)
+{
+    __shared__ float sh_ext[FR_K_WARPS][FR_KNUM_FUSED_MAX][4];
+    __shared__ unsigned long long sh_cnt[FR_K_WARPS][3];
+    __shared__ unsigned sh_mag[FR_K_WARPS];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        nz += __shfl_xor_sync(0xffffffffu, nz, off);
+        sub += __shfl_xor_sync(0xffffffffu, sub, off);
+        negz += __shfl_xor_sync(0xffffffffu, negz, off);
+        const unsigned m = __shfl_xor_sync(0xffffffffu, maxmag, off);
+        maxmag = m > maxmag ? m : maxmag;
+    }
+    if (lane == 0) {
+        sh_cnt[wid][0] = nz;
+        sh_cnt[wid][1] = sub;
+        sh_cnt[wid][2] = negz;
+        sh_mag[wid] = maxmag;
+    }
+#pragma unroll
+    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++) {
+        float v[4] = {u[k].max_a, u[k].min_a, u[k].max_r, u[k].min_r};
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const float o = __shfl_xor_sync(0xffffffffu, v[q], off);
+                v[q] = q & 1 ? (o < v[q] ? o : v[q]) : (o > v[q] ? o : v[q]);
+            }
+        if (lane == 0)
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                sh_ext[wid][k][q] = v[q];
+    }
+    __syncthreads();
+    if (wid != 0)
+        return;
+    /* lane k < n: shape k's four words; lane 31: the tensor facts */
+    if (lane < a.n) {
+        float v[4] = {sh_ext[0][lane][0], sh_ext[0][lane][1], sh_ext[0][lane][2],
+                      sh_ext[0][lane][3]};
+        for (int w = 1; w < FR_K_WARPS; w++)
+            for (int q = 0; q < 4; q++) {
+                const float o = sh_ext[w][lane][q];
+                v[q] = q & 1 ? (o < v[q] ? o : v[q]) : (o > v[q] ? o : v[q]);
+            }
+        unsigned *ext = a.ext[0] + 4 * lane; /* the shapes' words are consecutive */
+        atomicMax(&ext[0], __float_as_uint(v[0]));
+        atomicMin(&ext[1], __float_as_uint(v[1]));
+        atomicMax(&ext[2], __float_as_uint(v[2]));
+        atomicMin(&ext[3], __float_as_uint(v[3]));
+    } else if (lane == 31) {
+        unsigned long long c[3] = {0, 0, 0};
+        unsigned m = 0;
+        for (int w = 0; w < FR_K_WARPS; w++) {
+            for (int q = 0; q < 3; q++)
+                c[q] += sh_cnt[w][q];
+            m = sh_mag[w] > m ? sh_mag[w] : m;
+        }
+        atomicAdd(&a.head->n_nonzero, c[0]);
+        atomicAdd(&a.head->n_subnormal, c[1]);
+        atomicAdd(&a.head->n_neg_zero, c[2]);
+        atomicMax(&a.head->max_mag, m);
+    }
+}
+
 template <int DT>
 static __global__ void __launch_bounds__(FR_K_THREADS)
     fr_knum_fused_kernel(const fr_knum_fused_args a)
@@ -359,21 +435,12 @@ static __global__ void __launch_bounds__(FR_K_THREADS)
             fr_knum_take(a, u, L, lane, r, c, amax, hi, lo);
         }
     }
-    fr_knum_args f = {};
-    f.head = a.head;
-    fr_knum_flush(f, lane, 0.0f, 0.0f, 0.0f, 0.0f, nz, sub, negz, maxmag);
 #pragma unroll
-    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++) {
-        if (k >= a.n)
-            continue;
-        if (a.multi[k])
+    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++)
+        if (k < a.n && a.multi[k])
             fr_knum_slot(a.acc[k], u[k].pend, u[k].p_amax, u[k].p_hi, u[k].p_lo);
-        f.head = NULL;
-        f.ext = a.ext[k];
-        fr_knum_flush(f, lane, u[k].max_a, u[k].min_a, u[k].max_r, u[k].min_r, 0, 0, 0, 0);
-    }
+    fr_knum_block_flush(a, u, nz, sub, negz, maxmag);
 }
-
 /* The fused read's level of a tile width (-1: none): 8 << level == tc, or
  * 5 for a multiple of 256. */
 static int fr_knum_level(int64_t tc)
@@ -420,8 +487,9 @@ static fr_status fr_knum_fused_chunk(fr_cuda_numeric *nm, const void *w, int dty
         a.acc[k] = s->multi ? nm->acc + s->acc_off : NULL;
         a.ext[k] = ext + 4 * k;
     }
+    /* a quarter of the usual grid: every block ends in the same few words */
     const unsigned grid =
-        fr_kgrid(chunk_rows * (nm->cols / FR_KNUM_FUSED_PIECE), FR_K_WARPS, FR_K_GRID);
+        fr_kgrid(chunk_rows * (nm->cols / FR_KNUM_FUSED_PIECE), FR_K_WARPS, FR_K_GRID / 4);
     if (dtype == FRONTIER_DTYPE_F32)
         FR_LAUNCH(fr_knum_fused_kernel<FRONTIER_DTYPE_F32><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
     else if (dtype == FRONTIER_DTYPE_F16)
