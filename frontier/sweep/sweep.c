@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +85,7 @@ struct fr_sweep {
     fr_sweep_options opt;
     const fr_config_ref **configs; /* selected */
     size_t n_configs;
-    regex_t include_re, exclude_re;
-    int has_include, has_exclude;
+    fr_tensor_filter filter;       /* --include, --exclude */
     int device;                    /* -1: CPU, else the CUDA device index */
     const fr_source **sources;
     size_t n_sources;
@@ -187,71 +185,6 @@ static fr_status parse_device(const char *text, int *device, fr_error *err)
 
 /* ---- creation ---- */
 
-static fr_status compile_regex(regex_t *re, const char *pattern, const char *option, fr_error *err)
-{
-    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        char msg[256];
-        regerror(rc, re, msg, sizeof msg);
-        regfree(re);
-        /* regerror messages are capitalised ("Unmatched ( or \\(") */
-        if (msg[0] >= 'A' && msg[0] <= 'Z')
-            msg[0] = (char)(msg[0] - 'A' + 'a');
-        return fr_fail(err, FR_E_USAGE, "invalid %s regex '%s': %s", option, pattern, msg);
-    }
-    return FR_OK;
-}
-
-/* Whether a configuration of quantizer `name` is among the first n selected. */
-static int quantizer_selected(const fr_sweep *sw, size_t n, const char *name)
-{
-    for (size_t j = 0; j < n; j++)
-        if (!strcmp(fr_config_quantizer(sw->reg, sw->configs[j])->name, name))
-            return 1;
-    return 0;
-}
-
-/* --fused-global-scale: after the selection, every configuration that needs
- * its fused group's joint amax (traits.needs_group_amax) and whose companion
- * quantizer is selected (traits.fused_companion_of: nvfp4-fused next to
- * nvfp4), in registration order. */
-static fr_status select_fused(fr_sweep *sw, fr_error *err)
-{
-    const size_t n_selected = sw->n_configs;
-    char wanted[512] = "", companions[512] = "";
-    size_t n_fused = 0;
-    for (size_t i = 0; i < sw->reg->n_configs; i++) {
-        const fr_config_ref *ref = &sw->reg->configs[i];
-        const frontier_config_traits *t = fr_config_traits_of(ref);
-        if (!t->needs_group_amax || !t->fused_companion_of)
-            continue;
-        n_fused++;
-        if (!quantizer_selected(sw, n_selected, t->fused_companion_of)) {
-            size_t u = strlen(wanted), v = strlen(companions);
-            snprintf(wanted + u, sizeof wanted - u, "%s%s next to %s", u ? ", " : "",
-                     ref->cfg->name, t->fused_companion_of);
-            snprintf(companions + v, sizeof companions - v, "%s%s", v ? " or " : "",
-                     t->fused_companion_of);
-            continue;
-        }
-        const fr_config_ref **grown = realloc(sw->configs, (sw->n_configs + 1) * sizeof *grown);
-        if (!grown)
-            return fr_fail(err, FR_E_NOMEM, "out of memory");
-        sw->configs = grown;
-        sw->configs[sw->n_configs++] = ref;
-    }
-    if (!n_fused)
-        return fr_fail(err, FR_E_USAGE,
-                       "--fused-global-scale: no registered configuration needs a fused group's "
-                       "joint amax");
-    if (sw->n_configs == n_selected)
-        return fr_fail(err, FR_E_USAGE,
-                       "--fused-global-scale measures %s, and %s is not selected (add it to "
-                       "--quantizers, or check --bits)",
-                       wanted, companions);
-    return FR_OK;
-}
-
 fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, fr_sweep **out,
                           fr_error *err)
 {
@@ -270,14 +203,11 @@ fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, f
     if ((st = fr_sweep_select_configs(reg, opt->bits, opt->quantizers, opt->calib != NULL, &sw->configs,
                                       &sw->n_configs, err)) != FR_OK)
         goto fail;
-    if (opt->fused_global_scale && (st = select_fused(sw, err)) != FR_OK)
+    if (opt->fused_global_scale &&
+        (st = fr_sweep_select_fused(reg, &sw->configs, &sw->n_configs, err)) != FR_OK)
         goto fail;
-    if (opt->include && (st = compile_regex(&sw->include_re, opt->include, "--include", err)) != FR_OK)
+    if ((st = fr_tensor_filter_compile(&sw->filter, opt->include, opt->exclude, err)) != FR_OK)
         goto fail;
-    sw->has_include = opt->include != NULL;
-    if (opt->exclude && (st = compile_regex(&sw->exclude_re, opt->exclude, "--exclude", err)) != FR_OK)
-        goto fail;
-    sw->has_exclude = opt->exclude != NULL;
     if ((st = parse_device(opt->device, &sw->device, err)) != FR_OK)
         goto fail;
     /* the output: refused early, before any work, when it exists and
@@ -317,10 +247,7 @@ void fr_sweep_destroy(fr_sweep *sw)
 {
     if (!sw)
         return;
-    if (sw->has_include)
-        regfree(&sw->include_re);
-    if (sw->has_exclude)
-        regfree(&sw->exclude_re);
+    fr_tensor_filter_free(&sw->filter);
     free(sw->configs);
     free(sw->sources);
     fr_dataset_free(&sw->ds);
@@ -529,15 +456,6 @@ static void drop_stale_skipped(fr_sweep *sw, const uint8_t *considered_source)
     sw->ds.n_skipped = kept;
 }
 
-static int regex_selects(const fr_sweep *sw, const char *name)
-{
-    if (sw->has_include && regexec(&sw->include_re, name, 0, NULL, 0) != 0)
-        return 0;
-    if (sw->has_exclude && regexec(&sw->exclude_re, name, 0, NULL, 0) == 0)
-        return 0;
-    return 1;
-}
-
 /* What planning the tensors carries from one tensor to the next. */
 typedef struct plan_state {
     int resuming;
@@ -676,7 +594,7 @@ static fr_status plan_one_tensor(fr_sweep *sw, plan_state *ps, size_t s, const f
 {
     char why[160];
     sw->stats.n_tensors++;
-    if (!regex_selects(sw, t->name)) {
+    if (!fr_tensor_filter_selects(&sw->filter, t->name)) {
         sw->stats.n_excluded++;
         return FR_OK;
     }
