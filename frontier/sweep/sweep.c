@@ -37,6 +37,7 @@
 #include "frontier/exec/numeric_flags.h"
 #include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep.h"
+#include "frontier/sweep/sweep_commit.h"
 #include "frontier/sweep/sweep_select.h"
 #include "quantizers/families.h"
 #include "frontier/dataset/dataset_schema.h"
@@ -46,11 +47,6 @@
 #define FR_SWEEP_HAVE_CUDA 1
 #endif
 
-/* Default seconds between commits; adaptively at least 10x the time the
- * last commit took, so rewriting a large file never costs more than ~10%
- * (an interval asked for, --commit-interval, is used as it is). */
-#define FR_COMMIT_INTERVAL 2.0
-#define FR_COMMIT_COST_FACTOR 10.0
 /* Warnings per configuration before further failures go to /skipped only. */
 #define FR_WARNINGS_PER_CONFIG 3
 #define NO_GROUP ((size_t)-1)
@@ -89,7 +85,6 @@ struct fr_sweep {
     int device;                    /* -1: CPU, else the CUDA device index */
     const fr_source **sources;
     size_t n_sources;
-    int output_exists;
 
     fr_dataset ds;
     fr_sweep_stats stats;
@@ -116,14 +111,7 @@ struct fr_sweep {
     struct expert_group *groups;
     size_t n_groups;
 
-    /* commits */
-    double interval, last_commit;
-    int fixed_interval;
-    int committed;
-    fr_status write_status;
-    fr_error write_err;
-    fr_progress *progress;
-    uint64_t items_done, bytes_done;
+    fr_sweep_committer committer;  /* commits, progress, the first failure */
 
     /* numeric edge cases (frontier/exec/numeric_flags.h): per (item, config)
      * of the flat plan, the outcome's flags and scale quotients, gathered
@@ -132,13 +120,6 @@ struct fr_sweep {
     fr_scale_detail *item_scale;
     size_t n_item_flags;
 };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- device ---- */
 
@@ -218,8 +199,7 @@ fr_status fr_sweep_create(const fr_registry *reg, const fr_sweep_options *opt, f
                      opt->output);
         goto fail;
     }
-    sw->output_exists = access(opt->output, F_OK) == 0;
-    if (sw->output_exists && !opt->resume) {
+    if (access(opt->output, F_OK) == 0 && !opt->resume) {
         st = fr_fail(err, FR_E_OUTPUT,
                      "'%s' already exists; use --resume to continue it, or choose another output",
                      opt->output);
@@ -903,36 +883,6 @@ static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
     return FR_OK;
 }
 
-/* ---- commits ---- */
-
-static fr_status commit(fr_sweep *sw, fr_error *err)
-{
-    double t0 = now_seconds();
-    fr_dataset_sort(&sw->ds);
-    fr_status st = fr_dataset_write(sw->opt.output, &sw->ds,
-                                    sw->committed || sw->output_exists ? FR_DS_REPLACE : FR_DS_CREATE,
-                                    err);
-    double t1 = now_seconds();
-    if (st == FR_OK) {
-        sw->committed = 1;
-        sw->stats.n_commits++;
-        double base = sw->opt.commit_interval;
-        if (!sw->fixed_interval && FR_COMMIT_COST_FACTOR * (t1 - t0) > base)
-            base = FR_COMMIT_COST_FACTOR * (t1 - t0);
-        sw->interval = base;
-        sw->last_commit = t1;
-        fr_debug("committed %zu rows to '%s' in %.3f s", sw->ds.n_results, sw->opt.output, t1 - t0);
-    }
-    return st;
-}
-
-static void maybe_commit(fr_sweep *sw)
-{
-    if (sw->write_status != FR_OK || now_seconds() - sw->last_commit < sw->interval)
-        return;
-    sw->write_status = commit(sw, &sw->write_err);
-}
-
 /* ---- the sink ---- */
 
 static double rel_err_of(double sq_err, double sq_ref)
@@ -949,12 +899,10 @@ static void record_failure(fr_sweep *sw, size_t item, const char *config, size_t
     fr_error err = {0};
     fr_ds_skipped row = {.source_id = sw->item_source_id[item], .name = it->tensor->name,
                          .reason = (char *)(uintptr_t)reason, .config = (char *)(uintptr_t)config};
-    if (fr_dataset_add_skipped(&sw->ds, &row, &err) != FR_OK && sw->write_status == FR_OK) {
-        sw->write_status = err.code;
-        sw->write_err = err;
-    }
+    if (fr_dataset_add_skipped(&sw->ds, &row, &err) != FR_OK)
+        fr_sweep_commit_fail(&sw->committer, &err);
     if (!config[0]) {
-        fr_progress_clear(sw->progress);
+        fr_sweep_commit_clear_progress(&sw->committer);
         fr_warn("skipping '%s' in '%s': %s", it->tensor->name, it->src->path, reason);
         return;
     }
@@ -962,10 +910,10 @@ static void record_failure(fr_sweep *sw, size_t item, const char *config, size_t
     size_t *count = &sw->warnings[config_index];
     if (*count < FR_WARNINGS_PER_CONFIG) {
         /* the reason names the configuration and the tensor already */
-        fr_progress_clear(sw->progress);
+        fr_sweep_commit_clear_progress(&sw->committer);
         fr_warn("'%s': %s", it->src->path, reason);
     } else if (*count == FR_WARNINGS_PER_CONFIG) {
-        fr_progress_clear(sw->progress);
+        fr_sweep_commit_clear_progress(&sw->committer);
         fr_warn("further failures of '%s' are recorded in /skipped only", config);
     }
     (*count)++;
@@ -1006,7 +954,7 @@ static void keep_numeric_flags(fr_sweep *sw, const fr_sweep_outcome *o)
 static void emit_numeric_warning(void *ctx, const char *line)
 {
     fr_sweep *sw = ctx;
-    fr_progress_clear(sw->progress);
+    fr_sweep_commit_clear_progress(&sw->committer);
     fr_warn("%s", line);
 }
 
@@ -1093,14 +1041,11 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
     keep_numeric_flags(sw, o);
     fr_error err = {0};
     if (fr_dataset_add_result(&sw->ds, &row, &err) != FR_OK) {
-        if (sw->write_status == FR_OK) {
-            sw->write_status = err.code;
-            sw->write_err = err;
-        }
+        fr_sweep_commit_fail(&sw->committer, &err);
         return;
     }
     sw->stats.n_rows_new++;
-    maybe_commit(sw);
+    fr_sweep_commit_due(&sw->committer);
 }
 
 /* A row of an expert stack (expert < 0: the tensor's own row in /results;
@@ -1132,10 +1077,8 @@ static void add_expert_row(fr_sweep *sw, uint32_t tensor_id, uint32_t config_id,
     fr_error err = {0};
     fr_status st = expert < 0 ? fr_dataset_add_result(&sw->ds, &row, &err)
                               : fr_dataset_add_expert_result(&sw->ds, &row, (uint32_t)expert, &err);
-    if (st != FR_OK && sw->write_status == FR_OK) {
-        sw->write_status = err.code;
-        sw->write_err = err;
-    }
+    if (st != FR_OK)
+        fr_sweep_commit_fail(&sw->committer, &err);
     if (st == FR_OK && expert < 0)
         sw->stats.n_rows_new++;
 }
@@ -1158,8 +1101,9 @@ static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
         g->arrived = calloc(g->n_configs, sizeof *g->arrived);
         g->failed = calloc(g->n_configs, 1);
         if (!g->slots || !g->arrived || !g->failed) {
-            if (sw->write_status == FR_OK)
-                sw->write_status = fr_fail(&sw->write_err, FR_E_NOMEM, "out of memory");
+            fr_error oom = {0};
+            fr_fail(&oom, FR_E_NOMEM, "out of memory");
+            fr_sweep_commit_fail(&sw->committer, &oom);
             return;
         }
     }
@@ -1239,7 +1183,7 @@ static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
         g->arrived = NULL;
         g->failed = NULL;
     }
-    maybe_commit(sw);
+    fr_sweep_commit_due(&sw->committer);
 }
 
 static void on_item_skipped(void *ctx, size_t item, fr_status status, const char *reason)
@@ -1297,16 +1241,13 @@ static void on_item_done(void *ctx, size_t item, uint64_t bytes)
     fr_sweep *sw = ctx;
     if (item < sw->n_items)
         report_numeric_flags(sw, item);
-    sw->items_done++;
-    sw->bytes_done += bytes;
-    fr_progress_update(sw->progress, sw->items_done, sw->bytes_done);
-    maybe_commit(sw);
+    fr_sweep_commit_item_done(&sw->committer, bytes);
 }
 
 static int on_cancelled(void *ctx)
 {
     fr_sweep *sw = ctx;
-    return (sw->opt.stop && *sw->opt.stop) || sw->write_status != FR_OK;
+    return (sw->opt.stop && *sw->opt.stop) || fr_sweep_commit_failed(&sw->committer);
 }
 
 /* ---- root attributes ---- */
@@ -1359,7 +1300,6 @@ static fr_status open_output(fr_sweep *sw, int *resuming, fr_error *err)
     *resuming = 0;
     if (sw->opt.resume && access(sw->opt.output, F_OK) == 0) {
         int64_t version = 0;
-        sw->output_exists = 1;
         fr_status st = fr_dataset_probe(sw->opt.output, &version, err);
         if (st != FR_OK) {
             fr_error_prefix(err, "cannot resume: ");
@@ -1380,7 +1320,6 @@ static fr_status open_output(fr_sweep *sw, int *resuming, fr_error *err)
             fr_warn("'%s': the derived tables under /frontier (pareto, allocate) are dropped "
                     "by --resume; run those commands again", sw->opt.output);
     } else if (sw->opt.resume) {
-        sw->output_exists = 0;
         fr_info("'%s' does not exist yet: starting a new run", sw->opt.output);
     } else if (access(sw->opt.output, F_OK) == 0) {
         return fr_fail(err, FR_E_OUTPUT,
@@ -1406,8 +1345,7 @@ static fr_status run_executor(fr_sweep *sw, fr_error *xerr)
                                 .cuda_buffer_bytes = sw->opt.cuda_buffer_bytes,
                                 .cuda_stats = sw->opt.cuda_stats,
                                 .cuda_tf32 = sw->opt.cuda_tf32};
-    double t0 = now_seconds();
-    sw->progress = fr_progress_start("tensors", sw->n_items, sw->stats.bytes, sw->opt.quiet);
+    fr_sweep_commit_run_start(&sw->committer, sw->n_items, sw->stats.bytes, sw->opt.quiet);
     fr_status xst;
     if (sw->opt.executor)
         xst = sw->opt.executor->run(sw->opt.executor->ctx, sw->reg, sw->items, sw->n_items, &xopt,
@@ -1419,9 +1357,7 @@ static fr_status run_executor(fr_sweep *sw, fr_error *xerr)
     else
 #endif
         xst = fr_exec_cpu(sw->reg, sw->items, sw->n_items, &xopt, &sink, xerr);
-    fr_progress_finish(sw->progress);
-    sw->progress = NULL;
-    sw->stats.seconds = now_seconds() - t0;
+    sw->stats.seconds = fr_sweep_commit_run_end(&sw->committer);
     return xst;
 }
 
@@ -1432,17 +1368,15 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     if (sw->n_sources == 0)
         return fr_fail(err, FR_E_USAGE, "no model to sweep");
 
-    /* an interval asked for is kept as it is; the default adapts to the
-     * cost of a commit */
-    sw->fixed_interval = sw->opt.commit_interval > 0;
-    if (sw->opt.commit_interval <= 0)
-        sw->opt.commit_interval = FR_COMMIT_INTERVAL;
     /* a calibration file that cannot be read stops the run before the
      * output is touched */
     if (sw->opt.calib && (st = fr_calib_open(sw->opt.calib, &sw->calib, err)) != FR_OK)
         return st;
     if ((st = open_output(sw, &resuming, err)) != FR_OK)
         return st;
+    /* a resumed output is replaced by each commit, a new one created */
+    fr_sweep_commit_init(&sw->committer, sw->opt.output, &sw->ds, &sw->stats,
+                         sw->opt.commit_interval, resuming);
 
     if ((st = plan_sources(sw, resuming, err)) != FR_OK ||
         (st = plan_configs(sw, err)) != FR_OK || (st = plan_tensors(sw, resuming, err)) != FR_OK)
@@ -1482,21 +1416,16 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
 
     /* the first commit creates the output before any work, so an
      * unwritable path fails now, not after hours */
-    if ((st = commit(sw, err)) != FR_OK)
+    if ((st = fr_sweep_commit(&sw->committer, err)) != FR_OK)
         return st;
 
     fr_error xerr = {0};
     fr_status xst = run_executor(sw, &xerr);
 
     /* the final commit, whatever happened: every row measured is kept */
-    fr_error cerr = {0};
-    fr_status cst = sw->write_status == FR_OK ? commit(sw, &cerr) : sw->write_status;
-    if (sw->write_status != FR_OK)
-        cerr = sw->write_err;
-    if (cst != FR_OK) {
-        *err = cerr;
+    fr_status cst = fr_sweep_commit_final(&sw->committer, err);
+    if (cst != FR_OK)
         return cst;
-    }
     if (xst == FR_E_INTERRUPT || (sw->opt.stop && *sw->opt.stop))
         return fr_fail(err, FR_E_INTERRUPT,
                        "interrupted: %zu rows committed to '%s'; run again with --resume to finish",
