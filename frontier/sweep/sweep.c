@@ -38,6 +38,7 @@
 #include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep.h"
 #include "frontier/sweep/sweep_commit.h"
+#include "frontier/sweep/sweep_plan.h"
 #include "frontier/sweep/sweep_select.h"
 #include "quantizers/families.h"
 #include "frontier/dataset/dataset_schema.h"
@@ -49,7 +50,6 @@
 
 /* Warnings per configuration before further failures go to /skipped only. */
 #define FR_WARNINGS_PER_CONFIG 3
-#define NO_GROUP ((size_t)-1)
 
 /* One expert's outcome of one configuration, kept until every expert of
  * the stack has reported: the tensor's row sums them in expert order, so
@@ -61,11 +61,8 @@ typedef struct expert_slot {
     char device[16];
 } expert_slot;
 
-/* An expert stack: the items of its experts and what they reported. */
-typedef struct expert_group {
-    size_t ds_tensor;        /* index into ds.tensors */
-    uint32_t n_experts;
-    int64_t rows, cols;      /* one expert's matrix */
+/* What the experts of an expert stack (fr_plan_stack) reported. */
+typedef struct expert_tally {
     size_t n_configs;        /* of each expert's item (set by the first outcome) */
     expert_slot *slots;      /* [n_configs x n_experts], while configurations are open */
     uint32_t *arrived;       /* per config: experts reported */
@@ -74,7 +71,7 @@ typedef struct expert_group {
     double *norms;           /* per expert: sum w^2 */
     uint32_t n_norms;
     int skipped;             /* some expert was skipped: the tensor is (recorded once) */
-} expert_group;
+} expert_tally;
 
 struct fr_sweep {
     const fr_registry *reg;
@@ -89,27 +86,9 @@ struct fr_sweep {
     fr_dataset ds;
     fr_sweep_stats stats;
 
-    /* the plan */
-    fr_sweep_item *items;
-    size_t n_items;
-    size_t *item_tensor;           /* index into ds.tensors */
-    uint32_t *item_source_id;
-    const fr_config_ref **item_configs; /* all items' configs, flattened */
-    uint32_t *item_config_ids;          /* their config_ids, parallel */
-    size_t *item_first_config;          /* offset of each item's configs */
-    uint32_t *config_ids;               /* ds config_id of each selected config */
-    size_t *warnings;                   /* per selected config */
-    fr_calib_file *calib;               /* --calib, or NULL */
-    frontier_calib *item_calib;         /* per item: its statistics (items[k].calib) */
-    /* expert stacks (docs/formats.md "Expert tensors"): a rank-3 tensor of
-     * class expert is E items, one per expert, each on its own view of the
-     * tensor's bytes; their outcomes are summed into the tensor's row */
-    fr_tensor *views;                   /* every expert's view, all stacks */
-    size_t n_views;
-    size_t *item_group;                 /* per item: index into groups, or NO_GROUP */
-    uint32_t *item_expert;              /* per item: its expert in the group */
-    struct expert_group *groups;
-    size_t n_groups;
+    fr_sweep_plan plan;            /* the items, their tensors and configurations */
+    size_t *warnings;              /* per selected config */
+    expert_tally *tallies;         /* per expert stack of the plan */
 
     fr_sweep_committer committer;  /* commits, progress, the first failure */
 
@@ -231,28 +210,17 @@ void fr_sweep_destroy(fr_sweep *sw)
     free(sw->configs);
     free(sw->sources);
     fr_dataset_free(&sw->ds);
-    free(sw->items);
-    free(sw->item_tensor);
-    free(sw->item_source_id);
-    free(sw->item_configs);
-    free(sw->item_config_ids);
-    free(sw->item_first_config);
-    free(sw->config_ids);
     free(sw->warnings);
-    free(sw->item_calib);
     free(sw->item_flags);
     free(sw->item_scale);
-    for (size_t g = 0; g < sw->n_groups; g++) {
-        free(sw->groups[g].slots);
-        free(sw->groups[g].arrived);
-        free(sw->groups[g].failed);
-        free(sw->groups[g].norms);
+    for (size_t g = 0; sw->tallies && g < sw->plan.n_stacks; g++) {
+        free(sw->tallies[g].slots);
+        free(sw->tallies[g].arrived);
+        free(sw->tallies[g].failed);
+        free(sw->tallies[g].norms);
     }
-    free(sw->groups);
-    free(sw->views);
-    free(sw->item_group);
-    free(sw->item_expert);
-    fr_calib_close(sw->calib);
+    free(sw->tallies);
+    fr_sweep_plan_free(&sw->plan);
     free(sw);
 }
 
@@ -264,623 +232,6 @@ const fr_dataset *fr_sweep_dataset(const fr_sweep *sw)
 const fr_sweep_stats *fr_sweep_get_stats(const fr_sweep *sw)
 {
     return &sw->stats;
-}
-
-/* ---- resume and plan ---- */
-
-static const char *config_params(const frontier_config *cfg)
-{
-    return cfg->params_json ? cfg->params_json : "{}";
-}
-
-/* Sources: identities, checked against the output when resuming. */
-static fr_status plan_sources(fr_sweep *sw, int resuming, fr_error *err)
-{
-    if (resuming && sw->ds.n_sources != sw->n_sources)
-        return fr_fail(err, FR_E_MISMATCH,
-                       "cannot resume '%s': it was made from %zu source(s), this run has %zu",
-                       sw->opt.output, sw->ds.n_sources, sw->n_sources);
-    for (size_t i = 0; i < sw->n_sources; i++) {
-        const fr_source *src = sw->sources[i];
-        char sha[65];
-        uint64_t bytes = 0;
-        for (size_t f = 0; f < src->n_files; f++)
-            bytes += src->files[f].size;
-        /* hashing reads the whole checkpoint once (about 1 s per GB) */
-        if (bytes > ((uint64_t)1 << 30))
-            fr_info("computing the sha256 of '%s' (%.1f GB) to identify it in the dataset",
-                    src->path, (double)bytes / 1e9);
-        fr_ds_source row = {.source_id = (uint32_t)i, .path = src->path,
-                            .kind = (char *)(uintptr_t)fr_source_kind_name(src->kind),
-                            .sha256 = sha, .n_tensors = (uint32_t)src->n_tensors};
-        fr_status st = fr_source_identity(src, sha, &row.size, &row.mtime, err);
-        if (st != FR_OK)
-            return st;
-        for (size_t t = 0; t < src->n_tensors; t++)
-            row.n_params += (uint64_t)src->tensors[t].numel;
-        if (resuming) {
-            const fr_ds_source *old = &sw->ds.sources[i];
-            if (!fr_source_identity_same(old, &row, 0))
-                return fr_fail(err, FR_E_MISMATCH,
-                               "cannot resume '%s': it was made from another model ('%s' %s, "
-                               "this run's '%s' %s)",
-                               sw->opt.output, old->path,
-                               old->sha256[0] ? old->sha256 : "(size+mtime)", row.path,
-                               row.sha256[0] ? row.sha256 : "(size+mtime)");
-            if (old->source_id != (uint32_t)i)
-                return fr_fail(err, FR_E_FORMAT, "'%s': /sources ids are not 0..n-1", sw->opt.output);
-        } else if ((st = fr_dataset_add_source(&sw->ds, &row, err)) != FR_OK) {
-            return st;
-        }
-    }
-    return FR_OK;
-}
-
-static fr_status plan_configs(fr_sweep *sw, fr_error *err)
-{
-    sw->config_ids = calloc(sw->n_configs, sizeof *sw->config_ids);
-    sw->warnings = calloc(sw->n_configs, sizeof *sw->warnings);
-    if (!sw->config_ids || !sw->warnings)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    for (size_t j = 0; j < sw->n_configs; j++) {
-        const fr_config_ref *ref = sw->configs[j];
-        const fr_qentry *entry = &sw->reg->entries[ref->quantizer];
-        const char *params = config_params(ref->cfg);
-        const fr_ds_config *found = NULL;
-        for (size_t c = 0; c < sw->ds.n_configs && !found; c++)
-            if (!strcmp(sw->ds.configs[c].name, ref->cfg->name))
-                found = &sw->ds.configs[c];
-        if (found) {
-            if (strcmp(found->family, entry->q->name) || strcmp(found->params, params) ||
-                strcmp(found->origin, entry->origin) || found->nominal_bits != ref->cfg->nominal_bits)
-                return fr_fail(err, FR_E_MISMATCH,
-                               "cannot resume '%s': configuration '%s' there (%s from '%s', %s) "
-                               "differs from the registered one (%s from '%s', %s)",
-                               sw->opt.output, found->name, found->family, found->origin,
-                               found->params, entry->q->name, entry->origin, params);
-            sw->config_ids[j] = found->config_id;
-            continue;
-        }
-        uint32_t id = 0;
-        for (size_t c = 0; c < sw->ds.n_configs; c++)
-            if (sw->ds.configs[c].config_id >= id)
-                id = sw->ds.configs[c].config_id + 1;
-        fr_ds_config row = {.config_id = id, .name = (char *)(uintptr_t)ref->cfg->name,
-                            .family = (char *)(uintptr_t)entry->q->name,
-                            .nominal_bits = ref->cfg->nominal_bits,
-                            .params = (char *)(uintptr_t)params, .origin = entry->origin};
-        fr_status st = fr_dataset_add_config(&sw->ds, &row, err);
-        if (st != FR_OK)
-            return st;
-        sw->config_ids[j] = id;
-    }
-    return FR_OK;
-}
-
-/* Index of tensors by (source_id, name), for resume lookups. */
-typedef struct tensor_index {
-    const fr_dataset *ds;
-    size_t *order;
-} tensor_index;
-
-static const fr_dataset *sort_ds; /* qsort has no context argument in C11 */
-
-static int cmp_tensor_key(uint32_t sa, const char *na, uint32_t sb, const char *nb)
-{
-    if (sa != sb)
-        return sa < sb ? -1 : 1;
-    return strcmp(na, nb);
-}
-
-static int cmp_tensor_order(const void *a, const void *b)
-{
-    const fr_ds_tensor *x = &sort_ds->tensors[*(const size_t *)a];
-    const fr_ds_tensor *y = &sort_ds->tensors[*(const size_t *)b];
-    return cmp_tensor_key(x->source_id, x->name, y->source_id, y->name);
-}
-
-static long find_tensor(const tensor_index *ix, size_t n, uint32_t source_id, const char *name)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        const fr_ds_tensor *t = &ix->ds->tensors[ix->order[mid]];
-        int c = cmp_tensor_key(t->source_id, t->name, source_id, name);
-        if (c == 0)
-            return (long)ix->order[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -1;
-}
-
-static void shape_text(const fr_tensor *t, char *buf, size_t len)
-{
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int d = 0; d < t->ndim && at < len; d++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, d ? "x" : "", t->shape[d]);
-}
-
-/* Drops skipped rows this run will produce again: whole-tensor entries of
- * tensors it considers, and failures of its configurations on them. */
-static void drop_stale_skipped(fr_sweep *sw, const uint8_t *considered_source)
-{
-    size_t kept = 0;
-    for (size_t k = 0; k < sw->ds.n_skipped; k++) {
-        fr_ds_skipped *s = &sw->ds.skipped[k];
-        int stale = 0;
-        if (s->source_id < sw->n_sources && considered_source[s->source_id]) {
-            const fr_source *src = sw->sources[s->source_id];
-            for (size_t t = 0; t < src->n_tensors && !stale; t++) {
-                if (strcmp(src->tensors[t].name, s->name) != 0)
-                    continue;
-                if (!s->config[0]) {
-                    stale = 1;
-                } else {
-                    for (size_t j = 0; j < sw->n_configs && !stale; j++)
-                        stale = !strcmp(sw->configs[j]->cfg->name, s->config);
-                }
-            }
-        }
-        if (stale) {
-            free(s->name);
-            free(s->reason);
-            free(s->config);
-        } else {
-            sw->ds.skipped[kept++] = *s;
-        }
-    }
-    sw->ds.n_skipped = kept;
-}
-
-/* What planning the tensors carries from one tensor to the next. */
-typedef struct plan_state {
-    int resuming;
-    tensor_index ix;          /* the resumed tensors, sorted for find_tensor */
-    size_t n_old;             /* tensors of the resumed dataset */
-    uint8_t *done;            /* [max_tensor_id x max_config_id]: rows that exist */
-    uint32_t max_tensor_id, max_config_id;
-    size_t n_flat;            /* entries of sw->item_configs used */
-} plan_state;
-
-/* The rows a resumed dataset already has, as a bitmap over its tensor ids x
- * config ids (empty for a new output). */
-static fr_status plan_existing_rows(fr_sweep *sw, plan_state *ps, fr_error *err)
-{
-    for (size_t c = 0; c < sw->ds.n_configs; c++)
-        if (sw->ds.configs[c].config_id + 1 > ps->max_config_id)
-            ps->max_config_id = sw->ds.configs[c].config_id + 1;
-    for (size_t t = 0; t < ps->n_old; t++)
-        if (sw->ds.tensors[t].tensor_id + 1 > ps->max_tensor_id)
-            ps->max_tensor_id = sw->ds.tensors[t].tensor_id + 1;
-    if ((uint64_t)ps->max_tensor_id * ps->max_config_id > ((uint64_t)1 << 34))
-        return fr_fail(err, FR_E_NOMEM, "'%s': too many tensors x configurations",
-                       sw->opt.output);
-    ps->done = calloc((size_t)ps->max_tensor_id * ps->max_config_id + 1, 1);
-    if (!ps->done)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    for (size_t r = 0; r < sw->ds.n_results; r++) {
-        const fr_ds_result *row = &sw->ds.results[r];
-        if (row->tensor_id < ps->max_tensor_id && row->config_id < ps->max_config_id)
-            ps->done[(size_t)row->tensor_id * ps->max_config_id + row->config_id] = 1;
-    }
-    sw->stats.n_rows_resumed = sw->ds.n_results;
-    return FR_OK;
-}
-
-/* The plan's arrays, sized for every tensor of every source x every
- * selected configuration. */
-static fr_status plan_alloc(fr_sweep *sw, size_t n_planned_max, fr_error *err)
-{
-    if ((uint64_t)n_planned_max * sw->n_configs > ((uint64_t)1 << 34))
-        return fr_fail(err, FR_E_NOMEM, "too many tensors x configurations");
-    sw->items = calloc(n_planned_max + 1, sizeof *sw->items);
-    sw->item_tensor = calloc(n_planned_max + 1, sizeof *sw->item_tensor);
-    sw->item_source_id = calloc(n_planned_max + 1, sizeof *sw->item_source_id);
-    sw->item_first_config = calloc(n_planned_max + 1, sizeof *sw->item_first_config);
-    sw->item_configs = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_configs);
-    sw->item_config_ids = calloc(n_planned_max * sw->n_configs + 1, sizeof *sw->item_config_ids);
-    sw->item_group = calloc(n_planned_max + 1, sizeof *sw->item_group);
-    sw->item_expert = calloc(n_planned_max + 1, sizeof *sw->item_expert);
-    if (!sw->items || !sw->item_tensor || !sw->item_source_id || !sw->item_first_config ||
-        !sw->item_configs || !sw->item_config_ids || !sw->item_group || !sw->item_expert)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    return FR_OK;
-}
-
-/* The /tensors row of a selected tensor: the resumed one (its shape must
- * not have changed) or a new one with the next free id. *at is its index. */
-static fr_status plan_tensor_row(fr_sweep *sw, plan_state *ps, size_t s, const fr_tensor *t,
-                                 long *at, fr_error *err)
-{
-    int64_t rows, cols;
-    fr_sweep_matrix(t, &rows, &cols);
-    char shape[160];
-    shape_text(t, shape, sizeof shape);
-    *at = ps->resuming ? find_tensor(&ps->ix, ps->n_old, (uint32_t)s, t->name) : -1;
-    if (*at >= 0) {
-        const fr_ds_tensor *old = &sw->ds.tensors[*at];
-        if (old->numel != (uint64_t)t->numel || strcmp(old->shape, shape) != 0)
-            return fr_fail(err, FR_E_MISMATCH,
-                           "cannot resume '%s': tensor '%s' has shape %s there, %s now",
-                           sw->opt.output, t->name, old->shape, shape);
-        return FR_OK;
-    }
-    uint32_t id = 0;
-    if (sw->ds.n_tensors)
-        id = sw->ds.tensors[sw->ds.n_tensors - 1].tensor_id + 1;
-    for (size_t k = 0; k < ps->n_old; k++)
-        if (sw->ds.tensors[k].tensor_id >= id)
-            id = sw->ds.tensors[k].tensor_id + 1;
-    fr_ds_tensor row = {.tensor_id = id, .source_id = (uint32_t)s,
-                        .name = t->name,
-                        .cls = (char *)(uintptr_t)fr_class_name(t->cls),
-                        .dtype = (char *)(uintptr_t)(t->dtype_name[0] ? t->dtype_name : fr_dtype_name(t->dtype)),
-                        .shape = shape, .numel = (uint64_t)t->numel, .rows = rows,
-                        .cols = cols, .sq_norm = NAN};
-    fr_status st = fr_dataset_add_tensor(&sw->ds, &row, err);
-    *at = (long)sw->ds.n_tensors - 1;
-    return st;
-}
-
-/* An expert stack [E, out, in] (docs/formats.md "Expert tensors"): E items,
- * expert e on a view of rows e*out .. (e+1)*out of the stack (a 2-D tensor
- * [out, in] at its own offset in the file), each with its own copy of the
- * configurations still to measure (those of ps->n_flat - first at first). */
-static fr_status plan_expert_stack(fr_sweep *sw, plan_state *ps, size_t s, const fr_tensor *t,
-                                   size_t at, size_t first, fr_error *err)
-{
-    uint32_t n_experts = (uint32_t)t->shape[0];
-    size_t n_cfg = ps->n_flat - first;
-    expert_group *g = &sw->groups[sw->n_groups];
-    *g = (expert_group){.ds_tensor = at, .n_experts = n_experts, .rows = t->shape[1],
-                        .cols = t->shape[2]};
-    g->norms = calloc(n_experts, sizeof *g->norms);
-    if (!g->norms)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    size_t group = sw->n_groups++;
-    for (uint32_t e = 0; e < n_experts; e++) {
-        fr_tensor *v = &sw->views[sw->n_views++];
-        fr_sweep_expert_view(t, e, v);
-        size_t from = first;
-        if (e > 0) {
-            from = ps->n_flat;
-            for (size_t c = 0; c < n_cfg; c++) {
-                sw->item_configs[ps->n_flat] = sw->item_configs[first + c];
-                sw->item_config_ids[ps->n_flat] = sw->item_config_ids[first + c];
-                ps->n_flat++;
-            }
-        }
-        size_t k = sw->n_items++;
-        sw->item_tensor[k] = at;
-        sw->item_source_id[k] = (uint32_t)s;
-        sw->item_first_config[k] = from;
-        sw->item_group[k] = group;
-        sw->item_expert[k] = e;
-        sw->items[k] = (fr_sweep_item){.src = sw->sources[s], .tensor = v, .rows = v->shape[0],
-                                       .cols = v->shape[1], .n_configs = n_cfg, .calib = NULL};
-        sw->stats.bytes += v->nbytes;
-    }
-    return FR_OK;
-}
-
-/* One tensor of source s: excluded, skipped (recorded in /skipped), or
- * registered and queued with the configurations it has no row for yet. */
-static fr_status plan_one_tensor(fr_sweep *sw, plan_state *ps, size_t s, const fr_tensor *t,
-                                 fr_error *err)
-{
-    char why[160];
-    sw->stats.n_tensors++;
-    if (!fr_tensor_filter_selects(&sw->filter, t->name)) {
-        sw->stats.n_excluded++;
-        return FR_OK;
-    }
-    const char *reason = fr_sweep_skip_reason(t, sw->opt.min_numel, why, sizeof why);
-    if (reason) {
-        fr_ds_skipped row = {.source_id = (uint32_t)s, .name = t->name,
-                             .reason = (char *)(uintptr_t)reason, .config = ""};
-        sw->stats.n_skipped++;
-        return fr_dataset_add_skipped(&sw->ds, &row, err);
-    }
-    sw->stats.n_selected++;
-    long at;
-    fr_status st = plan_tensor_row(sw, ps, s, t, &at, err);
-    if (st != FR_OK)
-        return st;
-    uint32_t tensor_id = sw->ds.tensors[at].tensor_id;
-    size_t first = ps->n_flat;
-    for (size_t j = 0; j < sw->n_configs; j++) {
-        uint32_t cid = sw->config_ids[j];
-        if (tensor_id < ps->max_tensor_id && cid < ps->max_config_id &&
-            ps->done[(size_t)tensor_id * ps->max_config_id + cid])
-            continue;
-        sw->item_configs[ps->n_flat] = sw->configs[j];
-        sw->item_config_ids[ps->n_flat] = cid;
-        ps->n_flat++;
-    }
-    if (ps->n_flat == first)
-        return FR_OK; /* complete already */
-    if (fr_sweep_expert_stack(t))
-        return plan_expert_stack(sw, ps, s, t, (size_t)at, first, err);
-    int64_t rows, cols;
-    fr_sweep_matrix(t, &rows, &cols);
-    size_t k = sw->n_items++;
-    sw->item_tensor[k] = (size_t)at;
-    sw->item_source_id[k] = (uint32_t)s;
-    sw->item_first_config[k] = first;
-    sw->item_group[k] = NO_GROUP;
-    sw->items[k] = (fr_sweep_item){.src = sw->sources[s], .tensor = t, .rows = rows,
-                                   .cols = cols, .n_configs = ps->n_flat - first, .calib = NULL};
-    sw->stats.bytes += t->nbytes;
-    return FR_OK;
-}
-
-/* The plan: every selected tensor of every source with the configurations
- * still to measure on it (all of them for a new output). */
-static fr_status plan_tensors(fr_sweep *sw, int resuming, fr_error *err)
-{
-    fr_status st = FR_OK;
-    plan_state ps = {.resuming = resuming, .ix = {&sw->ds, NULL}, .n_old = sw->ds.n_tensors};
-    uint8_t *considered = NULL;
-    size_t n_planned_max = 0;
-
-    size_t n_stacks = 0, n_views = 0;
-    for (size_t s = 0; s < sw->n_sources; s++) {
-        n_planned_max += sw->sources[s]->n_tensors;
-        for (size_t ti = 0; ti < sw->sources[s]->n_tensors; ti++) {
-            const fr_tensor *t = &sw->sources[s]->tensors[ti];
-            if (fr_sweep_expert_stack(t)) {
-                n_stacks++;
-                n_views += (size_t)t->shape[0];
-                n_planned_max += (size_t)t->shape[0] - 1;
-            }
-        }
-    }
-    sw->views = calloc(n_views + 1, sizeof *sw->views);
-    sw->groups = calloc(n_stacks + 1, sizeof *sw->groups);
-    considered = calloc(sw->n_sources + 1, 1);
-    ps.ix.order = calloc(ps.n_old + 1, sizeof *ps.ix.order);
-    if (!considered || !ps.ix.order || !sw->views || !sw->groups) {
-        st = fr_fail(err, FR_E_NOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < ps.n_old; i++)
-        ps.ix.order[i] = i;
-    sort_ds = &sw->ds;
-    qsort(ps.ix.order, ps.n_old, sizeof *ps.ix.order, cmp_tensor_order);
-    if ((st = plan_existing_rows(sw, &ps, err)) != FR_OK ||
-        (st = plan_alloc(sw, n_planned_max, err)) != FR_OK)
-        goto done;
-    if (resuming) {
-        for (size_t s = 0; s < sw->n_sources; s++)
-            considered[s] = 1;
-        drop_stale_skipped(sw, considered);
-    }
-    for (size_t s = 0; s < sw->n_sources; s++)
-        for (size_t ti = 0; ti < sw->sources[s]->n_tensors; ti++)
-            if ((st = plan_one_tensor(sw, &ps, s, &sw->sources[s]->tensors[ti], err)) != FR_OK)
-                goto done;
-    /* item config pointers, now that the flat array is final */
-    for (size_t k = 0; k < sw->n_items; k++)
-        sw->items[k].configs = &sw->item_configs[sw->item_first_config[k]];
-    sw->stats.n_items = sw->n_items;
-done:
-    free(ps.done);
-    free(considered);
-    free(ps.ix.order);
-    return st;
-}
-
-/* ---- calibration statistics (--calib) ---- */
-
-/* Each planned tensor's statistics from the calibration file (core/calib.h:
- * its name rules and checks). A tensor without statistics keeps NaN in
- * out_rel_err; a malformed module stops the run before any work. The
- * modules that no planned tensor uses are listed in one warning. */
-static fr_status attach_calibration(fr_sweep *sw, fr_error *err)
-{
-    fr_status st = FR_OK;
-    const char **names = NULL, **unmatched = NULL;
-    size_t n_unmatched = 0, n_hessian = 0, n_found = 0;
-    sw->item_calib = calloc(sw->n_items + 1, sizeof *sw->item_calib);
-    names = calloc(sw->n_items + 1, sizeof *names);
-    if (!sw->item_calib || !names) {
-        st = fr_fail(err, FR_E_NOMEM, "out of memory");
-        goto done;
-    }
-    /* a checkpoint with an embedding and no output layer of its own ties
-     * them (tie_word_embeddings): the embedding matrix is the output layer
-     * too, and the statistics of that layer's input, stored under lm_head
-     * by a capture of the running model, are the ones for it */
-    int has_lm_head = 0;
-    for (size_t s = 0; s < sw->n_sources; s++)
-        has_lm_head |= fr_calib_has_lm_head(sw->sources[s]->tensors, sw->sources[s]->n_tensors);
-    for (size_t k = 0; k < sw->n_items; k++) {
-        fr_sweep_item *it = &sw->items[k];
-        fr_calib_stats cs;
-        /* an expert stack's items: expert e's slice of the stack's
-         * per-expert statistics ([E, in, in], core/calib.h) */
-        if (sw->item_group[k] != NO_GROUP) {
-            names[k] = it->tensor->name;
-            const expert_group *g = &sw->groups[sw->item_group[k]];
-            if ((st = fr_calib_lookup_expert_weight(sw->calib, it->tensor, sw->item_expert[k],
-                                                    g->n_experts, it->cols, 0, &cs, err)) != FR_OK)
-                goto done;
-        } else if ((st = fr_calib_lookup_weight(sw->calib, it->tensor, it->cols, has_lm_head, 0,
-                                                &cs, &names[k], err)) != FR_OK) {
-            goto done;
-        }
-        if (!cs.found) {
-            fr_debug("%s", cs.skip_reason);
-            continue;
-        }
-        sw->item_calib[k] = cs.calib;
-        it->calib = &sw->item_calib[k];
-        n_found++;
-        n_hessian += cs.calib.hessian != NULL;
-    }
-    if ((st = fr_calib_unmatched(sw->calib, names, sw->n_items, &unmatched, &n_unmatched,
-                                 err)) != FR_OK)
-        goto done;
-    if (n_unmatched) {
-        char list[512];
-        size_t used = 0;
-        list[0] = '\0';
-        for (size_t i = 0; i < n_unmatched && used + 80 < sizeof list; i++)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", i ? ", " : "",
-                                     unmatched[i]);
-        fr_warn("'%s': %zu module(s) match no tensor being measured: %s%s",
-                fr_calib_path(sw->calib), n_unmatched, list,
-                used + 80 >= sizeof list ? ", ..." : "");
-    }
-    fr_info("calibration statistics '%s' (%lld tokens): %zu of %zu tensors, %zu with a Hessian "
-            "(out_rel_err)",
-            fr_calib_path(sw->calib), (long long)fr_calib_token_count(sw->calib), n_found,
-            sw->n_items, n_hessian);
-done:
-    free(names);
-    free(unmatched);
-    return st;
-}
-
-/* --fused-global-scale: each item that has a configuration to measure
- * that needs it (traits.needs_group_amax) gets the joint amax of its fused
- * group (frontier/model/fused_scale.h, the scan
- * `frontier quantize` uses); an item outside a group of two or more, or an
- * expert's view of a stack, gets none and drop_unmeasurable drops the pair
- * (no row, not a failure). */
-static fr_status attach_group_amax(fr_sweep *sw, fr_error *err)
-{
-    fr_status st = FR_OK;
-    for (size_t s = 0; s < sw->n_sources && st == FR_OK; s++) {
-        const fr_source *src = sw->sources[s];
-        fr_fused_scan scan;
-        int scanned = 0;
-        for (size_t k = 0; k < sw->n_items && st == FR_OK; k++) {
-            fr_sweep_item *it = &sw->items[k];
-            if (it->src != src || sw->item_group[k] != NO_GROUP)
-                continue;
-            int wants = 0;
-            for (size_t c = 0; c < it->n_configs; c++)
-                wants |= fr_config_traits_of(it->configs[c])->needs_group_amax;
-            if (!wants)
-                continue;
-            if (!scanned) {
-                if ((st = fr_fused_scan_source(src, &scan, err)) != FR_OK)
-                    break;
-                scanned = 1;
-            }
-            if (it->tensor < src->tensors || it->tensor >= src->tensors + src->n_tensors)
-                continue; /* not one of the source's own tensors */
-            size_t t = (size_t)(it->tensor - src->tensors);
-            it->has_group_amax = fr_fused_scan_amax(&scan, t, &it->group_amax, NULL);
-        }
-        if (scanned)
-            fr_fused_scan_free(&scan);
-    }
-    return st;
-}
-
-/* What configuration ref lacks in statistics calib (NULL: nothing). */
-static const char *missing_statistics(const fr_sweep *sw, const fr_config_ref *ref,
-                                      const frontier_calib *calib)
-{
-    const frontier_quantizer *q = fr_config_quantizer(sw->reg, ref);
-    if (!(q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS)))
-        return NULL;
-    if (!calib)
-        return "needs calibration statistics: the calibration file has none for this tensor";
-    if ((q->flags & FRONTIER_Q_NEEDS_HESSIAN) && !calib->hessian)
-        return "needs a Hessian: this tensor's statistics have none (diagonal only)";
-    if ((q->flags & FRONTIER_Q_NEEDS_ACT_STATS) && !calib->act_mean_abs && !calib->act_mean_sq)
-        return "needs per-channel activation statistics: this tensor's statistics have none";
-    return NULL;
-}
-
-/* The configurations that need statistics a tensor lacks are not run on
- * it: each pair is recorded in /skipped with the reason (not a failure),
- * and a tensor left with nothing to measure leaves the plan. */
-static fr_status drop_unmeasurable(fr_sweep *sw, fr_error *err)
-{
-    size_t n_pairs = 0, kept_items = 0;
-    /* per registered configuration: tensors without the fused group it needs */
-    size_t *unfused = calloc(sw->reg->n_configs ? sw->reg->n_configs : 1, sizeof *unfused);
-    if (!unfused)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    for (size_t k = 0; k < sw->n_items; k++) {
-        fr_sweep_item *it = &sw->items[k];
-        size_t first = sw->item_first_config[k], keep = 0;
-        for (size_t c = 0; c < it->n_configs; c++) {
-            const fr_config_ref *ref = sw->item_configs[first + c];
-            const char *why = missing_statistics(sw, ref, it->calib);
-            char why_buf[320];
-            if (!why && !it->has_group_amax && fr_config_traits_of(ref)->needs_group_amax) {
-                /* not a member of a fused group of two or more: a configuration
-                 * that needs its joint amax has no row for it (nvfp4-fused's
-                 * own scale would be nvfp4's row); not a failure, so not in
-                 * /skipped */
-                unfused[ref - sw->reg->configs]++;
-                continue;
-            }
-            if (!why) /* over --max-memory and not row-local (frontier/exec/blocked.h) */
-                why = fr_block_skip_reason(sw->reg, ref, it, sw->opt.max_memory, why_buf,
-                                           sizeof why_buf);
-            if (!why) {
-                sw->item_configs[first + keep] = ref;
-                sw->item_config_ids[first + keep] = sw->item_config_ids[first + c];
-                keep++;
-                continue;
-            }
-            fr_ds_skipped row = {.source_id = sw->item_source_id[k],
-                                 .name = (char *)(uintptr_t)it->tensor->name,
-                                 .reason = (char *)(uintptr_t)why,
-                                 .config = (char *)(uintptr_t)ref->cfg->name};
-            fr_status st = fr_dataset_add_skipped(&sw->ds, &row, err);
-            if (st != FR_OK) {
-                free(unfused);
-                return st;
-            }
-            n_pairs++;
-        }
-        it->n_configs = keep;
-        if (keep == 0) {
-            sw->stats.bytes -= it->tensor->nbytes;
-            continue;
-        }
-        /* compact the plan (the statistics move with their item) */
-        size_t to = kept_items++;
-        if (to != k) {
-            sw->items[to] = *it;
-            sw->item_tensor[to] = sw->item_tensor[k];
-            sw->item_source_id[to] = sw->item_source_id[k];
-            sw->item_first_config[to] = sw->item_first_config[k];
-            sw->item_group[to] = sw->item_group[k]; /* an expert keeps its stack */
-            sw->item_expert[to] = sw->item_expert[k];
-            if (sw->item_calib) {
-                sw->item_calib[to] = sw->item_calib[k];
-                if (sw->items[to].calib)
-                    sw->items[to].calib = &sw->item_calib[to];
-            }
-        }
-        sw->items[to].configs = &sw->item_configs[sw->item_first_config[to]];
-    }
-    sw->n_items = kept_items;
-    sw->stats.n_items = kept_items;
-    if (n_pairs)
-        fr_info("%zu (tensor, configuration) pairs cannot be measured (statistics their tensor "
-                "lacks, or a tensor over --max-memory): not measured, listed in /skipped with "
-                "the reason",
-                n_pairs);
-    for (size_t i = 0; i < sw->reg->n_configs; i++)
-        if (unfused[i])
-            fr_info("%s: %zu tensors are not members of a fused group (q/k/v, gate/up, "
-                    "w1/w3, q_a/kv_a) with two or more members: no %s row for them",
-                    sw->reg->configs[i].cfg->name, unfused[i], sw->reg->configs[i].cfg->name);
-    free(unfused);
-    return FR_OK;
 }
 
 /* ---- the sink ---- */
@@ -895,9 +246,9 @@ static double rel_err_of(double sq_err, double sq_ref)
 static void record_failure(fr_sweep *sw, size_t item, const char *config, size_t config_index,
                            const char *reason)
 {
-    const fr_sweep_item *it = &sw->items[item];
+    const fr_sweep_item *it = &sw->plan.items[item];
     fr_error err = {0};
-    fr_ds_skipped row = {.source_id = sw->item_source_id[item], .name = it->tensor->name,
+    fr_ds_skipped row = {.source_id = sw->plan.entries[item].source_id, .name = it->tensor->name,
                          .reason = (char *)(uintptr_t)reason, .config = (char *)(uintptr_t)config};
     if (fr_dataset_add_skipped(&sw->ds, &row, &err) != FR_OK)
         fr_sweep_commit_fail(&sw->committer, &err);
@@ -937,14 +288,14 @@ static void keep_numeric_flags(fr_sweep *sw, const fr_sweep_outcome *o)
         return;
     if (!sw->item_flags) {
         size_t n = 0;
-        for (size_t k = 0; k < sw->n_items; k++)
-            if (sw->item_first_config[k] + sw->items[k].n_configs > n)
-                n = sw->item_first_config[k] + sw->items[k].n_configs;
+        for (size_t k = 0; k < sw->plan.n_items; k++)
+            if (sw->plan.entries[k].first_config + sw->plan.items[k].n_configs > n)
+                n = sw->plan.entries[k].first_config + sw->plan.items[k].n_configs;
         sw->item_flags = calloc(n + 1, sizeof *sw->item_flags);
         sw->item_scale = calloc(n + 1, sizeof *sw->item_scale);
         sw->n_item_flags = sw->item_flags && sw->item_scale ? n : 0;
     }
-    size_t at = sw->item_first_config[o->item] + o->config;
+    size_t at = sw->plan.entries[o->item].first_config + o->config;
     if (at < sw->n_item_flags) {
         sw->item_flags[at] = o->flags;
         sw->item_scale[at] = (fr_scale_detail){o->scale_largest, o->scale_smallest};
@@ -962,8 +313,8 @@ static void emit_numeric_warning(void *ctx, const char *line)
  * grouped by scale dtype (frontier/exec/numeric_flags.c). */
 static void report_numeric_flags(fr_sweep *sw, size_t item)
 {
-    const fr_sweep_item *it = &sw->items[item];
-    size_t first = sw->item_first_config[item], n = it->n_configs;
+    const fr_sweep_item *it = &sw->plan.items[item];
+    size_t first = sw->plan.entries[item].first_config, n = it->n_configs;
     if (!sw->n_item_flags || first + n > sw->n_item_flags)
         return;
     uint32_t tensor_flags = 0;
@@ -992,13 +343,13 @@ static void report_numeric_flags(fr_sweep *sw, size_t item)
 static void on_outcome(void *ctx, const fr_sweep_outcome *o)
 {
     fr_sweep *sw = ctx;
-    if (o->item >= sw->n_items || o->config >= sw->items[o->item].n_configs)
+    if (o->item >= sw->plan.n_items || o->config >= sw->plan.items[o->item].n_configs)
         return;
-    if (sw->item_group[o->item] != NO_GROUP) {
+    if (sw->plan.entries[o->item].stack != FR_PLAN_NO_STACK) {
         on_expert_outcome(sw, o);
         return;
     }
-    const fr_sweep_item *it = &sw->items[o->item];
+    const fr_sweep_item *it = &sw->plan.items[o->item];
     const fr_config_ref *ref = it->configs[o->config];
     size_t j = selected_index(sw, ref);
     if (o->status != FR_OK) {
@@ -1022,8 +373,8 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
     fr_metrics_from_sums(&o->sums, &m);
     double numel = (double)(it->rows * it->cols);
     fr_ds_result row = {
-        .tensor_id = sw->ds.tensors[sw->item_tensor[o->item]].tensor_id,
-        .config_id = sw->item_config_ids[sw->item_first_config[o->item] + o->config],
+        .tensor_id = sw->ds.tensors[sw->plan.entries[o->item].ds_tensor].tensor_id,
+        .config_id = sw->plan.item_config_ids[sw->plan.entries[o->item].first_config + o->config],
         .bits_per_weight = (double)total_bits / numel,
         .total_bits = total_bits,
         .rel_err = m.rel_err,
@@ -1090,14 +441,15 @@ static void add_expert_row(fr_sweep *sw, uint32_t tensor_id, uint32_t config_id,
  * A failure of any expert is recorded once and the pair has no row. */
 static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
 {
-    const fr_sweep_item *it = &sw->items[o->item];
-    expert_group *g = &sw->groups[sw->item_group[o->item]];
+    const fr_sweep_item *it = &sw->plan.items[o->item];
+    const fr_plan_stack *stack = &sw->plan.stacks[sw->plan.entries[o->item].stack];
+    expert_tally *g = &sw->tallies[sw->plan.entries[o->item].stack];
     const fr_config_ref *ref = it->configs[o->config];
     size_t j = selected_index(sw, ref);
-    uint32_t e = sw->item_expert[o->item];
+    uint32_t e = sw->plan.entries[o->item].expert;
     if (!g->slots) {
         g->n_configs = it->n_configs;
-        g->slots = calloc(g->n_configs * g->n_experts, sizeof *g->slots);
+        g->slots = calloc(g->n_configs * stack->n_experts, sizeof *g->slots);
         g->arrived = calloc(g->n_configs, sizeof *g->arrived);
         g->failed = calloc(g->n_configs, 1);
         if (!g->slots || !g->arrived || !g->failed) {
@@ -1118,7 +470,7 @@ static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
         }
         g->failed[c] = 1;
     } else {
-        expert_slot *x = &g->slots[c * g->n_experts + e];
+        expert_slot *x = &g->slots[c * stack->n_experts + e];
         x->sums = o->sums;
         x->out_sq_err = o->out_sq_err;
         x->out_sq_ref = o->out_sq_ref;
@@ -1126,24 +478,24 @@ static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
         x->flags = o->flags;
         snprintf(x->device, sizeof x->device, "%s", o->device);
     }
-    if (++g->arrived[c] < g->n_experts)
+    if (++g->arrived[c] < stack->n_experts)
         return;
     if (!g->failed[c] && !g->skipped) {
         uint64_t expert_bits = 0, total_bits = 0;
         frontier_call call;
         fr_error serr = {0};
         fr_call_init(&call, NULL, sw->opt.seed, it->tensor->name, ref->cfg->name);
-        fr_status st = fr_quantizer_size_bits(sw->reg, ref, g->rows, g->cols, it->tensor->name,
+        fr_status st = fr_quantizer_size_bits(sw->reg, ref, stack->rows, stack->cols, it->tensor->name,
                                               &call, &expert_bits, &serr);
         fr_call_release(&call);
-        if (st == FR_OK && __builtin_mul_overflow(expert_bits, (uint64_t)g->n_experts, &total_bits))
+        if (st == FR_OK && __builtin_mul_overflow(expert_bits, (uint64_t)stack->n_experts, &total_bits))
             st = fr_fail(&serr, FR_E_FAIL,
                          "config '%s' on tensor '%s': the size of %u experts overflows 64 bits",
-                         ref->cfg->name, it->tensor->name, g->n_experts);
+                         ref->cfg->name, it->tensor->name, stack->n_experts);
         if (st != FR_OK) {
             record_failure(sw, o->item, ref->cfg->name, j, serr.msg);
         } else {
-            const expert_slot *xs = &g->slots[c * g->n_experts];
+            const expert_slot *xs = &g->slots[c * stack->n_experts];
             expert_slot sum = xs[0];
             sum.seconds = 0.0;
             fr_error_sums_init(&sum.sums);
@@ -1153,9 +505,9 @@ static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
              * "all zero" only when they hold for every expert */
             const uint32_t all_of = FR_ROW_CHECKED | FR_ROW_ALL_ZERO;
             sum.flags = all_of;
-            for (uint32_t k = 0; k < g->n_experts; k++)
+            for (uint32_t k = 0; k < stack->n_experts; k++)
                 sum.flags = (sum.flags & (xs[k].flags | ~all_of)) | (xs[k].flags & ~all_of);
-            for (uint32_t k = 0; k < g->n_experts; k++) {
+            for (uint32_t k = 0; k < stack->n_experts; k++) {
                 sum.sums.sq_err += xs[k].sums.sq_err;
                 sum.sums.sq_ref += xs[k].sums.sq_ref;
                 sum.sums.sq_hat += xs[k].sums.sq_hat;
@@ -1166,12 +518,12 @@ static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
                 sum.out_sq_ref += xs[k].out_sq_ref;
                 sum.seconds += xs[k].seconds;
             }
-            uint32_t tensor_id = sw->ds.tensors[g->ds_tensor].tensor_id;
-            uint32_t config_id = sw->item_config_ids[sw->item_first_config[o->item] + c];
-            double numel = (double)(g->rows * g->cols);
-            add_expert_row(sw, tensor_id, config_id, total_bits, numel * g->n_experts, &sum, -1);
+            uint32_t tensor_id = sw->ds.tensors[stack->ds_tensor].tensor_id;
+            uint32_t config_id = sw->plan.item_config_ids[sw->plan.entries[o->item].first_config + c];
+            double numel = (double)(stack->rows * stack->cols);
+            add_expert_row(sw, tensor_id, config_id, total_bits, numel * stack->n_experts, &sum, -1);
             if (sw->opt.split_experts)
-                for (uint32_t k = 0; k < g->n_experts; k++)
+                for (uint32_t k = 0; k < stack->n_experts; k++)
                     add_expert_row(sw, tensor_id, config_id, expert_bits, numel, &xs[k], k);
         }
     }
@@ -1190,25 +542,25 @@ static void on_item_skipped(void *ctx, size_t item, fr_status status, const char
 {
     fr_sweep *sw = ctx;
     (void)status;
-    if (item >= sw->n_items)
+    if (item >= sw->plan.n_items)
         return;
-    if (sw->item_group[item] != NO_GROUP) {
+    if (sw->plan.entries[item].stack != FR_PLAN_NO_STACK) {
         /* one expert unreadable (NaN weights): the stack is skipped as a
          * whole, once; its other experts' outcomes never make a row */
-        expert_group *g = &sw->groups[sw->item_group[item]];
+        expert_tally *g = &sw->tallies[sw->plan.entries[item].stack];
         if (g->skipped)
             return;
         g->skipped = 1;
         char why[320];
-        snprintf(why, sizeof why, "expert %u: %s", sw->item_expert[item], reason);
-        sw->ds.tensors[g->ds_tensor].sq_norm = NAN;
+        snprintf(why, sizeof why, "expert %u: %s", sw->plan.entries[item].expert, reason);
+        sw->ds.tensors[sw->plan.stacks[sw->plan.entries[item].stack].ds_tensor].sq_norm = NAN;
         sw->stats.n_skipped++;
         if (sw->stats.n_selected)
             sw->stats.n_selected--;
         record_failure(sw, item, "", 0, why);
         return;
     }
-    sw->ds.tensors[sw->item_tensor[item]].sq_norm = NAN;
+    sw->ds.tensors[sw->plan.entries[item].ds_tensor].sq_norm = NAN;
     sw->stats.n_skipped++;
     if (sw->stats.n_selected)
         sw->stats.n_selected--;
@@ -1218,28 +570,29 @@ static void on_item_skipped(void *ctx, size_t item, fr_status status, const char
 static void on_item_norm(void *ctx, size_t item, double sq_norm)
 {
     fr_sweep *sw = ctx;
-    if (item >= sw->n_items)
+    if (item >= sw->plan.n_items)
         return;
-    if (sw->item_group[item] != NO_GROUP) {
+    if (sw->plan.entries[item].stack != FR_PLAN_NO_STACK) {
         /* the stack's norm: the experts' norms summed in expert order once
          * all are known (so it equals the sq_ref of its rows bit for bit) */
-        expert_group *g = &sw->groups[sw->item_group[item]];
-        g->norms[sw->item_expert[item]] = sq_norm;
-        if (++g->n_norms == g->n_experts && !g->skipped) {
+        const fr_plan_stack *stack = &sw->plan.stacks[sw->plan.entries[item].stack];
+        expert_tally *g = &sw->tallies[sw->plan.entries[item].stack];
+        g->norms[sw->plan.entries[item].expert] = sq_norm;
+        if (++g->n_norms == stack->n_experts && !g->skipped) {
             double sum = 0.0;
-            for (uint32_t e = 0; e < g->n_experts; e++)
+            for (uint32_t e = 0; e < stack->n_experts; e++)
                 sum += g->norms[e];
-            sw->ds.tensors[g->ds_tensor].sq_norm = sum;
+            sw->ds.tensors[stack->ds_tensor].sq_norm = sum;
         }
         return;
     }
-    sw->ds.tensors[sw->item_tensor[item]].sq_norm = sq_norm;
+    sw->ds.tensors[sw->plan.entries[item].ds_tensor].sq_norm = sq_norm;
 }
 
 static void on_item_done(void *ctx, size_t item, uint64_t bytes)
 {
     fr_sweep *sw = ctx;
-    if (item < sw->n_items)
+    if (item < sw->plan.n_items)
         report_numeric_flags(sw, item);
     fr_sweep_commit_item_done(&sw->committer, bytes);
 }
@@ -1345,18 +698,18 @@ static fr_status run_executor(fr_sweep *sw, fr_error *xerr)
                                 .cuda_buffer_bytes = sw->opt.cuda_buffer_bytes,
                                 .cuda_stats = sw->opt.cuda_stats,
                                 .cuda_tf32 = sw->opt.cuda_tf32};
-    fr_sweep_commit_run_start(&sw->committer, sw->n_items, sw->stats.bytes, sw->opt.quiet);
+    fr_sweep_commit_run_start(&sw->committer, sw->plan.n_items, sw->stats.bytes, sw->opt.quiet);
     fr_status xst;
     if (sw->opt.executor)
-        xst = sw->opt.executor->run(sw->opt.executor->ctx, sw->reg, sw->items, sw->n_items, &xopt,
-                                    &sink, xerr);
+        xst = sw->opt.executor->run(sw->opt.executor->ctx, sw->reg, sw->plan.items,
+                                    sw->plan.n_items, &xopt, &sink, xerr);
     else
 #ifdef FR_SWEEP_HAVE_CUDA
     if (sw->device >= 0)
-        xst = fr_exec_cuda(sw->reg, sw->items, sw->n_items, &xopt, &sink, xerr);
+        xst = fr_exec_cuda(sw->reg, sw->plan.items, sw->plan.n_items, &xopt, &sink, xerr);
     else
 #endif
-        xst = fr_exec_cpu(sw->reg, sw->items, sw->n_items, &xopt, &sink, xerr);
+        xst = fr_exec_cpu(sw->reg, sw->plan.items, sw->plan.n_items, &xopt, &sink, xerr);
     sw->stats.seconds = fr_sweep_commit_run_end(&sw->committer);
     return xst;
 }
@@ -1370,7 +723,13 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
 
     /* a calibration file that cannot be read stops the run before the
      * output is touched */
-    if (sw->opt.calib && (st = fr_calib_open(sw->opt.calib, &sw->calib, err)) != FR_OK)
+    fr_plan_scope scope = {.reg = sw->reg, .configs = sw->configs, .n_configs = sw->n_configs,
+                           .sources = sw->sources, .n_sources = sw->n_sources,
+                           .filter = &sw->filter, .min_numel = sw->opt.min_numel,
+                           .max_memory = sw->opt.max_memory,
+                           .fused_global_scale = sw->opt.fused_global_scale,
+                           .output = sw->opt.output};
+    if ((st = fr_sweep_plan_open(&sw->plan, &scope, sw->opt.calib, err)) != FR_OK)
         return st;
     if ((st = open_output(sw, &resuming, err)) != FR_OK)
         return st;
@@ -1378,19 +737,16 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     fr_sweep_commit_init(&sw->committer, sw->opt.output, &sw->ds, &sw->stats,
                          sw->opt.commit_interval, resuming);
 
-    if ((st = plan_sources(sw, resuming, err)) != FR_OK ||
-        (st = plan_configs(sw, err)) != FR_OK || (st = plan_tensors(sw, resuming, err)) != FR_OK)
+    if ((st = fr_sweep_plan_build(&sw->plan, &sw->ds, resuming, &sw->stats, err)) != FR_OK)
         return st;
-    if (sw->calib && (st = attach_calibration(sw, err)) != FR_OK)
-        return st;
-    if (sw->opt.fused_global_scale && (st = attach_group_amax(sw, err)) != FR_OK)
-        return st;
-    if ((st = drop_unmeasurable(sw, err)) != FR_OK)
-        return st;
-    /* tensors with work left: an expert stack's experts count once */
-    for (size_t k = 0; k < sw->n_items; k++)
-        if (sw->item_group[k] != NO_GROUP && sw->item_expert[k] != 0 && sw->stats.n_items)
-            sw->stats.n_items--;
+    sw->warnings = calloc(sw->n_configs, sizeof *sw->warnings);
+    sw->tallies = calloc(sw->plan.n_stacks + 1, sizeof *sw->tallies);
+    if (!sw->warnings || !sw->tallies)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    for (size_t g = 0; g < sw->plan.n_stacks; g++)
+        if (!(sw->tallies[g].norms = calloc(sw->plan.stacks[g].n_experts,
+                                            sizeof *sw->tallies[g].norms)))
+            return fr_fail(err, FR_E_NOMEM, "out of memory");
 
     int threads = sw->opt.threads > 0 ? sw->opt.threads : fr_cpu_count();
     if (sw->device < 0)
@@ -1406,7 +762,7 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
 
     if (resuming)
         fr_info("resuming '%s': %zu rows present, %zu tensors with work left", sw->opt.output,
-                sw->stats.n_rows_resumed, sw->n_items);
+                sw->stats.n_rows_resumed, sw->plan.n_items);
     fr_info("measuring %zu tensors x %zu configurations on %s; %zu tensors skipped%s",
             sw->stats.n_selected, sw->n_configs, sw->stats.device, sw->stats.n_skipped,
             sw->stats.n_excluded ? ", others excluded by --include/--exclude" : "");
