@@ -9,20 +9,21 @@
 #include "frontier/exec/metrics.h"
 #include "frontier/sweep/sweep_sink.h"
 
-/* One expert's outcome of one configuration, kept until every expert of
- * the stack has reported: the tensor's row sums them in expert order, so
- * it does not depend on the order outcomes arrive in. */
-typedef struct expert_slot {
+/* What one outcome measured: a tensor's, made into its row at once, or one
+ * expert's of one configuration, kept until every expert of the stack has
+ * reported (the stack's row sums them in expert order, so it does not
+ * depend on the order outcomes arrive in). */
+typedef struct measured {
     frontier_error_sums sums;
     double out_sq_err, out_sq_ref, seconds;
     uint32_t flags; /* FR_ROW_* of this expert */
     char device[16];
-} expert_slot;
+} measured;
 
 /* What the experts of an expert stack (fr_plan_stack) reported. */
 typedef struct fr_expert_tally {
     size_t n_configs;        /* of each expert's item (set by the first outcome) */
-    expert_slot *slots;      /* [n_configs x n_experts], while configurations are open */
+    measured *slots;         /* [n_configs x n_experts], while configurations are open */
     uint32_t *arrived;       /* per config: experts reported */
     uint8_t *failed;         /* per config: some expert failed (recorded once) */
     size_t n_closed;         /* configurations whose row is written or dropped */
@@ -36,6 +37,66 @@ static double rel_err_of(double sq_err, double sq_ref)
     if (sq_ref > 0)
         return sqrt(sq_err / sq_ref);
     return sq_err > 0 ? INFINITY : 0.0;
+}
+
+static void measured_of(const fr_sweep_outcome *o, measured *x)
+{
+    x->sums = o->sums;
+    x->out_sq_err = o->out_sq_err;
+    x->out_sq_ref = o->out_sq_ref;
+    x->seconds = o->seconds;
+    x->flags = o->flags;
+    snprintf(x->device, sizeof x->device, "%s", o->device);
+}
+
+/* The size of configuration ref on a rows x cols matrix of tensor `name`:
+ * the quantizer's size_bits, through the registry's checked call (an error
+ * code or a size outside [1, 2^63) is a failure). */
+static fr_status size_bits_of(const fr_row_sink *s, const fr_config_ref *ref, int64_t rows,
+                              int64_t cols, const char *name, uint64_t *bits, fr_error *err)
+{
+    frontier_call call;
+    fr_call_init(&call, NULL, s->seed, name, ref->cfg->name);
+    fr_status st = fr_quantizer_size_bits(s->plan->scope.reg, ref, rows, cols, name, &call, bits,
+                                          err);
+    fr_call_release(&call);
+    return st;
+}
+
+/* A row (expert < 0: a tensor's own row in /results; else that expert's
+ * row of an expert stack in /expert_results, --split-experts) of what x
+ * measured, total_bits the size of its numel weights. */
+static void add_row(fr_row_sink *s, uint32_t tensor_id, uint32_t config_id, uint64_t total_bits,
+                    double numel, const measured *x, int64_t expert)
+{
+    fr_metrics m;
+    fr_metrics_from_sums(&x->sums, &m);
+    fr_ds_result row = {
+        .tensor_id = tensor_id,
+        .config_id = config_id,
+        .bits_per_weight = (double)total_bits / numel,
+        .total_bits = total_bits,
+        .rel_err = m.rel_err,
+        .sqnr_db = m.sqnr_db,
+        .max_abs_err = m.max_abs_err,
+        .cosine = m.cosine,
+        .out_rel_err = isnan(x->out_sq_err) || isnan(x->out_sq_ref)
+                           ? NAN
+                           : rel_err_of(x->out_sq_err, x->out_sq_ref),
+        .sq_err = x->sums.sq_err,
+        .out_sq_err = x->out_sq_err,
+        .out_sq_ref = x->out_sq_ref,
+        .seconds = x->seconds,
+        .flags = x->flags,
+    };
+    snprintf(row.device, sizeof row.device, "%s", x->device);
+    fr_error err = {0};
+    fr_status st = expert < 0 ? fr_dataset_add_result(s->ds, &row, &err)
+                              : fr_dataset_add_expert_result(s->ds, &row, (uint32_t)expert, &err);
+    if (st != FR_OK)
+        fr_sweep_commit_fail(s->committer, &err);
+    if (st == FR_OK && expert < 0)
+        s->stats->n_rows_new++;
 }
 
 static void record_failure(fr_row_sink *s, size_t item, const char *config, size_t config_index,
@@ -151,48 +212,19 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
         record_failure(s, o->item, ref->cfg->name, j, o->error);
         return;
     }
-    /* the size comes from the quantizer's size_bits, through the registry's
-     * checked call (an error code or a size outside [1, 2^63) is a failure) */
     uint64_t total_bits = 0;
-    frontier_call call;
     fr_error serr = {0};
-    fr_call_init(&call, NULL, s->seed, it->tensor->name, ref->cfg->name);
-    fr_status st = fr_quantizer_size_bits(s->plan->scope.reg, ref, it->rows, it->cols, it->tensor->name,
-                                          &call, &total_bits, &serr);
-    fr_call_release(&call);
-    if (st != FR_OK) {
+    if (size_bits_of(s, ref, it->rows, it->cols, it->tensor->name, &total_bits, &serr) != FR_OK) {
         record_failure(s, o->item, ref->cfg->name, j, serr.msg);
         return;
     }
-    fr_metrics m;
-    fr_metrics_from_sums(&o->sums, &m);
-    double numel = (double)(it->rows * it->cols);
-    fr_ds_result row = {
-        .tensor_id = s->ds->tensors[s->plan->entries[o->item].ds_tensor].tensor_id,
-        .config_id = s->plan->item_config_ids[s->plan->entries[o->item].first_config + o->config],
-        .bits_per_weight = (double)total_bits / numel,
-        .total_bits = total_bits,
-        .rel_err = m.rel_err,
-        .sqnr_db = m.sqnr_db,
-        .max_abs_err = m.max_abs_err,
-        .cosine = m.cosine,
-        .out_rel_err = isnan(o->out_sq_err) || isnan(o->out_sq_ref)
-                           ? NAN
-                           : rel_err_of(o->out_sq_err, o->out_sq_ref),
-        .sq_err = o->sums.sq_err,
-        .out_sq_err = o->out_sq_err,
-        .out_sq_ref = o->out_sq_ref,
-        .seconds = o->seconds,
-        .flags = o->flags,
-    };
-    snprintf(row.device, sizeof row.device, "%s", o->device);
+    const fr_plan_entry *entry = &s->plan->entries[o->item];
+    measured x;
+    measured_of(o, &x);
     keep_numeric_flags(s, o);
-    fr_error err = {0};
-    if (fr_dataset_add_result(s->ds, &row, &err) != FR_OK) {
-        fr_sweep_commit_fail(s->committer, &err);
-        return;
-    }
-    s->stats->n_rows_new++;
+    add_row(s, s->ds->tensors[entry->ds_tensor].tensor_id,
+            s->plan->item_config_ids[entry->first_config + o->config], total_bits,
+            (double)(it->rows * it->cols), &x, -1);
     fr_sweep_commit_due(s->committer);
 }
 
@@ -200,7 +232,7 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
  * error sums add in expert order, max_abs_err is the max, times add; a flag
  * that is a fact of any expert is the stack's, "checked" and "all zero"
  * only when they hold for every expert. */
-static void sum_experts(const expert_slot *xs, uint32_t n, expert_slot *sum)
+static void sum_experts(const measured *xs, uint32_t n, measured *sum)
 {
     *sum = xs[0];
     sum->seconds = 0.0;
@@ -224,41 +256,6 @@ static void sum_experts(const expert_slot *xs, uint32_t n, expert_slot *sum)
     }
 }
 
-/* A row of an expert stack (expert < 0: the tensor's own row in /results;
- * else that expert's row in /expert_results, --split-experts). */
-static void add_expert_row(fr_row_sink *s, uint32_t tensor_id, uint32_t config_id,
-                           uint64_t total_bits, double numel, const expert_slot *x, int64_t expert)
-{
-    fr_metrics m;
-    fr_metrics_from_sums(&x->sums, &m);
-    fr_ds_result row = {
-        .tensor_id = tensor_id,
-        .config_id = config_id,
-        .bits_per_weight = (double)total_bits / numel,
-        .total_bits = total_bits,
-        .rel_err = m.rel_err,
-        .sqnr_db = m.sqnr_db,
-        .max_abs_err = m.max_abs_err,
-        .cosine = m.cosine,
-        .out_rel_err = isnan(x->out_sq_err) || isnan(x->out_sq_ref)
-                           ? NAN
-                           : rel_err_of(x->out_sq_err, x->out_sq_ref),
-        .sq_err = x->sums.sq_err,
-        .out_sq_err = x->out_sq_err,
-        .out_sq_ref = x->out_sq_ref,
-        .seconds = x->seconds,
-        .flags = x->flags,
-    };
-    snprintf(row.device, sizeof row.device, "%s", x->device);
-    fr_error err = {0};
-    fr_status st = expert < 0 ? fr_dataset_add_result(s->ds, &row, &err)
-                              : fr_dataset_add_expert_result(s->ds, &row, (uint32_t)expert, &err);
-    if (st != FR_OK)
-        fr_sweep_commit_fail(s->committer, &err);
-    if (st == FR_OK && expert < 0)
-        s->stats->n_rows_new++;
-}
-
 /* Configuration c of the expert stack of item `item`, every expert of which
  * reported it without failure: the stack's row (its size E x size_bits of
  * one expert) and, with --split-experts, each expert's. */
@@ -269,12 +266,9 @@ static void add_stack_rows(fr_row_sink *s, size_t item, size_t c)
     const fr_plan_stack *stack = &s->plan->stacks[entry->stack];
     const fr_config_ref *ref = it->configs[c];
     uint64_t expert_bits = 0, total_bits = 0;
-    frontier_call call;
     fr_error serr = {0};
-    fr_call_init(&call, NULL, s->seed, it->tensor->name, ref->cfg->name);
-    fr_status st = fr_quantizer_size_bits(s->plan->scope.reg, ref, stack->rows, stack->cols,
-                                          it->tensor->name, &call, &expert_bits, &serr);
-    fr_call_release(&call);
+    fr_status st = size_bits_of(s, ref, stack->rows, stack->cols, it->tensor->name, &expert_bits,
+                                &serr);
     if (st == FR_OK &&
         __builtin_mul_overflow(expert_bits, (uint64_t)stack->n_experts, &total_bits))
         st = fr_fail(&serr, FR_E_FAIL,
@@ -284,16 +278,16 @@ static void add_stack_rows(fr_row_sink *s, size_t item, size_t c)
         record_failure(s, item, ref->cfg->name, selected_index(s, ref), serr.msg);
         return;
     }
-    const expert_slot *xs = &s->tallies[entry->stack].slots[c * stack->n_experts];
-    expert_slot sum;
+    const measured *xs = &s->tallies[entry->stack].slots[c * stack->n_experts];
+    measured sum;
     sum_experts(xs, stack->n_experts, &sum);
     uint32_t tensor_id = s->ds->tensors[stack->ds_tensor].tensor_id;
     uint32_t config_id = s->plan->item_config_ids[entry->first_config + c];
     double numel = (double)(stack->rows * stack->cols);
-    add_expert_row(s, tensor_id, config_id, total_bits, numel * stack->n_experts, &sum, -1);
+    add_row(s, tensor_id, config_id, total_bits, numel * stack->n_experts, &sum, -1);
     if (s->split_experts)
         for (uint32_t k = 0; k < stack->n_experts; k++)
-            add_expert_row(s, tensor_id, config_id, expert_bits, numel, &xs[k], k);
+            add_row(s, tensor_id, config_id, expert_bits, numel, &xs[k], k);
 }
 
 /* One expert's outcome of an expert stack. Once every expert of the stack
@@ -332,13 +326,7 @@ static void on_expert_outcome(fr_row_sink *s, const fr_sweep_outcome *o)
         }
         g->failed[c] = 1;
     } else {
-        expert_slot *x = &g->slots[c * stack->n_experts + e];
-        x->sums = o->sums;
-        x->out_sq_err = o->out_sq_err;
-        x->out_sq_ref = o->out_sq_ref;
-        x->seconds = o->seconds;
-        x->flags = o->flags;
-        snprintf(x->device, sizeof x->device, "%s", o->device);
+        measured_of(o, &g->slots[c * stack->n_experts + e]);
     }
     if (++g->arrived[c] < stack->n_experts)
         return;
