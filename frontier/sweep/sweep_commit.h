@@ -2,8 +2,9 @@
  * The committer of a sweep (frontier/sweep/sweep_commit.c): when the rows
  * in memory are written to the dataset file, how the run's progress is
  * shown, and the first failure to keep a row or to commit, which ends the
- * run early (the engine, frontier/sweep/sweep.c, still commits what it can
- * at the end).
+ * run early: the executor is cancelled, no commit follows, and the file
+ * keeps the rows of the last commit that succeeded (the engine,
+ * frontier/sweep/sweep.c, reports that failure).
  *
  * A commit sorts the dataset and writes it as a whole file with
  * fr_dataset_write (tmp + fsync + rename), so the output always holds every
