@@ -168,7 +168,7 @@ static int needs_statistics(const plan *p, const fr_config_ref *ref)
 }
 
 /* What a calibrated configuration lacks to be computed on q (NULL:
- * nothing): the sweep's rule (frontier/sweep/sweep.c missing_statistics), so a
+ * nothing): the sweep's rule (frontier/sweep/sweep_plan.c missing_statistics), so a
  * tensor is written under a configuration exactly when the sweep measured
  * it under that configuration with the same file. */
 static const char *missing_statistics(const plan *p, const qtensor *q, char *buf, size_t len)
@@ -445,7 +445,7 @@ static fr_status attach_statistics(plan *p, fr_error *err)
         fr_calib_stats cs;
         if (q->experts > 1) {
             /* each expert its own statistics, as the sweep measured it
-             * (frontier/sweep/sweep.c; docs/calibration.md) */
+             * (frontier/sweep/sweep_plan.c; docs/calibration.md) */
             q->expert_calib = calloc((size_t)q->experts, sizeof *q->expert_calib);
             if (!q->expert_calib)
                 return fr_fail(err, FR_E_NOMEM, "out of memory");
@@ -822,7 +822,7 @@ static void metrics_of(const float *w, const float *w_hat, int64_t n, fr_metrics
 /* The metrics of W against W_hat for an expert stack of `experts`
  * matrices of `per` elements: each expert's sums as for one tensor, added
  * in expert order (max_abs_err the maximum), as the sweep makes a stack's
- * row (frontier/sweep/sweep.c on_expert_outcome); one expert: metrics_of. */
+ * row (frontier/sweep/sweep_sink.c sum_experts); one expert: metrics_of. */
 static void stack_metrics_of(const float *w, const float *w_hat, int64_t experts, int64_t per,
                              fr_metrics *m, frontier_error_sums *sums, double *expert_rel_err)
 {
