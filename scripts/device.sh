@@ -24,7 +24,9 @@
 #
 # Environment: DEVICE_SECONDS (the deadline, s); GPU_TESTS=REGEX (only those
 # GPU tests); GPTQ_PASSES (the PyTorch GPTQ peer's passes, default 2);
-# GPTQ_LOOPS (bench_gptq's column kernels); FUZZ_SECONDS (default 300).
+# GPTQ_LOOPS (bench_gptq's column kernels); FUZZ_SECONDS (default 300);
+# GGML_LAYERS (bench_ggml's layers, default 32), LLAMA_LAYERS (the
+# llama-quantize peer's, default 4).
 set -uo pipefail
 
 # ---- the plans ----
@@ -44,6 +46,7 @@ outerr-8b   | frontier_cli              | outerr-8b                       | -   
 mpi         | frontier_cli              | mpi                             | -                                | bench_mpi.py: the 70B-shaped sweep with 1, 2, 4 ranks on the GPU, one layer on the CPU
 profile     | bench_gpu                 | profile                         | ncu-stream.txt ncu-fused.txt     | Nsight Compute on the streaming and the fused kernel
 fuzz        | -                         | fuzz                            | corpus.tar.gz fuzz-logs.tar.gz   | every libFuzzer target of .carry/fuzz.tar.xz at once for FUZZ_SECONDS, the grown corpus back
+kquants     | bench_ggml test_gpu_ggml frontier_cli | ggml-tests ggml-8b llama-peer | -                  | the llama.cpp types on the GPU: gpu.ggml and gpu.sweep_ggml, bench_ggml over the 8B shapes (13 types, 7 with an imatrix), llama-quantize --pure on LLAMA_LAYERS layers of the same shapes (.carry/llama-quantize)
 '
 
 cd "$(dirname "$0")/.."
@@ -223,6 +226,20 @@ step_profile() {
   RUN_LOG=$OUT/ncu-fused.txt run ncu-fused 200 "$ncu" --clock-control none "${sections[@]}" \
     -k regex:fr_kfused_kernel -c 1 "$BENCH" fused --reps 1
 }
+step_ggml_tests() {
+  run ggml-tests 200 ctest --test-dir "$BUILD" -R '^gpu[.](ggml|sweep_ggml)$' -V
+}
+step_ggml_8b() {
+  run bench-ggml 240 "$BUILD/bench/bench_ggml" --layers "${GGML_LAYERS:-32}" --json "$RAW/bench_ggml.json"
+}
+step_llama_peer() {
+  # the pinned llama.cpp's llama-quantize (scripts/device.sh prepare copies
+  # it into .carry), every thread of the machine; a quarter of the layers by
+  # default: the whole model over 13 types takes longer than a call
+  run llama-peer 270 python3 bench/peers/llama_quantize.py --llama-quantize .carry/llama-quantize \
+    --layers "${LLAMA_LAYERS:-4}" --threads "$JOBS" --imatrix --deadline 200 --work "$WORK/llama" \
+    --json "$RAW/llama_quantize.json"
+}
 step_fuzz() {
   run fuzz $(( ${FUZZ_SECONDS:-300} + 60 )) bash "$SELF" fuzz-run "${FUZZ_SECONDS:-300}"
 }
@@ -393,6 +410,28 @@ for key in ("mpi_gpu", "mpi_cpu"):
     for r in (raw.get(key) or {}).get("results", []):
         lines.append(f"{key}: {r['ranks']} ranks, wall {r['wall_s']:.2f} s, sweep {r['sweep_s']}, rows {r['rows']}, "
                      f"balance {r['balance'] if r['balance'] is None else round(r['balance'], 2)}")
+b, lq = raw.get("bench_ggml"), raw.get("llama_quantize")
+if b and "configs" in b:
+    fig["ggml_gpu_s"] = b["gpu_seconds"]
+    lines.append(f"ggml on the GPU, {b['layers']} layers ({b['params']:.3g} weights): {b['gpu_seconds']:.2f} s "
+                 f"for {len(b['configs'])} configurations, {int(b['differ'])} checked w^ differ from the CPU's")
+    total_gpu = total_cpu = 0.0
+    for c in b["configs"]:
+        imat = c["config"].startswith("imat-")
+        t = c["config"].split("ggml-", 1)[1]
+        peer = ((lq or {}).get("imatrix" if imat else "types") or {}).get(t)
+        l = f"  {c['config']:18s} {c['seconds']:8.3f} s"
+        if peer and lq.get("params"):
+            cpu = peer["seconds"] * b["params"] / lq["params"]
+            l += f"   llama-quantize {cpu:8.1f} s (scaled from {lq['layers']} layers), {cpu / c['seconds']:6.0f}x"
+            if not imat:
+                total_gpu += c["seconds"]
+                total_cpu += cpu
+        lines.append(l)
+    if total_cpu:
+        fig["ggml_speedup"] = total_cpu / total_gpu
+        lines.append(f"  the types llama-quantize ran (no imatrix): GPU {total_gpu:.2f} s, llama-quantize "
+                     f"{total_cpu:.1f} s on {lq.get('threads')} threads ({lq.get('cpu')}), {total_cpu / total_gpu:.0f}x")
 for name in ("stream", "fused"):
     p = os.path.join(out, f"ncu-{name}.txt")
     if os.path.exists(p):
@@ -508,6 +547,15 @@ prepare() {
       git status --porcelain --untracked-files=no
     fi
   } > .carry/commit.txt
+  # the pinned llama.cpp's llama-quantize for the kquants plan's peer, when
+  # scripts/llama-cpp.sh has built it here (static but for the C and C++
+  # runtimes and libgomp, which the device image has)
+  local lq
+  if lq=$(bash scripts/llama-cpp.sh --print-dir 2>/dev/null); then
+    cp "$lq/llama-quantize" .carry/llama-quantize && ls -l .carry/llama-quantize
+  else
+    echo "no pinned llama.cpp build (scripts/llama-cpp.sh): the kquants plan's llama-peer step will fail"
+  fi
   ls -l .carry/debs
   cat .carry/commit.txt
 }
