@@ -26,7 +26,7 @@
 # GPU tests); GPTQ_PASSES (the PyTorch GPTQ peer's passes, default 2);
 # GPTQ_LOOPS (bench_gptq's column kernels); FUZZ_SECONDS (default 300);
 # GGML_LAYERS (bench_ggml's layers, default 32), LLAMA_LAYERS (the
-# llama-quantize peer's, default 4).
+# llama-quantize peer's, default 2).
 set -uo pipefail
 
 # ---- the plans ----
@@ -234,10 +234,11 @@ step_ggml_8b() {
 }
 step_llama_peer() {
   # the pinned llama.cpp's llama-quantize (scripts/device.sh prepare copies
-  # it into .carry), every thread of the machine; a quarter of the layers by
-  # default: the whole model over 13 types takes longer than a call
-  run llama-peer 270 python3 bench/peers/llama_quantize.py --llama-quantize .carry/llama-quantize \
-    --layers "${LLAMA_LAYERS:-4}" --threads "$JOBS" --imatrix --deadline 200 --work "$WORK/llama" \
+  # it into .carry), every thread of the machine, on LLAMA_LAYERS layers
+  # (default 2: the whole model over 20 runs takes longer than a call); the
+  # JSON is rewritten after every run, so a timeout keeps what was measured
+  run llama-peer 300 python3 bench/peers/llama_quantize.py --llama-quantize .carry/llama-quantize \
+    --layers "${LLAMA_LAYERS:-2}" --threads "$JOBS" --imatrix --deadline 240 --work "$WORK/llama" \
     --json "$RAW/llama_quantize.json"
 }
 step_fuzz() {

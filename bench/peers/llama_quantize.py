@@ -25,7 +25,8 @@ usage: llama_quantize.py [--llama-quantize PATH] [--layers N] [--threads T]
 
 PATH defaults to the pinned build of scripts/llama-cpp.sh (its --print-dir).
 --deadline stops starting runs once that many seconds have passed (the
-types run so far are kept). Needs numpy only (the GGUF writer is here).
+types run so far are kept; the JSON is rewritten after every run). Needs
+numpy only (the GGUF writer is here).
 """
 import argparse
 import json
@@ -144,8 +145,10 @@ def run_one(exe, model, out, ty, threads, imatrix):
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
     if r.returncode != 0:
-        print(f"llama_quantize.py: {' '.join(cmd)} exited {r.returncode}\n{r.stderr[-1500:]}",
-              file=sys.stderr)
+        why = (" (SIGILL: built for another CPU; scripts/llama-cpp.sh builds it with "
+               "GGML_NATIVE on the machine it runs on)" if r.returncode == -4 else "")
+        print(f"llama_quantize.py: {' '.join(cmd)} exited {r.returncode}{why}\n"
+              f"{r.stderr[-1500:]}", file=sys.stderr)
         return None
     m = re.search(r"quantize time =\s*([0-9.]+) ms", r.stdout + r.stderr)
     out_bytes = out.stat().st_size if out.exists() else 0
@@ -196,6 +199,8 @@ def main():
         if r is None:
             return 1
         res["imatrix" if weighted else "types"][ty] = r
+        if a.json:  # after every run: a call that times out keeps what it measured
+            Path(a.json).write_text(json.dumps(res, indent=1))
         print(f"{ty:7s}{' --imatrix' if weighted else '':10s} {r['seconds']:8.2f} s "
               f"(quantize time {r['quantize_seconds']} s), {r['out_bytes'] / 1e9:.2f} GB",
               flush=True)
