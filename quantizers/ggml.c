@@ -9,8 +9,9 @@
  * docs/formats.md the definitions). Blocks of 32 consecutive elements of a
  * row, or super-blocks of 256 (K-quants, IQ4_XS); size: the block bytes. The
  * same types weighted by an importance matrix are the `ggml_imat` family's
- * (quantizers/ggml_imat.c), through fr_ggml_quantize_rows. Host only
- * (FR_HOST_FAMILIES): no kernels.
+ * (quantizers/ggml_imat.c), through fr_ggml_quantize_rows. A host family
+ * (FR_HOST_FAMILIES): no fused kernels; its quantize_cuda (kernels/ggml.cu)
+ * runs this file's block code on the device, one thread per block.
  */
 #include "ggml.h"
 
@@ -173,7 +174,7 @@ static const frontier_quantizer ggml_quantizer = {
                    "IQ4_NL, IQ4_XS with llama-quantize's rules (what frontier quantize "
                    "--format gguf writes)",
     .version = FRONTIER_VERSION,
-    .flags = FRONTIER_Q_DETERMINISTIC, /* host only: no GPU functions */
+    .flags = FRONTIER_Q_DETERMINISTIC, /* kernels/ attaches its quantize_cuda */
     .n_configs = sizeof ggml_configs / sizeof ggml_configs[0],
     .configs = ggml_configs,
     .size_bits = ggml_size_bits,

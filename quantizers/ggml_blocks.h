@@ -53,18 +53,33 @@ typedef enum fr_ggml_qtype {
     FR_GGML_MXFP4 = 39
 } fr_ggml_qtype;
 
-/* MXFP4's elements: E2M1 values doubled (ggml's kvalues_mxfp4), index =
- * the stored nibble. */
-static const int8_t fr_ggml_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12,
-                                                  0, -1, -2, -3, -4, -6, -8, -12};
+/* MXFP4's elements: E2M1 values doubled (ggml's kvalues_mxfp4 {0, 1, 2,
+ * 3, 4, 6, 8, 12, 0, -1, ..., -12}), index = the stored nibble; packed
+ * as fr_ggml_iq4nl_value's, so no table lives in memory on the device. */
+FR_HD float fr_ggml_mxfp4_value(int i)
+{
+    return (float)fr_ggml_packed_level(0x0c08060403020100ull, 0xf4f8fafcfdfeff00ull, i);
+}
 
 /* ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 127) / 2, subnormal for e < 2. */
-static inline float fr_ggml_e8m0_half(uint8_t e)
+FR_HD float fr_ggml_e8m0_half(uint8_t e)
 {
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    return fr_bits_to_f32(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
+}
+
+/* floorf(log2f(a)) for a finite a > 0 as the CPU's libm (ggml's call)
+ * gives it. CUDA's log2f may be 1 ulp off, which moves the floor where
+ * a is just below a power of two and log2f rounds up to the integer; the
+ * double log2 rounded to float rounds as glibc's log2f does there
+ * (tests/quantize/test_gguf.c compares the two on the top 2^16 mantissas
+ * of every binade, the only inputs whose floor can depend on it). */
+FR_HD float fr_ggml_floor_log2f(float a)
+{
+#if defined(__CUDA_ARCH__)
+    return floorf((float)log2((double)a));
+#else
+    return floorf(log2f(a));
+#endif
 }
 
 /* MXFP4 of one block: the shared exponent e = floor(log2 amax) - 2 + 127
@@ -72,20 +87,20 @@ static inline float fr_ggml_e8m0_half(uint8_t e)
  * conversion of a negative value is undefined), d = fr_ggml_e8m0_half(e),
  * each element the index of the nearest kvalue * d, the first on a tie
  * (ggml's best_index_mxfp4: so 1.75 d goes to 1.5 d, not 2 d). */
-static inline void fr_ggml_mxfp4_encode(const float *x, int n, uint8_t *out)
+FR_HD void fr_ggml_mxfp4_encode(const float *x, int n, uint8_t *out)
 {
     float amax = 0.0f;
     for (int j = 0; j < n; j++)
         amax = amax < fabsf(x[j]) ? fabsf(x[j]) : amax;
-    float ef = amax > 0.0f ? floorf(log2f(amax)) - 2.0f + 127.0f : 0.0f;
+    float ef = amax > 0.0f ? fr_ggml_floor_log2f(amax) - 2.0f + 127.0f : 0.0f;
     uint8_t e = (uint8_t)(ef > 0.0f ? ef : 0.0f);
     const float d = fr_ggml_e8m0_half(e);
     int q[FR_GGML_BLOCK] = {0};
     for (int j = 0; j < n; j++) {
         int best = 0;
-        float best_err = fabsf((float)fr_ggml_kvalues_mxfp4[0] * d - x[j]);
+        float best_err = fabsf(fr_ggml_mxfp4_value(0) * d - x[j]);
         for (int i = 1; i < 16; i++) {
-            float err = fabsf((float)fr_ggml_kvalues_mxfp4[i] * d - x[j]);
+            float err = fabsf(fr_ggml_mxfp4_value(i) * d - x[j]);
             if (err < best_err) {
                 best = i;
                 best_err = err;
@@ -125,13 +140,13 @@ static inline const fr_ggml_params *fr_ggml_params_by_name(const char *name)
 /* (int)f clamped to [0, top]: the reference's truncating cast where f is
  * in range (always for finite blocks whose scale is a normal float), and no
  * undefined conversion where it is not (Inf from a subnormal scale). */
-static inline int fr_ggml_trunc(float f, int top)
+FR_HD int fr_ggml_trunc(float f, int top)
 {
     return f >= (float)top ? top : f > 0.0f ? (int)f : 0;
 }
 
 /* Codes of a block as the reference computes them (j >= n: 0). */
-static inline void fr_ggml_codes(fr_ggml_qtype type, const float *x, int n, int *q, float *d_out,
+FR_HD void fr_ggml_codes(fr_ggml_qtype type, const float *x, int n, int *q, float *d_out,
                                  float *m_out)
 {
     float d = 0.0f, m = 0.0f, id;
@@ -188,7 +203,7 @@ static inline void fr_ggml_codes(fr_ggml_qtype type, const float *x, int n, int 
 }
 
 /* A legacy block or MXFP4: x[0..n), 1 <= n <= 32. */
-static inline void fr_ggml_encode_legacy(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
+FR_HD void fr_ggml_encode_legacy(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
 {
     if (type == FR_GGML_MXFP4) {
         fr_ggml_mxfp4_encode(x, n, out);
@@ -220,12 +235,12 @@ static inline void fr_ggml_encode_legacy(fr_ggml_qtype type, const float *x, int
         p[j] = (uint8_t)((q[j] & 0x0f) | (q[j + 16] & 0x0f) << 4);
 }
 
-static inline void fr_ggml_decode_legacy(fr_ggml_qtype type, const uint8_t *in, float *y)
+FR_HD void fr_ggml_decode_legacy(fr_ggml_qtype type, const uint8_t *in, float *y)
 {
     if (type == FR_GGML_MXFP4) {
         const float e = fr_ggml_e8m0_half(in[0]);
         for (int j = 0; j < FR_GGML_BLOCK; j++)
-            y[j] = (float)fr_ggml_kvalues_mxfp4[(j < 16 ? in[1 + j] : in[1 + j - 16] >> 4) & 0x0f] * e;
+            y[j] = fr_ggml_mxfp4_value((j < 16 ? in[1 + j] : in[1 + j - 16] >> 4) & 0x0f) * e;
         return;
     }
     const float d = fr_f16_to_f32(fr_ggml_get16(in));
@@ -259,7 +274,7 @@ static inline void fr_ggml_decode_legacy(fr_ggml_qtype type, const uint8_t *in, 
 }
 
 /* Elements per block of a type: 256 for the super-block types. */
-static inline int fr_ggml_block_elems(fr_ggml_qtype type)
+FR_HD int fr_ggml_block_elems(fr_ggml_qtype type)
 {
     switch (type) {
     case FR_GGML_Q2_K:
@@ -277,7 +292,7 @@ static inline int fr_ggml_block_elems(fr_ggml_qtype type)
  * importance matrix's values for the block's columns), which the
  * super-block types weigh their searches by as llama-quantize --imatrix
  * does; NULL for none (the legacy types take none). */
-static inline void fr_ggml_encode_block_weighted(fr_ggml_qtype type, const float *x, int n,
+FR_HD void fr_ggml_encode_block_weighted(fr_ggml_qtype type, const float *x, int n,
                                                  const float *qw, uint8_t *out)
 {
     switch (type) {
@@ -292,13 +307,13 @@ static inline void fr_ggml_encode_block_weighted(fr_ggml_qtype type, const float
     }
 }
 
-static inline void fr_ggml_encode_block(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
+FR_HD void fr_ggml_encode_block(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
 {
     fr_ggml_encode_block_weighted(type, x, n, NULL, out);
 }
 
 /* Decodes one block into y[0..block) as ggml's dequantize_row_* does. */
-static inline void fr_ggml_decode_block(fr_ggml_qtype type, const uint8_t *in, float *y)
+FR_HD void fr_ggml_decode_block(fr_ggml_qtype type, const uint8_t *in, float *y)
 {
     switch (type) {
     case FR_GGML_Q2_K: fr_ggml_q2_k_decode((const fr_ggml_block_q2_k *)in, y); return;
@@ -335,7 +350,7 @@ static inline unsigned fr_ggml_file_type(fr_ggml_qtype type)
     }
 }
 
-static inline unsigned fr_ggml_block_bytes(fr_ggml_qtype type)
+FR_HD unsigned fr_ggml_block_bytes(fr_ggml_qtype type)
 {
     switch (type) {
     case FR_GGML_Q4_0: return 18;

@@ -10,7 +10,8 @@
  *
  * A family of its own because needing statistics is a family's flag; the
  * configurations wrap the ggml family's (quantizers/wrap.h) and store
- * exactly its blocks, so size and layout are the base's. Host only.
+ * exactly its blocks, so size and layout are the base's. Its quantize_cuda
+ * (kernels/ggml.cu) runs the same weighted searches on the device.
  */
 #include "builtin.h"
 #include "common.h"
