@@ -47,6 +47,7 @@
 #include "frontier/sweep/sweep.h"
 #include "frontier/exec/builtins.h"
 #include "ggml_rows.h"
+#include "gguf_file.h"
 #include "quantizers/ggml_blocks.h"
 
 static fr_registry reg;
@@ -698,18 +699,6 @@ typedef struct fixture_tensor {
     int f16;
     float *w;
 } fixture_tensor;
-
-static void put_le(FILE *f, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        fputc((int)(v >> (8 * i)) & 0xff, f);
-}
-
-static void put_gguf_str(FILE *f, const char *str)
-{
-    put_le(f, strlen(str), 8);
-    fputs(str, f);
-}
 
 /* Every 2-D weight of stories260K named `part` in layer `layer`, end to end. */
 static int64_t gather(const fr_source *src, int layer, const char *const *parts, float *out)
