@@ -33,6 +33,7 @@
 #include "core/safetensors_write.h"
 #include "frontier/dataset/dataset_file.h"
 #include "core/source.h"
+#include "frontier/model/block_source.h"
 #include "frontier/model/calib_attach.h"
 #include "frontier/model/fused_scale.h"
 #include "frontier/exec/metrics.h"
@@ -1610,7 +1611,7 @@ static fr_status open_model(plan *p, fr_error *err)
             return fr_fail(err, FR_E_IO, "cannot open '%s': %s", o->model,
                            fr_errno_text(errno, why, sizeof why));
     }
-    fr_status st = fr_source_open(o->model, &p->src, err);
+    fr_status st = fr_block_source_open(o->model, &p->src, err);
     if (st != FR_OK)
         return st;
     if (o->format == FR_QFORMAT_GGUF && p->src->kind != FR_SOURCE_GGUF)
