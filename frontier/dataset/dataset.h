@@ -34,6 +34,10 @@ typedef struct fr_ds_tensor {
     uint64_t numel;
     int64_t rows, cols; /* the matrix view quantizers see */
     double sq_norm;   /* sum w^2 (double): lets global errors be aggregated exactly */
+    /* how the source stores it (optional: "" and 0 in files from before them) */
+    char *source_format; /* the block format W was decoded from ("Q4_1"); "" when W is
+                            the stored elements themselves (a float dtype) */
+    uint64_t stored_bits; /* bits the source stores for the tensor (scales included) */
 } fr_ds_tensor;
 
 typedef struct fr_ds_config {
