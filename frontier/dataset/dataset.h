@@ -40,6 +40,13 @@ typedef struct fr_ds_tensor {
     uint64_t stored_bits; /* bits the source stores for the tensor (scales included) */
 } fr_ds_tensor;
 
+/* The configuration every tensor of a quantized source has beside the
+ * measured ones (docs/quantized-sources.md): the tensor as released, at its
+ * stored bits, with no error added. Not a quantizer: the sweep writes its
+ * rows (fr_dataset_add_keep_rows), quantize copies such a tensor's bytes. */
+#define FR_KEEP_CONFIG "keep"
+#define FR_KEEP_FAMILY "keep"
+
 typedef struct fr_ds_config {
     uint32_t config_id;
     char *name;       /* "int4-g128-asym" */

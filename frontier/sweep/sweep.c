@@ -29,6 +29,7 @@
 #include "frontier/exec/blocked.h"
 #include "frontier/model/calib_attach.h"
 #include "frontier/dataset/dataset_write.h"
+#include "frontier/dataset/keep_rows.h"
 #include "frontier/dataset/source_identity.h"
 #include "frontier/exec/exec_cpu.h"
 #include "frontier/exec/exec_cuda.h"
@@ -1572,14 +1573,17 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     fr_error xerr = {0};
     fr_status xst = run_executor(sw, &xerr);
 
+    /* a quantized source's tensors as released (frontier/dataset/keep_rows.h) */
+    fr_error kerr = {0};
+    fr_status kst = fr_dataset_add_keep_rows(&sw->ds, sw->opt.output, NULL, &kerr);
     /* the final commit, whatever happened: every row measured is kept */
     fr_error cerr = {0};
     fr_status cst = sw->write_status == FR_OK ? commit(sw, &cerr) : sw->write_status;
     if (sw->write_status != FR_OK)
         cerr = sw->write_err;
-    if (cst != FR_OK) {
-        *err = cerr;
-        return cst;
+    if (cst != FR_OK || kst != FR_OK) {
+        *err = cst != FR_OK ? cerr : kerr;
+        return cst != FR_OK ? cst : kst;
     }
     if (xst == FR_E_INTERRUPT || (sw->opt.stop && *sw->opt.stop))
         return fr_fail(err, FR_E_INTERRUPT,
