@@ -56,7 +56,7 @@ extern "C" {
     X(GPTQ, gptq, FR_NO_GGML)                                                                \
     X(RHT, rht, FR_NO_GGML)                                                                  \
     X(RHT_GPTQ, rht_gptq, FR_NO_GGML)                                                        \
-    X(GGML, ggml, FR_NO_GGML)                                                                \
+    X(GGML, ggml, FR_GGML(ggml))                                                             \
     X(NVFP4_FUSED, nvfp4_fused, FR_NO_GGML)                                                  \
     X(GGML_IMAT, ggml_imat, FR_NO_GGML)
 

@@ -181,10 +181,17 @@ static const frontier_quantizer ggml_quantizer = {
     .config_traits = ggml_config_traits,
 };
 
-/* The table line says FR_NO_GGML: the GGUF writer maps these configurations
- * itself (frontier/checkpoint/quantize_gguf.c); the int family's list says which int
- * configurations merely share a ggml storage. */
-const fr_ggml_type fr_ggml_ggml_types[] = {{NULL, NULL}};
+/* Each configuration is its llama.cpp type (what allocate's llama_cpp_type
+ * and tensor-type file name; llama-quantize without --imatrix writes the
+ * same blocks). The GGUF writer maps them through their traits
+ * (frontier/checkpoint/quantize_gguf.c), not through this list. */
+const fr_ggml_type fr_ggml_ggml_types[] = {
+    {"ggml-q8_0", "q8_0"},   {"ggml-q4_0", "q4_0"}, {"ggml-q4_1", "q4_1"},
+    {"ggml-q5_0", "q5_0"},   {"ggml-q5_1", "q5_1"}, {"ggml-mxfp4", "mxfp4"},
+    {"ggml-q2_k", "q2_k"},   {"ggml-q3_k", "q3_k"}, {"ggml-q4_k", "q4_k"},
+    {"ggml-q5_k", "q5_k"},   {"ggml-q6_k", "q6_k"}, {"ggml-iq4_nl", "iq4_nl"},
+    {"ggml-iq4_xs", "iq4_xs"}, {NULL, NULL},
+};
 
 const frontier_quantizer *fr_ggml_entry(const frontier_host_api *host)
 {
