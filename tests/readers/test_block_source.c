@@ -346,41 +346,10 @@ static void requantize(const fr_source *s, const ftensor *ft)
     }
 }
 
-/* --dump: every decoded tensor as DIR/<name>.f32 (float32, C order). */
-static int dump(const char *path, const char *dir)
-{
-    fr_source *s = NULL;
-    fr_error err = {0};
-    if (fr_block_source_open(path, &s, &err) != FR_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    mkdir(dir, 0777);
-    int rc = 0;
-    for (size_t i = 0; i < s->n_tensors && !rc; i++) {
-        const fr_tensor *t = &s->tensors[i];
-        if (!fr_tensor_is_block_quantized(t))
-            continue;
-        float *y = malloc((size_t)t->numel * sizeof *y);
-        char file[4096];
-        snprintf(file, sizeof file, "%s/%s.f32", dir, t->name);
-        FILE *f = y && fr_tensor_load_f32(s, t, y, &err) == FR_OK ? fopen(file, "wb") : NULL;
-        if (!f || fwrite(y, sizeof *y, (size_t)t->numel, f) != (size_t)t->numel) {
-            fprintf(stderr, "%s: %s\n", t->name, err.msg);
-            rc = 1;
-        }
-        if (f && fclose(f) != 0)
-            rc = 1;
-        free(y);
-    }
-    fr_source_close(s);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--dump"))
-        return dump(argv[2], argv[3]);
+        return fr_test_dump_blocks(argv[2], argv[3]);
     if (argc != 2) {
         fprintf(stderr, "usage: test_block_source WORK_DIR | --dump FILE.gguf DIR\n");
         return 2;
