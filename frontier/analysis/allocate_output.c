@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/dataset/keep_rows.h"
 #include "frontier/dataset/output_file.h"
 #include "frontier/recipe/recipe.h"
 #include "quantizers/families.h" /* fr_builtin_ggml_type: the family table's GGML types */
@@ -112,6 +113,7 @@ fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_proble
             .error = fr_metric_value(shown, ch->err_term, ch->norm_term),
             .err_term = ch->err_term,
             .fixed = ch->fixed,
+            .source_format = t->source_format,
         };
     }
     fr_status st = fr_recipe_write(&r, path, err);
@@ -134,7 +136,13 @@ fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_allo
      * match winning, so each name is escaped and anchored. */
     for (size_t i = 0; i < a->n_choices; i++) {
         const fr_alloc_choice *ch = &a->choices[i];
-        const char *ggml = fr_builtin_ggml_type(prob->ds->configs[ch->config].name);
+        /* keep: the tensor's own type, which llama-quantize copies as it is */
+        const char *config = prob->ds->configs[ch->config].name;
+        char kept[32];
+        const char *ggml = fr_dataset_is_keep(config)
+                               ? fr_dataset_keep_type(prob->ds->tensors[ch->tensor].source_format,
+                                                      kept, sizeof kept)
+                               : fr_builtin_ggml_type(config);
         if (!ggml) {
             unmapped++;
             continue;

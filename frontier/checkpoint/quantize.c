@@ -32,7 +32,9 @@
 #include "core/log.h"
 #include "core/safetensors_write.h"
 #include "frontier/dataset/dataset_file.h"
+#include "frontier/dataset/keep_rows.h"
 #include "core/source.h"
+#include "frontier/model/block_source.h"
 #include "frontier/model/calib_attach.h"
 #include "frontier/model/fused_scale.h"
 #include "frontier/exec/metrics.h"
@@ -70,6 +72,7 @@ const char *fr_qformat_name(fr_qformat f)
 typedef struct qtensor {
     const fr_tensor *t;
     const fr_config_ref *ref; /* NULL: copied as it is */
+    int keep;                 /* the recipe says `keep` (copied as it is, reported) */
     fr_ct_scheme scheme;
     int64_t rows, cols;       /* one expert's matrix for an expert stack */
     int64_t experts;          /* E of an expert stack [E, out, in] (docs/formats.md), else 1 */
@@ -338,6 +341,8 @@ static fr_status select_recipe(plan *p, fr_error *err)
         char buf[256];
         if (!q) {
             list_add(&missing, item->name);
+        } else if (fr_dataset_is_keep(item->config)) {
+            q->keep = 1; /* as the source stores it: copied byte for byte */
         } else if (!ref) {
             list_add(&unknown, item->config ? item->config : "(not a string)");
         } else if (fr_sweep_skip_reason(q->t, 0, buf, sizeof buf)) {
@@ -364,7 +369,7 @@ static fr_status select_recipe(plan *p, fr_error *err)
     if (st == FR_OK) {
         size_t n = 0;
         for (size_t i = 0; i < p->n_qt; i++)
-            n += p->qt[i].ref != NULL;
+            n += p->qt[i].ref != NULL || p->qt[i].keep;
         if (!n)
             st = fr_fail(err, FR_E_USAGE, "recipe '%s' quantizes no tensor", path);
     }
@@ -1409,6 +1414,21 @@ static cJSON *num_or_null(double v)
     return cJSON_CreateRaw(buf);
 }
 
+/* A tensor the recipe keeps (`keep`): its bytes copied, no error added. */
+static void report_kept(cJSON *arr, const qtensor *q)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddItemToArray(arr, t);
+    cJSON_AddStringToObject(t, "name", q->t->name);
+    cJSON_AddStringToObject(t, "config", FR_KEEP_CONFIG);
+    cJSON_AddStringToObject(t, "layout", q->t->dtype_name);
+    cJSON_AddNumberToObject(t, "rel_err", 0);
+    cJSON_AddNumberToObject(t, "max_abs_err", 0);
+    cJSON_AddNumberToObject(t, "rel_err_quantizer", 0);
+    cJSON_AddItemToObject(t, "rel_err_recipe", num_or_null(q->recipe_rel_err));
+    cJSON_AddBoolToObject(t, "equals_quantizer", 1);
+}
+
 static fr_status write_report(plan *p, const char *path, fr_quantize_summary *sum, fr_error *err)
 {
     const fr_quantize_options *o = p->opt;
@@ -1430,6 +1450,8 @@ static fr_status write_report(plan *p, const char *path, fr_quantize_summary *su
     cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
     for (size_t i = 0; i < p->n_qt; i++) {
         qtensor *q = &p->qt[i];
+        if (q->keep)
+            report_kept(arr, q);
         if (!q->ref)
             continue;
         cJSON *t = cJSON_CreateObject();
@@ -1471,12 +1493,15 @@ static void print_table(plan *p, FILE *out)
 {
     size_t w = 6;
     for (size_t i = 0; i < p->n_qt; i++)
-        if (p->qt[i].ref && strlen(p->qt[i].t->name) > w)
+        if ((p->qt[i].ref || p->qt[i].keep) && strlen(p->qt[i].t->name) > w)
             w = strlen(p->qt[i].t->name);
     fprintf(out, "  %-*s %-18s %12s %12s  %s\n", (int)w, "tensor", "config", "rel_err",
             "quantizer", "note");
     for (size_t i = 0; i < p->n_qt; i++) {
         qtensor *q = &p->qt[i];
+        if (q->keep)
+            fprintf(out, "  %-*s %-18s %12.4e %12.4e  as released (%s)\n", (int)w, q->t->name,
+                    FR_KEEP_CONFIG, 0.0, 0.0, q->t->dtype_name);
         if (!q->ref)
             continue;
         char note[600] = "";
@@ -1610,7 +1635,7 @@ static fr_status open_model(plan *p, fr_error *err)
             return fr_fail(err, FR_E_IO, "cannot open '%s': %s", o->model,
                            fr_errno_text(errno, why, sizeof why));
     }
-    fr_status st = fr_source_open(o->model, &p->src, err);
+    fr_status st = fr_block_source_open(o->model, &p->src, err);
     if (st != FR_OK)
         return st;
     if (o->format == FR_QFORMAT_GGUF && p->src->kind != FR_SOURCE_GGUF)

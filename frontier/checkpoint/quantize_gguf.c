@@ -66,8 +66,13 @@ const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
                  declared);
         return buf;
     }
-    if (t->dtype != FR_DTYPE_F32 && t->dtype != FR_DTYPE_F16 && t->dtype != FR_DTYPE_BF16) {
-        snprintf(buf, len, "GGUF tensors are quantized from F32, F16 or BF16, this is %s",
+    /* a tensor released quantized is re-quantized from its decoded values
+     * (docs/quantized-sources.md) */
+    if (t->dtype != FR_DTYPE_F32 && t->dtype != FR_DTYPE_F16 && t->dtype != FR_DTYPE_BF16 &&
+        !fr_tensor_is_block_quantized(t)) {
+        snprintf(buf, len,
+                 "GGUF tensors are quantized from F32, F16, BF16 or a block type frontier "
+                 "decodes, this is %s",
                  t->dtype_name);
         return buf;
     }

@@ -31,6 +31,8 @@ typedef struct fr_recipe_tensor {
     double error;         /* the tensor's error under error_name */
     double err_term;      /* sq_err or out_sq_err */
     int fixed;            /* pinned by allocate --fixed */
+    const char *source_format; /* how the source stores the tensor ("Q4_1"; "" or NULL
+                                * for float elements): a kept tensor's llama_cpp_type */
 } fr_recipe_tensor;
 
 typedef struct fr_recipe {

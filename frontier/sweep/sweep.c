@@ -23,6 +23,7 @@
 
 #include "core/log.h"
 #include "core/parallel.h"
+#include "frontier/dataset/keep_rows.h"
 #include "frontier/exec/exec_cpu.h"
 #include "frontier/exec/exec_cuda.h"
 #include "frontier/exec/executor.h"
@@ -348,10 +349,17 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
     fr_error xerr = {0};
     fr_status xst = run_executor(sw, &xerr);
 
+    /* a quantized source's tensors as released (frontier/dataset/keep_rows.h) */
+    fr_error kerr = {0};
+    fr_status kst = fr_dataset_add_keep_rows(&sw->ds, sw->opt.output, NULL, &kerr);
     /* the final commit, whatever happened: every row measured is kept */
     fr_status cst = fr_sweep_commit_final(&sw->committer, err);
     if (cst != FR_OK)
         return cst;
+    if (kst != FR_OK) {
+        *err = kerr;
+        return kst;
+    }
     if (xst == FR_E_INTERRUPT || (sw->opt.stop && *sw->opt.stop))
         return fr_fail(err, FR_E_INTERRUPT,
                        "interrupted: %zu rows committed to '%s'; run again with --resume to finish",

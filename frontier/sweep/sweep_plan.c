@@ -269,7 +269,9 @@ static fr_status plan_tensor_row(builder *b, size_t s, const fr_tensor *t, long 
                         .cls = (char *)(uintptr_t)fr_class_name(t->cls),
                         .dtype = (char *)(uintptr_t)(t->dtype_name[0] ? t->dtype_name : fr_dtype_name(t->dtype)),
                         .shape = shape, .numel = (uint64_t)t->numel, .rows = rows,
-                        .cols = cols, .sq_norm = NAN};
+                        .cols = cols, .sq_norm = NAN,
+                        .source_format = (char *)(uintptr_t)(fr_tensor_is_block_quantized(t) ? t->dtype_name : ""),
+                        .stored_bits = fr_tensor_stored_bits(t)};
     fr_status st = fr_dataset_add_tensor(b->ds, &row, err);
     *at = (long)b->ds->n_tensors - 1;
     return st;

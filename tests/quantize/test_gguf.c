@@ -47,6 +47,7 @@
 #include "frontier/sweep/sweep.h"
 #include "frontier/exec/builtins.h"
 #include "ggml_rows.h"
+#include "gguf_file.h"
 #include "quantizers/ggml_blocks.h"
 
 static fr_registry reg;
@@ -699,18 +700,6 @@ typedef struct fixture_tensor {
     float *w;
 } fixture_tensor;
 
-static void put_le(FILE *f, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        fputc((int)(v >> (8 * i)) & 0xff, f);
-}
-
-static void put_gguf_str(FILE *f, const char *str)
-{
-    put_le(f, strlen(str), 8);
-    fputs(str, f);
-}
-
 /* Every 2-D weight of stories260K named `part` in layer `layer`, end to end. */
 static int64_t gather(const fr_source *src, int layer, const char *const *parts, float *out)
 {
@@ -964,45 +953,10 @@ static void files256(const char *data, const char *work)
               "imat-ggml-q4_k without --calib: %d '%s'", st, err.msg);
 }
 
-/* --dump: our decoding of every quantized tensor, for crosscheck_gguf.py */
-static int dump(const char *path, const char *dir)
-{
-    fr_source *s = NULL;
-    fr_error err;
-    if (fr_source_open(path, &s, &err) != FR_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    mkdir(dir, 0777);
-    int rc = 0;
-    for (size_t i = 0; i < s->n_tensors; i++) {
-        const fr_tensor *t = &s->tensors[i];
-        fr_ggml_qtype ty = FR_GGML_Q8_0;
-        if (!type_of_name(t->dtype_name, &ty))
-            continue;
-        int64_t ne0 = t->shape[t->ndim - 1], rows = t->numel / ne0;
-        uint64_t row_bytes = (uint64_t)ne0 / fr_ggml_block_elems(ty) * fr_ggml_block_bytes(ty);
-        const uint8_t *raw = fr_tensor_raw(s, t);
-        float *y = malloc((size_t)t->numel * sizeof *y);
-        for (int64_t r = 0; y && r < rows; r++)
-            fr_ggml_decode_row(ty, raw + r * row_bytes, ne0, y + r * ne0);
-        char file[4096];
-        snprintf(file, sizeof file, "%s/%s.f32", dir, t->name);
-        FILE *f = fopen(file, "wb");
-        if (!f || !y || fwrite(y, sizeof *y, (size_t)t->numel, f) != (size_t)t->numel)
-            rc = 1;
-        if (f)
-            fclose(f);
-        free(y);
-    }
-    fr_source_close(s);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--dump"))
-        return dump(argv[2], argv[3]);
+        return fr_test_dump_blocks(argv[2], argv[3]); /* for crosscheck_gguf.py */
     if (argc == 5 && !strcmp(argv[1], "--fixture256"))
         return write_fixture256(argv[2], argv[3]) && write_imatrix_dat(argv[4]) ? 0 : 1;
     if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "--print-bounds"))) {
