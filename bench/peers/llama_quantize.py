@@ -140,7 +140,8 @@ def llama_quantize_path():
 
 def run_one(exe, model, out, ty, threads, imatrix):
     cmd = [exe, "--pure"] + (["--imatrix", str(imatrix)] if imatrix else [])
-    cmd += [str(model), str(out), ty.upper(), str(threads)]
+    # llama-quantize's ftype names: MXFP4 is MXFP4_MOE (llama.h LLAMA_FTYPE_MOSTLY_MXFP4_MOE)
+    cmd += [str(model), str(out), "MXFP4_MOE" if ty == "mxfp4" else ty.upper(), str(threads)]
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
