@@ -37,6 +37,7 @@
 #include "frontier/exec/metrics.h"
 #include "frontier/exec/numeric_flags.h"
 #include "frontier/model/tensors.h"
+#include "frontier/sweep/gguf_fallback.h"
 #include "frontier/sweep/sweep.h"
 #include "frontier/sweep/sweep_select.h"
 #include "quantizers/families.h"
@@ -1169,7 +1170,7 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
         .out_sq_err = o->out_sq_err,
         .out_sq_ref = o->out_sq_ref,
         .seconds = o->seconds,
-        .flags = o->flags,
+        .flags = o->flags | (fr_gguf_fallback_type(ref, it->cols) ? FR_ROW_GGUF_FALLBACK : 0),
     };
     snprintf(row.device, sizeof row.device, "%s", o->device);
     keep_numeric_flags(sw, o);
@@ -1261,7 +1262,7 @@ static void on_expert_outcome(fr_sweep *sw, const fr_sweep_outcome *o)
         x->out_sq_err = o->out_sq_err;
         x->out_sq_ref = o->out_sq_ref;
         x->seconds = o->seconds;
-        x->flags = o->flags;
+        x->flags = o->flags | (fr_gguf_fallback_type(ref, g->cols) ? FR_ROW_GGUF_FALLBACK : 0);
         snprintf(x->device, sizeof x->device, "%s", o->device);
     }
     if (++g->arrived[c] < g->n_experts)
@@ -1561,6 +1562,7 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
 
     if (sw->stats.n_selected == 0)
         fr_warn("no tensor is selected for measurement (see /skipped in '%s')", sw->opt.output);
+    fr_gguf_fallback_report(sw->items, sw->n_items);
 
     /* the first commit creates the output before any work, so an
      * unwritable path fails now, not after hours */
