@@ -38,7 +38,7 @@ static void print_help(FILE *out)
             "              png at 300 dpi; one marker per family (or class), the Pareto\n"
             "              frontier dashed, the mixed-precision curve (frontier allocate\n"
             "              --sweep-budgets) as a staircase, llama-quantize's stock mixes\n"
-            "              as named crosses\n"
+            "              as named grey diamonds\n"
             "\n"
             "  --format F       default: from FILE's extension (.csv .json .tex .gp .svg .pdf .png)\n"
             "  --y M            rel_err (default), out_rel_err (a sweep with --calib), sqnr_db;\n"

@@ -240,7 +240,7 @@ static int add_llama_mixes(figure_builder *fb)
         m.n++;
     }
     fb->series[fb->n++] = (fr_plot_series){"llama.cpp mixes", m.n, m.x, m.y, NULL, m.labels,
-                                           FR_MARK_CROSS, FR_COLOR_BLACK, FR_LINE_NONE};
+                                           FR_MARK_DIAMOND, FR_COLOR_GREY, FR_LINE_NONE};
     return 1;
 }
 
