@@ -1,8 +1,9 @@
 /*
  * llama-quantize's stock mixes (frontier/analysis/llama_mix.h) on
- * data/stories260K.gguf: the type the rules give every tensor for every
- * mix, against the types the pinned llama-quantize itself wrote (the table
- * below was written from its output files), with the hyperparameters read
+ * data/stories260K.gguf (and data/tiny-moe.gguf, 4 experts): the type the
+ * rules give every tensor for every mix, against the types the pinned
+ * llama-quantize itself wrote (the tables below were written from its
+ * output files), with the hyperparameters read
  * from the GGUF and, the model out of reach, inferred from a dataset of its
  * tensors; the tensor order the counters run in; the mix names.
  *
@@ -28,7 +29,11 @@
  * llama.cpp of llama-cpp-python 0.3.36), `llama-quantize data/stories260K.gguf OUT TYPE`
  * for each TYPE below, the types read back with gguf-py; f32: a norm it copies */
 static const char *const mix_order[N_MIXES] = {"Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ4_XS", "Q4_0", "IQ4_NL", "Q4_K_S", "Q4_K_M", "Q4_1", "Q5_0", "Q5_K_S", "Q5_K_M", "Q5_1", "Q6_K", "Q8_0"};
-static const struct { const char *name; const char *type[N_MIXES]; } expected[] = {
+typedef struct expected_row {
+    const char *name;
+    const char *type[N_MIXES];
+} expected_row;
+static const expected_row expected[] = {
     {"output_norm.weight", {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32"}},
     {"token_embd.weight", {"q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0"}},
     {"blk.0.attn_k.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
@@ -78,25 +83,57 @@ static const struct { const char *name; const char *type[N_MIXES]; } expected[] 
     {"blk.4.ffn_up.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
 };
 
-#define N_EXPECTED (sizeof expected / sizeof expected[0])
+/* the same from `llama-quantize data/tiny-moe.gguf OUT TYPE` (qwen3moe, 4 experts);
+ * bf16: its router, copied; f32: norms */
+static const expected_row expected_moe[] = {
+    {"output.weight", {"q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0", "q8_0"}},
+    {"output_norm.weight", {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32"}},
+    {"token_embd.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.0.attn_k.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.0.attn_norm.weight", {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32"}},
+    {"blk.0.attn_output.weight", {"q4_0", "q4_0", "q5_0", "q5_1", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.0.attn_q.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.0.attn_v.weight", {"q4_0", "q4_0", "q5_1", "q5_1", "iq4_nl", "q4_0", "iq4_nl", "q5_1", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.0.ffn_down_exps.weight", {"q4_0", "q4_0", "q5_0", "q5_1", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.0.ffn_gate_exps.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.0.ffn_gate_inp.weight", {"bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16"}},
+    {"blk.0.ffn_norm.weight", {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32"}},
+    {"blk.0.ffn_up_exps.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.1.attn_k.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.1.attn_norm.weight", {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32"}},
+    {"blk.1.attn_output.weight", {"q4_0", "q4_0", "q5_0", "q5_1", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.1.attn_q.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.1.attn_v.weight", {"q4_0", "q4_0", "q5_1", "q5_1", "iq4_nl", "q4_0", "iq4_nl", "q5_1", "q8_0", "q4_1", "q5_0", "q5_1", "q8_0", "q5_1", "q8_0", "q8_0"}},
+    {"blk.1.ffn_down_exps.weight", {"q4_0", "q4_0", "q5_0", "q5_1", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q8_0", "q4_1", "q5_0", "q5_1", "q8_0", "q5_1", "q8_0", "q8_0"}},
+    {"blk.1.ffn_gate_exps.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+    {"blk.1.ffn_gate_inp.weight", {"bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16"}},
+    {"blk.1.ffn_norm.weight", {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32"}},
+    {"blk.1.ffn_up_exps.weight", {"q4_0", "q4_0", "q4_0", "q4_0", "iq4_nl", "q4_0", "iq4_nl", "q5_0", "q5_0", "q4_1", "q5_0", "q5_1", "q5_1", "q5_1", "q8_0", "q8_0"}},
+};
 
-/* The types of every mix on m against the table; NULL (not quantized) is
- * the tensor's own type, F32 for the norms of this model. */
-static void check_types(const fr_llama_model *m, const char *how)
+#define N_EXPECTED (sizeof expected / sizeof expected[0])
+#define N_ROWS_MAX 64
+
+/* The types of every mix on m against a table; NULL (not quantized) is the
+ * tensor's own type, F32 or BF16 in these models (a fallback is F16). */
+static void check_types(const fr_llama_model *m, const expected_row *rows, size_t n,
+                        const char *how)
 {
-    CHECK_MSG(m->n_tensors == N_EXPECTED, "%s: %zu tensors", how, m->n_tensors);
-    if (m->n_tensors != N_EXPECTED)
+    CHECK_MSG(m->n_tensors == n && n <= N_ROWS_MAX, "%s: %zu tensors", how, m->n_tensors);
+    if (m->n_tensors != n || n > N_ROWS_MAX)
         return;
-    const char *target[N_EXPECTED], *stored[N_EXPECTED];
+    const char *target[N_ROWS_MAX], *stored[N_ROWS_MAX];
     for (int mix = 0; mix < N_MIXES; mix++) {
         CHECK_STR(fr_llama_mix_name(mix), mix_order[mix]);
         fr_llama_mix_types(mix, m, target, stored);
-        for (size_t i = 0; i < N_EXPECTED; i++) {
+        for (size_t i = 0; i < n; i++) {
             /* llama-quantize's order: the counters of the rules run in it */
-            CHECK_STR(m->tensors[i].name, expected[i].name);
-            const char *got = stored[i] ? stored[i] : "f32";
-            CHECK_MSG(!strcmp(got, expected[i].type[mix]), "%s, %s, %s: %s, llama-quantize %s",
-                      how, mix_order[mix], expected[i].name, got, expected[i].type[mix]);
+            CHECK_STR(m->tensors[i].name, rows[i].name);
+            const char *want = rows[i].type[mix];
+            int ok = stored[i] ? !strcmp(stored[i], want)
+                               : !strcmp(want, "f32") || !strcmp(want, "bf16");
+            CHECK_MSG(ok, "%s, %s, %s: %s, llama-quantize %s", how, mix_order[mix], rows[i].name,
+                      stored[i] ? stored[i] : "(copied)", want);
         }
     }
 }
@@ -151,7 +188,7 @@ int main(int argc, char **argv)
     CHECK_OK(fr_llama_model_describe(&empty, path, &m, &err), err);
     CHECK(m.from_model && !strcmp(m.arch, "llama") && m.n_layer == 5 && m.n_head == 8 &&
           m.n_head_kv == 4 && m.n_expert == 0);
-    check_types(&m, "from the GGUF");
+    check_types(&m, expected, N_EXPECTED, "from the GGUF");
     fr_llama_model_free(&m);
 
     /* without the model: the dataset's tensors say as much (its only source
@@ -169,9 +206,16 @@ int main(int argc, char **argv)
         CHECK_MSG(m.tensors[i].ds >= 0 && !strcmp(ds.tensors[m.tensors[i].ds].name,
                                                    m.tensors[i].name),
                   "'%s' is not matched to its dataset row", m.tensors[i].name);
-    check_types(&m, "from the dataset");
+    check_types(&m, expected, N_EXPECTED, "from the dataset");
     fr_llama_model_free(&m);
     fr_dataset_free(&ds);
     fr_source_close(src);
+
+    /* experts: the stacks take ffn_down's rules with the layer of their name */
+    snprintf(path, sizeof path, "%s/tiny-moe.gguf", argv[1]);
+    CHECK_OK(fr_llama_model_describe(&empty, path, &m, &err), err);
+    CHECK(m.from_model && !strcmp(m.arch, "qwen3moe") && m.n_layer == 2 && m.n_expert == 4);
+    check_types(&m, expected_moe, sizeof expected_moe / sizeof expected_moe[0], "tiny-moe");
+    fr_llama_model_free(&m);
     return fr_test_finish("analysis.llama_mix");
 }

@@ -12,6 +12,9 @@ left as it was). With --bytes the recipe is also quantized with
 Models:
   stories260K   data/stories260K.gguf: rows of 64 and 172 (every type falls
                 back), 5 layers, 8/4 heads, tied embeddings
+  tiny-moe      data/tiny-moe.gguf: qwen3moe, 2 layers, 4 experts (ffn_*_exps
+                stacks, the layer read from the name), an output.weight of its
+                own, its router (ffn_gate_inp) left as it is
   gqa16         written here with gguf-py: 16 layers, 8/2 heads (n_gqa 4),
                 rows of 256 and 512 (no fallback), an output.weight of its own
   smollm2-135m  SmolLM2-135M-Instruct as F16, made from the Q4_1 GGUF in the
@@ -149,7 +152,7 @@ def main():
     work, data, cache = Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5])
     with_bytes = "--bytes" in sys.argv[6:]
     work.mkdir(parents=True, exist_ok=True)
-    models = [("stories260K", data / "stories260K.gguf")]
+    models = [("stories260K", data / "stories260K.gguf"), ("tiny-moe", data / "tiny-moe.gguf")]
     make_gqa16(work / "gqa16.gguf")
     models.append(("gqa16", work / "gqa16.gguf"))
     smol, why = smollm2(llama_quantize, cache)
