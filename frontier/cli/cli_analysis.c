@@ -118,6 +118,12 @@ fr_status cli_llama_mixes(const fr_dataset *ds, const fr_result_index *ix,
     fr_llama_model m;
     *out = NULL;
     *n = 0;
+    /* no ggml-* configuration, no mix: the model is not opened */
+    int any = 0;
+    for (size_t c = 0; c < ds->n_configs && !any; c++)
+        any = !strncmp(ds->configs[c].name, "ggml-", 5);
+    if (!any)
+        return FR_OK;
     fr_status st = fr_selector_init(&sel, spec, &err);
     if (st != FR_OK) {
         fr_error_log("%s", err.msg);
