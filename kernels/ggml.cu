@@ -10,6 +10,11 @@
  * contraction, IEEE division and square root), so every byte of every
  * block, and w^, are the CPU's.
  *
+ * On rows a type's block does not divide, the kernels run the type
+ * llama-quantize falls back to (fr_ggml_stored_type), as the CPU does; a
+ * weighted legacy fallback first reduces each row's sum of squares in the
+ * CPU's order (fr_kg_sigma2).
+ *
  * The rows' blocks are independent: no shared memory, no barrier. Before
  * them, fr_cuda_check_finite refuses a NaN or Inf weight with the CPU's
  * words (fr_q_bad_report). ggml's and ggml_imat's quantize_cuda (rows of
@@ -37,9 +42,27 @@ typedef struct fr_kg_args {
     const void *w;
     int dtype;
     float *w_hat;
-    const float *qw; /* device [cols] or NULL */
+    const float *qw;     /* device [cols] or NULL */
+    const float *sigma2; /* device [rows]: the rows' fr_ggml_row_sigma2 (weighted legacy) */
     int64_t cols, per_row, n_blocks;
 } fr_kg_args;
+
+/* sigma2[r] = fr_ggml_row_sigma2 of row r, one thread per row summing in
+ * the CPU's order: what the weighted legacy searches of a fallback type
+ * (imat-ggml- on rows a super-block does not divide) weigh by. */
+static __global__ void fr_kg_sigma2(const void *w, int dtype, int64_t rows, int64_t cols,
+                                    float *sigma2)
+{
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        float sum = 0.0f;
+        for (int64_t j = 0; j < cols; j++) {
+            const float x = fr_kload1(w, dtype, r * cols + j);
+            sum += x * x;
+        }
+        sigma2[r] = sum / (float)cols;
+    }
+}
 
 /* Blocks of BLOCK elements of ggml type TYPE, weighted by the column
  * importance when WEIGHTED (imat-ggml-). */
@@ -54,9 +77,10 @@ static __global__ void __launch_bounds__(FR_KG_THREADS) fr_kggml(fr_kg_args a)
         const int64_t at = u / a.per_row * a.cols + start;
         float x[BLOCK];
         uint8_t blk[FR_GGML_MAX_BLOCK_BYTES];
-        for (int i = 0; i < n; i++)
-            x[i] = fr_kload1(a.w, a.dtype, at + i);
-        fr_ggml_encode_block_weighted(type, x, n, WEIGHTED ? a.qw + start : NULL, blk);
+        for (int i = 0; i < BLOCK; i++) /* a short block's tail is never read */
+            x[i] = i < n ? fr_kload1(a.w, a.dtype, at + i) : 0.0f;
+        fr_ggml_encode_block_in_row(type, x, n, WEIGHTED ? a.qw + start : NULL,
+                                    WEIGHTED && a.sigma2 ? a.sigma2[u / a.per_row] : 0.0f, blk);
         if (n == BLOCK) { /* a whole block decodes in place */
             fr_ggml_decode_block(type, blk, a.w_hat + at);
         } else {
@@ -70,21 +94,22 @@ static __global__ void __launch_bounds__(FR_KG_THREADS) fr_kggml(fr_kg_args a)
 
 typedef void (*fr_kg_kernel)(fr_kg_args);
 
-/* The instance of a type; NULL for a type the family does not have (or
- * an importance for a legacy type, which imat-ggml- never wraps). */
+/* The instance of a type; NULL for a type the family does not have. Q8_0,
+ * MXFP4 and F16 ignore an importance (as ggml does) but have a weighted
+ * instance too: a super-block type falls back to a legacy type or F16 on
+ * rows its block does not divide (fr_ggml_stored_type), imat-ggml- too. */
 static fr_kg_kernel fr_kg_pick(int type, int weighted)
 {
-#define FR_KG_PLAIN(T, B)                                                                    \
-    case T: return weighted ? NULL : fr_kggml<T, B, false>;
 #define FR_KG_BOTH(T, B)                                                                     \
     case T: return weighted ? fr_kggml<T, B, true> : fr_kggml<T, B, false>;
     switch (type) {
-        FR_KG_PLAIN(FR_GGML_Q8_0, 32)
-        FR_KG_PLAIN(FR_GGML_Q4_0, 32)
-        FR_KG_PLAIN(FR_GGML_Q4_1, 32)
-        FR_KG_PLAIN(FR_GGML_Q5_0, 32)
-        FR_KG_PLAIN(FR_GGML_Q5_1, 32)
-        FR_KG_PLAIN(FR_GGML_MXFP4, 32)
+        FR_KG_BOTH(FR_GGML_Q8_0, 32)
+        FR_KG_BOTH(FR_GGML_Q4_0, 32)
+        FR_KG_BOTH(FR_GGML_Q4_1, 32)
+        FR_KG_BOTH(FR_GGML_Q5_0, 32)
+        FR_KG_BOTH(FR_GGML_Q5_1, 32)
+        FR_KG_BOTH(FR_GGML_MXFP4, 32)
+        FR_KG_BOTH(FR_GGML_F16, 1)
         FR_KG_BOTH(FR_GGML_Q2_K, 256)
         FR_KG_BOTH(FR_GGML_Q3_K, 256)
         FR_KG_BOTH(FR_GGML_Q4_K, 256)
@@ -94,7 +119,6 @@ static fr_kg_kernel fr_kg_pick(int type, int weighted)
         FR_KG_BOTH(FR_GGML_IQ4_XS, 256)
     default: return NULL;
     }
-#undef FR_KG_PLAIN
 #undef FR_KG_BOTH
 }
 
@@ -104,7 +128,7 @@ extern "C" fr_status fr_cuda_ggml(const void *w, int dtype, float *w_hat, int64_
 {
     fr_status st = FR_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    float *qw = NULL;
+    float *qw = NULL, *sigma2 = NULL;
     fr_kg_args a;
     int64_t grid = 0;
     const fr_kg_kernel kernel = fr_kg_pick(type, importance != NULL);
@@ -116,6 +140,7 @@ extern "C" fr_status fr_cuda_ggml(const void *w, int dtype, float *w_hat, int64_
     a.dtype = dtype;
     a.w_hat = w_hat;
     a.qw = NULL;
+    a.sigma2 = NULL;
     a.cols = cols;
     a.per_row = (cols + fr_ggml_block_elems((fr_ggml_qtype)type) - 1) /
                 fr_ggml_block_elems((fr_ggml_qtype)type);
@@ -126,6 +151,13 @@ extern "C" fr_status fr_cuda_ggml(const void *w, int dtype, float *w_hat, int64_
         FR_CU(cudaMemcpyAsync(qw, importance, (size_t)cols * sizeof(float),
                               cudaMemcpyHostToDevice, s));
         a.qw = qw;
+        if (fr_ggml_legacy_weighted((fr_ggml_qtype)type) && rows > 0) {
+            FR_CU(cudaMallocAsync((void **)&sigma2, (size_t)rows * sizeof(float), s));
+            const int64_t rgrid = (rows + 127) / 128;
+            FR_LAUNCH(fr_kg_sigma2<<<(int)(rgrid < FR_KG_MAX_GRID ? rgrid : FR_KG_MAX_GRID), 128,
+                                     0, s>>>(w, dtype, rows, cols, sigma2));
+            a.sigma2 = sigma2;
+        }
     }
     grid = (a.n_blocks + FR_KG_THREADS - 1) / FR_KG_THREADS;
     if (grid > 0)
@@ -134,6 +166,8 @@ extern "C" fr_status fr_cuda_ggml(const void *w, int dtype, float *w_hat, int64_
 cleanup:
     if (qw)
         cudaFreeAsync(qw, s);
+    if (sigma2)
+        cudaFreeAsync(sigma2, s);
     return st;
 }
 
@@ -147,7 +181,8 @@ extern "C" int fr_ggml_quantize_cuda(const frontier_config *cfg, const void *w, 
     (void)calib; /* the weighted searches are ggml_imat's */
     fr_error err;
     fr_error_clear(&err);
-    const fr_ggml_params *p = (const fr_ggml_params *)cfg->impl;
+    /* what llama-quantize stores on these rows (its fallback), as the CPU */
+    const fr_ggml_params *p = fr_ggml_stored_type((const fr_ggml_params *)cfg->impl, cols);
     return fr_kreport(call, fr_cuda_ggml(w, dtype, w_hat, rows, cols, p->type, NULL, stream, &err),
                       &err);
 }
@@ -177,7 +212,8 @@ extern "C" int fr_ggml_imat_quantize_cuda(const frontier_config *cfg, const void
         st = fr_fail(&err, FR_E_USAGE, "needs activation statistics");
     } else {
         const fr_wrap_params *wp = (const fr_wrap_params *)cfg->impl;
-        const fr_ggml_params *p = (const fr_ggml_params *)wp->base->impl;
+        const fr_ggml_params *p =
+            fr_ggml_stored_type((const fr_ggml_params *)wp->base->impl, cols);
         st = fr_cuda_ggml(w, dtype, w_hat, rows, cols, p->type, qw, stream, &err);
     }
     free(scratch);

@@ -113,9 +113,15 @@ FR_GGML_LAYOUT(fr_ggml_block_iq4_xs, 136);
 
 /* ggml's nearest_int: adding 1.5 * 2^23 rounds to an integer (ties to even)
  * held in the low mantissa bits. Exact for |f| < 2^22; beyond, the same
- * bits as ggml (whose assert is compiled out). */
+ * bits as ggml (whose assert is compiled out). A NaN (the searches make one
+ * from Inf / Inf on rows whose squares overflow; weights are finite) gives
+ * 0 explicitly: on the CPU it reads the default NaN's mantissa, quiet bit
+ * only (x86 and Arm alike), which is 0 after the subtraction, but a CUDA
+ * device's NaN has every mantissa bit set, which would read as 2^22 - 1. */
 FR_HD int fr_ggml_nearest_int(float f)
 {
+    if (f != f)
+        return 0;
     return (int)(fr_f32_to_bits(f + 12582912.0f) & 0x007fffffu) - 0x00400000;
 }
 

@@ -74,13 +74,21 @@ void fr_gguf_tensor_name(const char *name, char *buf, size_t size)
 fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
                                    const char *dataset_path, const char *path, fr_error *err)
 {
-    const fr_dataset *ds = prob->ds;
+    return fr_allocation_write_recipe(a, prob->ds, dataset_path, NULL, NULL, path, err);
+}
+
+fr_status fr_allocation_write_recipe(const fr_allocation *a, const fr_dataset *ds,
+                                     const char *dataset_path, const char *llama_mix,
+                                     const char *const *llama_types, const char *path,
+                                     fr_error *err)
+{
     /* each tensor's error: rel_err under sqnr_db (a tensor's SQNR adds nothing) */
     fr_metric shown = a->metric == FR_METRIC_SQNR_DB ? FR_METRIC_REL_ERR : a->metric;
     fr_recipe r = {
         .n_tensors = a->n_choices,
         .tensors = calloc(a->n_choices ? a->n_choices : 1, sizeof *r.tensors),
         .dataset = dataset_path,
+        .llama_mix = llama_mix,
         .metric = fr_metric_name(a->metric),
         .error_name = fr_metric_name(shown),
         .budget_bits_per_weight = a->budget,
@@ -114,6 +122,7 @@ fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_proble
             .err_term = ch->err_term,
             .fixed = ch->fixed,
             .source_format = t->source_format,
+            .llama_type = llama_types ? llama_types[i] : NULL,
         };
     }
     fr_status st = fr_recipe_write(&r, path, err);

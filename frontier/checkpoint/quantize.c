@@ -1461,7 +1461,7 @@ static fr_status write_report(plan *p, const char *path, fr_quantize_summary *su
         cJSON_AddStringToObject(t, "layout", o->format == FR_QFORMAT_COMPRESSED_TENSORS
                                                  ? fr_ct_format_name(q->scheme.kind)
                                              : o->format == FR_QFORMAT_GGUF
-                                                 ? fr_gguf_type_name(p->reg, q->ref)
+                                                 ? fr_gguf_stored_type_name(p->reg, q->ref, q->t)
                                                  : "dequantized");
         cJSON_AddItemToObject(t, "rel_err", num_or_null(q->written.rel_err));
         cJSON_AddItemToObject(t, "max_abs_err", num_or_null(q->written.max_abs_err));
@@ -1509,6 +1509,12 @@ static void print_table(plan *p, FILE *out)
             snprintf(note, sizeof note, "global scale of '%s'", p->groups[q->group].name);
         else if (!q->same_as_measured)
             snprintf(note, sizeof note, "rounded to %s", q->t->dtype_name);
+        else if (p->opt->format == FR_QFORMAT_GGUF &&
+                 strcmp(fr_gguf_type_name(p->reg, q->ref),
+                        fr_gguf_stored_type_name(p->reg, q->ref, q->t)))
+            snprintf(note, sizeof note, "stored as %s (llama-quantize's fallback: %lld columns)",
+                     fr_gguf_stored_type_name(p->reg, q->ref, q->t),
+                     (long long)q->t->shape[q->t->ndim - 1]);
         fprintf(out, "  %-*s %-18s %12.4e %12.4e  %s\n", (int)w, q->t->name, q->ref->cfg->name,
                 q->written.rel_err, q->measured.rel_err, note);
     }

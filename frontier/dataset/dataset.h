@@ -86,6 +86,9 @@ typedef struct fr_ds_result {
                                        (or an e8m0 exponent clamped at -127) */
 #define FR_ROW_SCALE_UNCHECKED 0x40u /* the configuration's params define no scale rule
                                         frontier can evaluate: the two bits above are not examined */
+#define FR_ROW_GGUF_FALLBACK 0x80u  /* the configuration's GGUF type (traits gguf_type) cannot
+                                       hold the tensor's rows: the row measures the type
+                                       llama-quantize falls back to (frontier/sweep/gguf_fallback.h) */
 
 /* A row of /expert_results (docs/dataset.md): one expert of an expert
  * stack under one configuration (frontier sweep --split-experts); the

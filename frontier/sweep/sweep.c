@@ -27,6 +27,7 @@
 #include "frontier/exec/exec_cpu.h"
 #include "frontier/exec/exec_cuda.h"
 #include "frontier/exec/executor.h"
+#include "frontier/sweep/gguf_fallback.h"
 #include "frontier/sweep/sweep.h"
 #include "frontier/sweep/sweep_commit.h"
 #include "frontier/sweep/sweep_plan.h"
@@ -340,6 +341,7 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
 
     if (sw->stats.n_selected == 0)
         fr_warn("no tensor is selected for measurement (see /skipped in '%s')", sw->opt.output);
+    fr_gguf_fallback_report(sw->plan.items, sw->plan.n_items);
 
     /* the first commit creates the output before any work, so an
      * unwritable path fails now, not after hours */

@@ -7,6 +7,7 @@
 #include "core/call.h"
 #include "core/log.h"
 #include "frontier/exec/metrics.h"
+#include "frontier/sweep/gguf_fallback.h"
 #include "frontier/sweep/sweep_sink.h"
 
 /* What one outcome measured: a tensor's, made into its row at once, or one
@@ -221,6 +222,8 @@ static void on_outcome(void *ctx, const fr_sweep_outcome *o)
     const fr_plan_entry *entry = &s->plan->entries[o->item];
     measured x;
     measured_of(o, &x);
+    if (fr_gguf_fallback_type(ref, it->cols))
+        x.flags |= FR_ROW_GGUF_FALLBACK;
     keep_numeric_flags(s, o);
     add_row(s, s->ds->tensors[entry->ds_tensor].tensor_id,
             s->plan->item_config_ids[entry->first_config + o->config], total_bits,
@@ -326,7 +329,10 @@ static void on_expert_outcome(fr_row_sink *s, const fr_sweep_outcome *o)
         }
         g->failed[c] = 1;
     } else {
-        measured_of(o, &g->slots[c * stack->n_experts + e]);
+        measured *slot = &g->slots[c * stack->n_experts + e];
+        measured_of(o, slot);
+        if (fr_gguf_fallback_type(ref, stack->cols))
+            slot->flags |= FR_ROW_GGUF_FALLBACK;
     }
     if (++g->arrived[c] < stack->n_experts)
         return;

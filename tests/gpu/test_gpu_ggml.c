@@ -167,7 +167,8 @@ static void check_config(const fr_registry *reg, const fr_config_ref *ref)
 {
     static const struct {
         int64_t rows, cols;
-    } shapes[] = {{3, 4096}, {7, 300}, {5, 37}, {2, 1000}, {4, 16}, {1, 512}, {65, 256}};
+    } shapes[] = {{3, 4096}, {7, 300}, {5, 37}, {2, 1000}, {4, 16}, {1, 512}, {65, 256},
+                  {3, 160}}; /* 160: the super-block types fall back to a legacy type */
     static const int dtypes[] = {FRONTIER_DTYPE_F32, FRONTIER_DTYPE_BF16, FRONTIER_DTYPE_F16};
     int calib_kind = 0;
     gpu_tensor t;
@@ -181,6 +182,9 @@ static void check_config(const fr_registry *reg, const fr_config_ref *ref)
     compare(reg, ref, &t, calib_kind++ % 3, "ggml rows");
     gpu_tensor_free(&t);
     rows_tensor(&t, 300);
+    compare(reg, ref, &t, calib_kind++ % 3, "ggml rows");
+    gpu_tensor_free(&t);
+    rows_tensor(&t, 160);
     compare(reg, ref, &t, calib_kind++ % 3, "ggml rows");
     gpu_tensor_free(&t);
     gpu_tensor_random(&t, 4, 600, FRONTIER_DTYPE_BF16, &rng, 1);
