@@ -289,6 +289,12 @@ static fr_status evaluate(const eval_opts *o, int argc, char **argv, fr_error *e
     free(probe);
     if (st == FR_OK)
         fr_measured_free(&row);
+    /* the digests the dataset has of the models it was swept from */
+    char (*swept)[65] = calloc(ds.n_sources + 1, sizeof *swept);
+    size_t n_swept = 0;
+    for (size_t i = 0; swept && i < ds.n_sources; i++)
+        if (ds.sources[i].sha256 && strlen(ds.sources[i].sha256) == 64)
+            memcpy(swept[n_swept++], ds.sources[i].sha256, 65);
     fr_dataset_free(&ds);
     char engine[4096], dir[4200], model_sha[65] = "", text_sha[65] = "";
     if (st == FR_OK)
@@ -301,7 +307,15 @@ static fr_status evaluate(const eval_opts *o, int argc, char **argv, fr_error *e
         st = fr_file_sha256(o->model, model_sha, err);
         if (st == FR_OK)
             st = fr_file_sha256(o->text, text_sha, err);
+        int same = n_swept == 0 || !*model_sha;
+        for (size_t i = 0; i < n_swept && !same; i++)
+            same = !strcmp(swept[i], model_sha);
+        if (st == FR_OK && !same)
+            fr_warn("'%s' is not the model '%s' was swept from (its sha256 is not in /sources): "
+                    "the measurement is stored beside another file's predictions", o->model,
+                    o->dataset);
     }
+    free(swept);
     double t0 = now_s();
     char base[4400] = "", gguf[4400] = "", log[4400];
     int reused = 0, temp_out = !o->out;
