@@ -262,6 +262,9 @@ static fr_status evaluate(const eval_opts *o, int argc, char **argv, fr_error *e
         return fr_fail(err, FR_E_IO, "cannot read --text '%s'", o->text);
     if (o->recipe && !readable(o->recipe))
         return fr_fail(err, FR_E_IO, "cannot read --recipe '%s'", o->recipe);
+    if (o->out && access(o->out, F_OK) == 0)
+        return fr_fail(err, FR_E_OUTPUT, "'%s' exists: evaluate does not replace it (remove it, "
+                       "or leave -o out for a temporary file)", o->out);
     fr_dataset ds;
     fr_status st = fr_dataset_read(o->dataset, &ds, err);
     if (st != FR_OK)

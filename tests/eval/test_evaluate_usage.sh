@@ -3,8 +3,8 @@
 # llama-perplexity runs, so no llama.cpp is needed: a missing --text or
 # --dataset, --recipe with --config, a model that is not a .gguf, a bad
 # --ctx (2); an unreadable model, text or dataset, or no llama-perplexity in
-# --llama-bin (3); a configuration the dataset lacks (2). Nothing is left
-# beside the dataset by a refusal.
+# --llama-bin (3); a configuration the dataset lacks (2); an -o that exists
+# (5). Nothing is left beside the dataset by a refusal.
 set -uo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
@@ -49,6 +49,11 @@ expect_err "unknown configuration 'int4-g32-sym'"
 e 3 "$m" --recipe "$tmp/missing.json" --text "$t" --dataset "$tmp/run.h5"
 expect_err "cannot read --recipe"
 pass "a choice the dataset lacks exits 2 before anything runs"
+
+touch "$tmp/exists.gguf"
+e 5 "$m" --config ggml-q8_0 --text "$t" --dataset "$tmp/run.h5" -o "$tmp/exists.gguf"
+expect_err "exists: evaluate does not replace it"
+pass "an existing -o exits 5 before anything runs"
 
 [ ! -e "$tmp/run.h5.evaluate" ] || fail "a refusal left $tmp/run.h5.evaluate"
 "$bin" evaluate --help | grep -q "kl-divergence-base" || fail "--help"
