@@ -43,8 +43,8 @@ typedef struct fr_llama_kld {
  * when there (6 decimals), else the running row of the last chunk (the same
  * means over every chunk, 5 decimals): llama.cpp's asynchronous log may
  * lose its last lines when the program exits. FR_E_FORMAT when neither is
- * there (what_hint names the log). Also: "you need at least N tokens"
- * (text too short for the context) gives FR_E_USAGE. */
+ * there (the message names the log); "you need at least N tokens" (a text
+ * too short for the context) gives FR_E_USAGE. */
 fr_status fr_llama_parse_kld(const char *log_path, int n_ctx, fr_llama_kld *out, fr_error *err);
 
 /* The chunks a --kl-divergence-base file holds (its header: "_logits_",

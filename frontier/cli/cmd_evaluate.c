@@ -236,12 +236,12 @@ static fr_status measure(const eval_opts *o, const char *engine, const char *ggu
     snprintf(ctx, sizeof ctx, "%d", o->ctx);
     const char *argv[] = {engine, "-m", gguf, "-f", o->text, "-c", ctx,
                           "--kl-divergence-base", base, "--kl-divergence", NULL};
-    fr_status st = FR_OK;
     for (int attempt = 1; attempt <= KLD_ATTEMPTS; attempt++) {
         fr_info("evaluate: the quantized model against the reference (llama-perplexity "
                 "--kl-divergence)%s ...", attempt > 1 ? ", again" : "");
         double t0 = now_s();
-        if ((st = run_engine(argv, log, err)) != FR_OK)
+        fr_status st = run_engine(argv, log, err);
+        if (st != FR_OK)
             return st;
         st = fr_llama_parse_kld(log, o->ctx, k, err);
         if (st != FR_E_FORMAT) {
@@ -251,7 +251,8 @@ static fr_status measure(const eval_opts *o, const char *engine, const char *ggu
         }
         fr_warn("%s", err->msg);
     }
-    return st;
+    return fr_fail(err, FR_E_FAIL, "llama-perplexity printed no KL divergence statistics in %d "
+                   "runs (its output: '%s')", KLD_ATTEMPTS, log);
 }
 
 static fr_status evaluate(const eval_opts *o, int argc, char **argv, fr_error *err)
