@@ -127,10 +127,21 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* What an evaluation records beside the statistics. */
+typedef struct eval_record {
+    const char *model_sha, *text_sha; /* "" without OpenSSL */
+    const char *engine, *base;        /* llama-perplexity, the reference logits */
+    int reused;                       /* the reference came from the cache */
+    const char *command;
+    size_t n_quantized;               /* what fr_quantize wrote */
+    double rel_err;                   /* over the quantized tensors, of the file written */
+    const char *kept;                 /* the quantized GGUF kept, or NULL */
+    double seconds;
+} eval_record;
+
 /* The eval JSON annotate reads (frontier/analysis/annotate.h), as text. */
 static char *eval_json(const eval_opts *o, const char *name, const fr_llama_kld *k,
-                       const char *model_sha, const char *text_sha, const char *engine,
-                       const char *base, int reused, const char *command, double seconds)
+                       const eval_record *r)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", "frontier-eval");
@@ -138,11 +149,11 @@ static char *eval_json(const eval_opts *o, const char *name, const fr_llama_kld 
     cJSON_AddStringToObject(j, "name", name);
     cJSON_AddStringToObject(j, o->config ? "config" : "recipe", o->config ? o->config : o->recipe);
     cJSON_AddStringToObject(j, "model", o->model);
-    cJSON_AddStringToObject(j, "model_sha256", model_sha);
+    cJSON_AddStringToObject(j, "model_sha256", r->model_sha);
     cJSON *t = cJSON_AddObjectToObject(j, "tokens");
     cJSON_AddStringToObject(t, "kind", "text");
     cJSON_AddStringToObject(t, "file", o->text);
-    cJSON_AddStringToObject(t, "sha256", text_sha);
+    cJSON_AddStringToObject(t, "sha256", r->text_sha);
     cJSON_AddNumberToObject(t, "ctx", k->n_ctx);
     cJSON_AddNumberToObject(t, "chunks", k->n_chunks);
     cJSON_AddNumberToObject(t, "predicted_positions", k->positions);
@@ -155,12 +166,19 @@ static char *eval_json(const eval_opts *o, const char *name, const fr_llama_kld 
     cJSON_AddStringToObject(j, "statistics", k->from_summary ? "llama-perplexity's closing statistics"
                                                            : "llama-perplexity's last chunk row");
     cJSON_AddStringToObject(j, "engine", "llama.cpp llama-perplexity --kl-divergence");
-    cJSON_AddStringToObject(j, "engine_path", engine);
-    cJSON_AddStringToObject(j, "reference_logits", base);
-    cJSON_AddBoolToObject(j, "reference_reused", reused);
-    cJSON_AddStringToObject(j, "command", command ? command : "");
+    cJSON_AddStringToObject(j, "engine_path", r->engine);
+    cJSON_AddStringToObject(j, "reference_logits", r->base);
+    cJSON_AddBoolToObject(j, "reference_reused", r->reused);
+    cJSON *q = cJSON_AddObjectToObject(j, "quantized");
+    cJSON_AddNumberToObject(q, "tensors", (double)r->n_quantized);
+    cJSON_AddNumberToObject(q, "rel_err", r->rel_err);
+    if (r->kept)
+        cJSON_AddStringToObject(q, "file", r->kept);
+    else
+        cJSON_AddNullToObject(q, "file");
+    cJSON_AddStringToObject(j, "command", r->command ? r->command : "");
     cJSON_AddStringToObject(j, "tool", "frontier " FRONTIER_VERSION);
-    cJSON_AddNumberToObject(j, "seconds", round(seconds * 100) / 100);
+    cJSON_AddNumberToObject(j, "seconds", round(r->seconds * 100) / 100);
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return s;
@@ -286,7 +304,9 @@ static fr_status evaluate(const eval_opts *o, int argc, char **argv, fr_error *e
     /* the choice checked against the dataset before anything runs, by annotate's own reader */
     fr_llama_kld none = {.n_ctx = o->ctx};
     char *command = cli_command_line(argc, argv);
-    char *probe = eval_json(o, name, &none, "", "", "", "", 0, command, 0);
+    eval_record rec = {.model_sha = "", .text_sha = "", .engine = "", .base = "",
+                       .command = command};
+    char *probe = eval_json(o, name, &none, &rec);
     fr_measured row;
     st = probe ? fr_measured_parse(probe, "evaluate", NULL, &ds, &row, err)
                : fr_fail(err, FR_E_NOMEM, "out of memory");
@@ -340,9 +360,12 @@ static fr_status evaluate(const eval_opts *o, int argc, char **argv, fr_error *e
                                  .config = o->config, .calib = o->calib,
                                  .format = FR_QFORMAT_GGUF, .fused_global_scale = -1};
         fr_quantize_summary sum;
-        if (st == FR_OK && (st = fr_quantize(&reg, &q, &sum, err)) == FR_OK)
+        if (st == FR_OK && (st = fr_quantize(&reg, &q, &sum, err)) == FR_OK) {
+            rec.n_quantized = sum.n_quantized;
+            rec.rel_err = sum.rel_err;
             fr_info("evaluate: wrote '%s': %zu tensors quantized, rel_err %.6g", gguf,
                     sum.n_quantized, sum.rel_err);
+        }
         fr_registry_free(&reg);
     }
     fr_llama_kld k;
@@ -354,8 +377,14 @@ static fr_status evaluate(const eval_opts *o, int argc, char **argv, fr_error *e
         st = measure(o, engine, gguf, base, log, &k, err);
     }
     if (st == FR_OK) {
-        char *json = eval_json(o, name, &k, model_sha, text_sha, engine, base, reused, command,
-                               now_s() - t0);
+        rec.model_sha = model_sha;
+        rec.text_sha = text_sha;
+        rec.engine = engine;
+        rec.base = base;
+        rec.reused = reused;
+        rec.kept = !temp_out || o->keep ? gguf : NULL;
+        rec.seconds = now_s() - t0;
+        char *json = eval_json(o, name, &k, &rec);
         st = json ? fr_dataset_read(o->dataset, &ds, err) : fr_fail(err, FR_E_NOMEM, "out of memory");
         if (st == FR_OK) {
             st = fr_measured_parse(json, "evaluate", NULL, &ds, &row, err);
