@@ -11,9 +11,8 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
 root=$2
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export FRONTIER_PLUGIN_PATH=none
+scratch evaluate-fake
+tmp=$work
 m=$root/data/stories260K.gguf
 t=$root/data/eval/stories.txt
 mkdir "$tmp/llama"

@@ -9,8 +9,8 @@ set -uo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
 root=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+scratch evaluate-usage
+tmp=$work
 m=$root/data/stories260K.gguf
 t=$root/data/eval/stories.txt
 "$bin" -q sweep "$m" --quantizers ggml-q8_0 -o "$tmp/run.h5" >/dev/null 2>&1 || fail "sweep"

@@ -15,9 +15,8 @@ llama=$2
 root=$3
 [ -x "$llama/llama-perplexity" ] || { echo "SKIP: no llama-perplexity in '$llama' (scripts/llama-cpp.sh builds it)"; exit 77; }
 python3 -c "import numpy, h5py" 2>/dev/null || { echo "SKIP: python3 with numpy and h5py needed"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export FRONTIER_PLUGIN_PATH=none
+scratch evaluate
+tmp=$work
 m=$tmp/stories260K.gguf
 t=$root/data/eval/stories.txt
 python3 "$root/data/make_gguf_fixture.py" "$root/data/stories260K" "$m" --byte-vocab >/dev/null || fail "make_gguf_fixture.py --byte-vocab"
