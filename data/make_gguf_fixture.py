@@ -13,9 +13,20 @@ alignment 32), so the output does not depend on a gguf-py version and the
 same input gives the same bytes.
 
 usage: python3 data/make_gguf_fixture.py [MODEL_DIR [OUT.gguf]]
-         [--dtype f16|f32|bf16] [--alignment N]
+         [--dtype f16|f32|bf16] [--alignment N] [--byte-vocab]
 (the defaults make the committed file; the tests make variants: BF16 or F32
-weights, a general.alignment other than 32)
+weights, a general.alignment other than 32, and with --byte-vocab a file
+llama.cpp runs)
+
+--byte-vocab adds a stand-in tokenizer so that llama.cpp loads the model
+(llama-perplexity in `frontier evaluate`, docs/evaluate.md): a SentencePiece
+("llama") vocabulary of 512 entries laid out as tok512's are, <unk> <s> </s>,
+then the 256 byte tokens <0x00>..<0xFF> at ids 3..258 (tok512's byte
+fallback), then placeholders <unused259>..<unused511> where tok512's learned
+pieces would be. Text becomes byte tokens only: the model's own ids for
+bytes, but not the pieces it mostly saw in training, so its perplexity is
+high; quantized against unquantized, the KL divergence is still a real
+engine's measurement of the weights' change.
 """
 import argparse
 import json
@@ -26,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 GGML_F32, GGML_F16, GGML_BF16 = 0, 1, 30
-GV_UINT32, GV_FLOAT32, GV_STRING = 4, 6, 8
+GV_UINT32, GV_INT32, GV_FLOAT32, GV_STRING, GV_ARRAY = 4, 5, 6, 8, 9
 
 
 def read_safetensors(path):
@@ -65,6 +76,33 @@ def gguf_string(s):
     return struct.pack("<Q", len(b)) + b
 
 
+def gguf_value(ty, val):
+    if ty == GV_STRING:
+        return gguf_string(val)
+    if ty == GV_ARRAY:
+        ety, items = val
+        return struct.pack("<IQ", ety, len(items)) + b"".join(gguf_value(ety, v) for v in items)
+    return struct.pack({GV_UINT32: "<I", GV_INT32: "<i", GV_FLOAT32: "<f"}[ty], val)
+
+
+def byte_vocab(n_vocab):
+    """tok512's layout with its learned pieces replaced by placeholders."""
+    # llama_token_type: 2 unknown, 3 control, 5 unused, 6 byte
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    tokens += [f"<unused{i}>" for i in range(len(tokens), n_vocab)]
+    types += [5] * (n_vocab - len(types))
+    return [
+        ("tokenizer.ggml.model", GV_STRING, "llama"),
+        ("tokenizer.ggml.tokens", GV_ARRAY, (GV_STRING, tokens)),
+        ("tokenizer.ggml.scores", GV_ARRAY, (GV_FLOAT32, [0.0] * n_vocab)),
+        ("tokenizer.ggml.token_type", GV_ARRAY, (GV_INT32, types)),
+        ("tokenizer.ggml.unknown_token_id", GV_UINT32, 0),
+        ("tokenizer.ggml.bos_token_id", GV_UINT32, 1),
+        ("tokenizer.ggml.eos_token_id", GV_UINT32, 2),
+    ]
+
+
 def main():
     root = Path(__file__).resolve().parent
     ap = argparse.ArgumentParser(description="stories260K as a GGUF fixture")
@@ -74,6 +112,8 @@ def main():
                     help="of the 2-D weights (norms stay F32)")
     ap.add_argument("--alignment", type=int, default=0,
                     help="write general.alignment (default: none, i.e. 32)")
+    ap.add_argument("--byte-vocab", action="store_true",
+                    help="add a stand-in byte-level vocabulary so that llama.cpp runs the file")
     args = ap.parse_args()
     model, out = Path(args.model), Path(args.out)
     align = args.alignment or 32
@@ -117,12 +157,14 @@ def main():
         ("llama.attention.layer_norm_rms_epsilon", GV_FLOAT32, cfg["rms_norm_eps"]),
         ("llama.rope.freq_base", GV_FLOAT32, cfg["rope_theta"]),
     ]
+    if args.byte_vocab:
+        kv += byte_vocab(cfg["vocab_size"])
     if args.alignment:
         kv.append(("general.alignment", GV_UINT32, args.alignment))
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
     for key, ty, val in kv:
         head += gguf_string(key) + struct.pack("<I", ty)
-        head += gguf_string(val) if ty == GV_STRING else struct.pack("<I" if ty == GV_UINT32 else "<f", val)
+        head += gguf_value(ty, val)
     datas, offset = [], 0
     for name, a in tensors:
         ty = wtype if a.ndim == 2 else GGML_F32

@@ -142,3 +142,37 @@ fr_status cli_llama_mixes(const fr_dataset *ds, const fr_result_index *ix,
     fr_selector_free(&sel);
     return st;
 }
+
+void cli_print_measured(FILE *out, const char *path, const char *metric_name,
+                        cli_predict_fn predict, void *ctx)
+{
+    fr_measured *rows = NULL;
+    size_t n = 0;
+    fr_error err;
+    if (fr_measured_read(path, &rows, &n, &err) != FR_OK) {
+        fr_warn("%s (the measured results are not shown)", err.msg);
+        return;
+    }
+    if (n == 0)
+        return;
+    fprintf(out, "\nmeasured with an engine (/frontier/measured: frontier evaluate, annotate) "
+            "beside the prediction\n");
+    fprintf(out, "  %-34s %-6s %8s %11s %12s %22s %10s %10s %8s\n", "name", "kind", "bits/w",
+            metric_name, "predicted_KL", "measured KLD", "PPL", "PPL orig", "same top");
+    for (size_t i = 0; i < n; i++) {
+        const fr_measured *m = &rows[i];
+        double mv = NAN, pk = NAN;
+        if (predict)
+            predict(m, ctx, &mv, &pk);
+        char kld[64], mvs[32], pks[32], top[32];
+        snprintf(kld, sizeof kld, isnan(m->kl_stderr) ? "%.6g" : "%.6g +/- %.2g", m->kl_mean,
+                 m->kl_stderr);
+        snprintf(mvs, sizeof mvs, isnan(mv) ? "-" : "%.4e", mv);
+        snprintf(pks, sizeof pks, isnan(pk) ? "-" : "%.6g", pk);
+        snprintf(top, sizeof top, isnan(m->top1_agreement) ? "-" : "%.2f%%",
+                 100 * m->top1_agreement);
+        fprintf(out, "  %-34s %-6s %8.4f %11s %12s %22s %10.5g %10.5g %8s\n", m->name, m->kind,
+                m->bits_per_weight, mvs, pks, kld, m->ppl_quant, m->ppl_orig, top);
+    }
+    fr_measured_free_all(rows, n);
+}

@@ -6,6 +6,7 @@
 #include "frontier/dataset/dataset.h"
 #include "frontier/analysis/llama_mix.h"
 #include "frontier/analysis/pareto.h"
+#include "frontier/analysis/annotate.h"
 
 /* Reads a dataset and indexes its results. FR_E_FORMAT when it has no
  * results ("did the sweep finish?"). On failure nothing is left allocated;
@@ -39,5 +40,19 @@ void cli_llama_mixes_free(fr_llama_mix_result *mixes, size_t n);
 /* Where the mixes' rules come from, for the info line: "'m.gguf' (llama,
  * 30 layers, 9/3 heads)" into buf. */
 const char *cli_llama_model_text(const fr_llama_model *m, char *buf, size_t size);
+
+/* What a choice is predicted to do, for cli_print_measured: the weight
+ * error (under the command's metric) and the predicted KL divergence of the
+ * measured row m, NAN where the command has no prediction for it. */
+typedef void (*cli_predict_fn)(const fr_measured *m, void *ctx, double *metric_value,
+                               double *predicted_kl);
+
+/* The dataset's measured results (/frontier/measured: frontier annotate and
+ * frontier evaluate), one line each beside what predict says of them
+ * (predict NULL: nothing), under a heading; prints nothing when there are
+ * none. A dataset whose measured table cannot be read is warned about, not
+ * an error (the analysis above it stands). */
+void cli_print_measured(FILE *out, const char *path, const char *metric_name,
+                        cli_predict_fn predict, void *ctx);
 
 #endif

@@ -133,6 +133,25 @@ static char *tensor_types_path(const char *recipe)
     return out;
 }
 
+/* Configuration c used for every allocated tensor: its bits, summed squared
+ * error and objective cost; 0 when a tensor lacks its row. */
+static int uniform_terms(const fr_alloc_problem *prob, size_t c, uint64_t *bits, double *sq_err,
+                         double *cost)
+{
+    *bits = 0;
+    *sq_err = *cost = 0;
+    for (size_t i = 0; i < prob->n_tensors; i++) {
+        uint64_t b;
+        double et, n, ct;
+        if (!fr_alloc_unit_terms(prob, i, c, &b, &et, &n, &ct))
+            return 0;
+        *bits += b;
+        *sq_err += et;
+        *cost += ct;
+    }
+    return 1;
+}
+
 /* The uniform configurations within the budget, over the allocated tensors:
  * the comparison the allocation has to win (on the objective minimised). */
 static void print_uniform_comparison(const fr_allocation *a, const fr_alloc_problem *prob)
@@ -142,19 +161,10 @@ static void print_uniform_comparison(const fr_allocation *a, const fr_alloc_prob
     const char *best_name = NULL;
     double best_bpw = 0;
     for (size_t c = 0; c < ds->n_configs; c++) {
-        uint64_t bits = 0;
-        double e = 0, n;
-        int all = 1;
-        for (size_t i = 0; i < prob->n_tensors && all; i++) {
-            uint64_t b;
-            double et, cost;
-            if (!fr_alloc_unit_terms(prob, i, c, &b, &et, &n, &cost)) {
-                all = 0;
-            } else {
-                bits += b;
-                e += prob->objective == FR_OBJECTIVE_SENSITIVITY ? cost : et;
-            }
-        }
+        uint64_t bits;
+        double sq, cost;
+        int all = uniform_terms(prob, c, &bits, &sq, &cost);
+        double e = prob->objective == FR_OBJECTIVE_SENSITIVITY ? cost : sq;
         if (!all || bits > a->capacity_bits)
             continue;
         if (e < best) {
@@ -510,6 +520,37 @@ static fr_status run_llama_mix(const allocate_args *args, const fr_alloc_problem
 }
 
 /* --budget: the allocation, its table, how it compares, the recipe. */
+/* What cli_print_measured shows beside a measured row: a configuration
+ * used uniformly over the allocated tensors, or the allocation itself for
+ * the recipe written by -o (same name). */
+typedef struct measured_ctx {
+    const fr_alloc_problem *prob;
+    const fr_allocation *a;
+    const char *recipe_name;
+} measured_ctx;
+
+static void predict_measured(const fr_measured *m, void *ctx, double *metric_value,
+                             double *predicted_kl)
+{
+    const measured_ctx *x = ctx;
+    const fr_alloc_problem *prob = x->prob;
+    int sens = prob->objective == FR_OBJECTIVE_SENSITIVITY;
+    if (!strcmp(m->kind, "recipe")) {
+        if (x->a && x->recipe_name && !strcmp(m->name, x->recipe_name)) {
+            *metric_value = fr_metric_value(prob->metric, x->a->err_sum, prob->norm_sum);
+            *predicted_kl = sens ? x->a->cost_sum : NAN;
+        }
+        return;
+    }
+    int64_t c = fr_config_position(prob->ds, m->name);
+    uint64_t bits;
+    double sq, cost;
+    if (c >= 0 && uniform_terms(prob, (size_t)c, &bits, &sq, &cost)) {
+        *metric_value = fr_metric_value(prob->metric, sq, prob->norm_sum);
+        *predicted_kl = sens ? cost : NAN;
+    }
+}
+
 static fr_status run_budget(const char *cmd, const allocate_args *args,
                             const fr_alloc_problem *prob, fr_allocation *a)
 {
@@ -525,6 +566,17 @@ static fr_status run_budget(const char *cmd, const allocate_args *args,
                fr_metric_name(prob->metric), a->cost_sum);
     print_uniform_comparison(a, prob);
     print_nearest_mix(args, a, prob);
+    char *name = args->out_path ? strdup(args->out_path) : NULL;
+    if (name) {
+        const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+        memmove(name, base, strlen(base) + 1);
+        size_t l = strlen(name);
+        if (l > 5 && !strcmp(name + l - 5, ".json"))
+            name[l - 5] = '\0';
+    }
+    measured_ctx mctx = {prob, a, name};
+    cli_print_measured(stdout, args->path, fr_metric_name(prob->metric), predict_measured, &mctx);
+    free(name);
     if (!a->stats.optimal)
         fr_warn("the search stopped after %llu states: the allocation is within %.3g%% of the "
                 "optimal squared error (raise --max-states to prove optimality)",

@@ -141,6 +141,22 @@ static void print_predicted(const fr_dataset *ds, const unsigned char *listed)
     }
 }
 
+/* A measured row's prediction: the configuration's point in the model
+ * group (pareto by config), and its predicted KL with --calib. */
+static void predict_measured(const fr_measured *m, void *ctx, double *metric_value,
+                             double *predicted_kl)
+{
+    const fr_pareto *p = ctx;
+    if (strcmp(m->kind, "config") != 0 || p->by != FR_BY_CONFIG || p->n_groups == 0)
+        return;
+    const fr_pareto_group *g = &p->groups[0];
+    for (size_t i = g->first_point; i < g->first_point + g->n_points; i++)
+        if (!strcmp(p->points[i].config_name, m->name))
+            *metric_value = fr_point_metric(&p->points[i], p->metric);
+    if (g_predict)
+        *predicted_kl = predicted_of(m->name);
+}
+
 /* The mixes as JSON points. */
 static cJSON *mixes_json(const fr_llama_mix_result *mixes, size_t n)
 {
@@ -401,6 +417,8 @@ int cmd_pareto(int argc, char **argv)
         goto done;
     if ((st = print_tables(&ds, &p, json, verbose, frontier_only, mixes, n_mixes)) != FR_OK)
         goto done;
+    if (!json)
+        cli_print_measured(stdout, path, fr_metric_name(metric), predict_measured, &p);
     cli_warn_unmeasured(&ds, &ix, &sel);
     if (store && (st = store_pareto(path, &p, &sel, argc, argv)) != FR_OK)
         goto done;

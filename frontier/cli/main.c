@@ -27,6 +27,7 @@ static const struct command commands[] = {
     {"export", cmd_export, "write a dataset's rows and frontiers as csv/json/tex/gnuplot/svg/pdf/png"},
     {"quantize", cmd_quantize, "write a recipe or one configuration as a deployable checkpoint"},
     {"annotate", cmd_annotate, "store measured model quality (KL divergence, perplexity) in a dataset"},
+    {"evaluate", cmd_evaluate, "quantize, measure with llama.cpp (KL divergence, perplexity) and store it"},
 };
 
 static void print_help(FILE *out)
