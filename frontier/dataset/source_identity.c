@@ -142,6 +142,23 @@ fr_status fr_source_identity(const fr_source *src, char sha256[65], uint64_t *si
 #endif
 }
 
+fr_status fr_file_sha256(const char *path, char sha256[65], fr_error *err)
+{
+    sha256[0] = '\0';
+#ifdef FRONTIER_HAVE_OPENSSL
+    unsigned char *buf = malloc(HASH_BUFFER);
+    if (!buf)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    fr_status st = hash_file(path, buf, sha256, err);
+    free(buf);
+    return st;
+#else
+    (void)path;
+    (void)err;
+    return FR_OK;
+#endif
+}
+
 int fr_source_identity_same(const fr_ds_source *a, const fr_ds_source *b, int by_path)
 {
     if (strcmp(a->kind, b->kind) != 0)

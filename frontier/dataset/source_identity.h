@@ -18,6 +18,10 @@
 fr_status fr_source_identity(const fr_source *src, char sha256[65], uint64_t *size,
                              int64_t *mtime, fr_error *err);
 
+/* sha256 of one file as sha256sum prints it, or "" without OpenSSL;
+ * FR_E_IO when it cannot be read. */
+fr_status fr_file_sha256(const char *path, char sha256[65], fr_error *err);
+
 /* Whether two /sources rows name the same checkpoint: synthetic sources by
  * their spec; files by sha256 and size when both rows have a digest, else
  * by size and mtime, and then also by path when by_path is set (merge: two
