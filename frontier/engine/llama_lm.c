@@ -196,7 +196,7 @@ static struct ggml_tensor *seen_tensor(const fr_llama *m, const char *name)
 
 static fr_status lm_get(fr_lm *lm, size_t k, float *w, fr_error *err)
 {
-    fr_llama *m = lm->impl;
+    fr_llama *m = lm->state;
     (void)err;
     ggml_backend_tensor_get(m->model_t[k], w, 0, ggml_nbytes(m->model_t[k]));
     return FR_OK;
@@ -204,7 +204,7 @@ static fr_status lm_get(fr_lm *lm, size_t k, float *w, fr_error *err)
 
 static fr_status lm_set(fr_lm *lm, size_t k, const float *w, fr_error *err)
 {
-    fr_llama *m = lm->impl;
+    fr_llama *m = lm->state;
     (void)err;
     ggml_backend_tensor_set(m->model_t[k], w, 0, ggml_nbytes(m->model_t[k]));
     if (m->tied_t[k])
@@ -245,7 +245,7 @@ static fr_status decode(fr_llama *m, struct llama_context *ctx, const int32_t *t
 
 static fr_status lm_logits(fr_lm *lm, const int32_t *tokens, int64_t n, float *out, fr_error *err)
 {
-    fr_llama *m = lm->impl;
+    fr_llama *m = lm->state;
     return decode(m, m->ctx, tokens, n, out, err);
 }
 
@@ -356,7 +356,7 @@ static fr_status build(fr_llama *m, struct gguf_context *meta, fr_error *err)
         return fr_fail(err, FR_E_FAIL, "'%s': llama.cpp cannot make a context of %u tokens",
                        m->path, m->cparams.n_ctx);
     m->batch = llama_batch_init((int32_t)m->cparams.n_batch, 0, 1);
-    m->lm = (fr_lm){.impl = m, .get = lm_get, .set = lm_set, .logits = lm_logits,
+    m->lm = (fr_lm){.state = m, .get = lm_get, .set = lm_set, .logits = lm_logits,
                     .n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m->model))};
     return list_tensors(m, err);
 }

@@ -27,7 +27,7 @@ typedef struct fr_lm_tensor {
 typedef struct fr_lm fr_lm;
 
 struct fr_lm {
-    void *impl;
+    void *state; /* the implementation's own */
     const fr_lm_tensor *tensors;
     size_t n_tensors;
     int64_t n_vocab;

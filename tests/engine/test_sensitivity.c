@@ -47,7 +47,7 @@ typedef struct toy {
 
 static fr_status toy_get(fr_lm *lm, size_t k, float *w, fr_error *err)
 {
-    toy *m = lm->impl;
+    toy *m = lm->state;
     (void)err;
     memcpy(w, m->w[k], (size_t)(m->t[k].rows * m->t[k].cols) * sizeof *w);
     return FR_OK;
@@ -55,7 +55,7 @@ static fr_status toy_get(fr_lm *lm, size_t k, float *w, fr_error *err)
 
 static fr_status toy_set(fr_lm *lm, size_t k, const float *w, fr_error *err)
 {
-    toy *m = lm->impl;
+    toy *m = lm->state;
     (void)err;
     memcpy(m->w[k], w, (size_t)(m->t[k].rows * m->t[k].cols) * sizeof *w);
     return FR_OK;
@@ -82,7 +82,7 @@ static void toy_position(float *const *w, int32_t tok, float *out)
 
 static fr_status toy_logits(fr_lm *lm, const int32_t *tokens, int64_t n, float *out, fr_error *err)
 {
-    toy *m = lm->impl;
+    toy *m = lm->state;
     if (m->fail_after > 0 && ++m->logits_calls == m->fail_after)
         return fr_fail(err, FR_E_FAIL, "the toy model fails on purpose");
     for (int64_t i = 0; i < n; i++)
@@ -104,7 +104,7 @@ static void toy_init(toy *m)
         for (int64_t i = 0; k < 3 && i < rows[k] * H; i++)
             m->w[k][i] = (float)(scale * (2 * fr_test_uniform(&state) - 1));
     }
-    m->lm = (fr_lm){.impl = m, .tensors = m->t, .n_tensors = N_T, .n_vocab = V,
+    m->lm = (fr_lm){.state = m, .tensors = m->t, .n_tensors = N_T, .n_vocab = V,
                     .get = toy_get, .set = toy_set, .logits = toy_logits};
 }
 
