@@ -427,9 +427,14 @@ static fr_status set_tensor_type(const struct cursor *c, fr_tensor *t, uint32_t 
     }
     snprintf(t->dtype_name, sizeof t->dtype_name, "%s", tr->name);
     t->dtype = tr->dtype;
-    if (tr->dtype == FR_DTYPE_QUANT)
+    if (tr->dtype == FR_DTYPE_QUANT) {
+        /* listed until a layer that decodes the type attaches its decoder
+         * (fr_source.decode_blocks, frontier/model/block_source.c) */
         t->skip_reason = "pre-quantized ggml type";
-    else if (!fr_dtype_is_float(tr->dtype))
+        t->block_type = type;
+        t->block_elems = tr->block;
+        t->block_bytes = tr->bytes;
+    } else if (!fr_dtype_is_float(tr->dtype))
         t->skip_reason = "integer dtype";
     /* ggml packs whole blocks along each row */
     int64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;

@@ -633,6 +633,50 @@ static float convert_bits(fr_dtype dtype, uint64_t bits)
     }
 }
 
+int fr_tensor_is_block_quantized(const fr_tensor *t)
+{
+    return t->dtype == FR_DTYPE_QUANT && t->block_elems > 0 && t->block_bytes > 0 &&
+           !t->skip_reason && t->encoding == FR_ENC_RAW;
+}
+
+uint64_t fr_tensor_stored_bits(const fr_tensor *t)
+{
+    uint64_t bytes = t->nbytes, bits;
+    if (t->encoding != FR_ENC_RAW)
+        bytes = (uint64_t)t->numel * fr_dtype_size(t->dtype);
+    return __builtin_mul_overflow(bytes, (uint64_t)8, &bits) ? 0 : bits;
+}
+
+/* Elements [begin, begin + n) of a block-quantized tensor through its
+ * source's decoder: whole blocks only (a row is a whole number of them),
+ * their bytes checked against the tensor's. */
+static fr_status load_blocks(const fr_source *src, const fr_tensor *t, const char *file,
+                             int64_t begin, int64_t n, float *dst, fr_error *err)
+{
+    const uint64_t be = t->block_elems, bb = t->block_bytes;
+    uint64_t need;
+    if (!src->decode_blocks)
+        return fr_fail(err, FR_E_FAIL, "cannot load '%s' from '%s': no decoder for %s here",
+                       t->name, file, t->dtype_name);
+    if ((uint64_t)t->numel % be != 0 ||
+        __builtin_mul_overflow((uint64_t)t->numel / be, bb, &need) || t->nbytes != need)
+        return fr_fail(err, FR_E_FORMAT,
+                       "cannot load '%s' from '%s': %llu bytes do not hold %lld elements as %s "
+                       "blocks of %llu in %llu bytes",
+                       t->name, file, (unsigned long long)t->nbytes, (long long)t->numel,
+                       t->dtype_name, (unsigned long long)be, (unsigned long long)bb);
+    if ((uint64_t)begin % be != 0 || ((uint64_t)n % be != 0 && begin + n != t->numel))
+        return fr_fail(err, FR_E_FAIL,
+                       "cannot load elements [%lld, %lld) of '%s' from '%s': not whole %s blocks "
+                       "of %llu",
+                       (long long)begin, (long long)(begin + n), t->name, file, t->dtype_name,
+                       (unsigned long long)be);
+    if (n == 0)
+        return FR_OK;
+    const uint8_t *p = src->files[t->file].base + t->offset + (uint64_t)begin / be * bb;
+    return src->decode_blocks(t, p, n, dst, err);
+}
+
 fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *dst, fr_error *err)
 {
     const char *file = (t->file >= 0 && (size_t)t->file < src->n_files) ? src->files[t->file].path
@@ -644,7 +688,8 @@ fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *ds
                            t->name, src->path);
         return src->generate_f32(src, t, dst, err);
     }
-    if (t->skip_reason || !fr_dtype_is_float(t->dtype))
+    const int blocks = fr_tensor_is_block_quantized(t);
+    if (t->skip_reason || (!fr_dtype_is_float(t->dtype) && !blocks))
         return fr_fail(err, FR_E_FORMAT, "cannot load '%s' from '%s': %s %s", t->name, file,
                        t->dtype_name, t->skip_reason ? t->skip_reason : "is not a float dtype");
     if ((size_t)t->file >= src->n_files)
@@ -657,6 +702,8 @@ fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *ds
                        t->name, file);
     if (t->numel == 0)
         return FR_OK; /* dst may be NULL then; memcpy(NULL, p, 0) is undefined */
+    if (blocks)
+        return load_blocks(src, t, file, 0, t->numel, dst, err);
     const uint8_t *p = f->base + t->offset;
     if (t->encoding == FR_ENC_RAW) {
         uint64_t need;
@@ -729,6 +776,14 @@ void fr_tensor_release_range(const fr_source *src, const fr_tensor *t, int64_t b
     if (t->encoding != FR_ENC_RAW || begin < 0 || n <= 0 || begin > t->numel ||
         n > t->numel - begin)
         return;
+    if (t->block_elems && t->block_bytes) {
+        /* the blocks the elements lie in (a whole row is whole blocks) */
+        uint64_t first = (uint64_t)begin / t->block_elems;
+        uint64_t last = ((uint64_t)(begin + n) + t->block_elems - 1) / t->block_elems;
+        release_bytes(src, t, t->offset + first * t->block_bytes,
+                      (last - first) * t->block_bytes);
+        return;
+    }
     uint64_t size = fr_dtype_size(t->dtype);
     release_bytes(src, t, t->offset + (uint64_t)begin * size, (uint64_t)n * size);
 }
@@ -747,7 +802,8 @@ fr_status fr_tensor_load_f32_range(const fr_source *src, const fr_tensor *t, int
                        "cannot load elements [%lld, %lld) of '%s' from '%s': it has %lld",
                        (long long)begin, (long long)(begin + n), t->name, file,
                        (long long)t->numel);
-    if (t->skip_reason || !fr_dtype_is_float(t->dtype))
+    const int blocks = fr_tensor_is_block_quantized(t);
+    if (t->skip_reason || (!fr_dtype_is_float(t->dtype) && !blocks))
         return fr_fail(err, FR_E_FORMAT, "cannot load '%s' from '%s': %s %s", t->name, file,
                        t->dtype_name, t->skip_reason ? t->skip_reason : "is not a float dtype");
     const fr_mapped_file *f = &src->files[t->file];
@@ -755,6 +811,8 @@ fr_status fr_tensor_load_f32_range(const fr_source *src, const fr_tensor *t, int
     if (t->offset > f->size || t->nbytes > f->size - t->offset)
         return fr_fail(err, FR_E_FORMAT, "cannot load '%s' from '%s': data past the end of the file",
                        t->name, file);
+    if (blocks)
+        return load_blocks(src, t, file, begin, n, dst, err);
     if (__builtin_mul_overflow((uint64_t)t->numel, size, &need) || t->nbytes != need)
         return fr_fail(err, FR_E_FORMAT,
                        "cannot load '%s' from '%s': %llu bytes do not hold %lld %s elements",

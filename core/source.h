@@ -49,6 +49,14 @@ typedef struct fr_tensor {
     const char *skip_reason;  /* non-NULL: listed but not quantizable (static string) */
     int scale_tensor;         /* index of a checkpoint's dequantization scale for F8 tensors, or -1 */
     uint64_t synthetic_id;    /* FR_ENC_SYNTHETIC: index of the generator entry */
+    /* A block format (dtype FR_DTYPE_QUANT, FR_ENC_RAW: GGUF's Q4_K, ...):
+     * whole blocks of block_elems elements in block_bytes bytes along each
+     * row; block_type is the reader's id of the format (GGUF: the
+     * ggml_type). block_elems is 0 for every other tensor. Such a tensor is
+     * read through its source's decode_blocks hook (fr_tensor_is_block_quantized). */
+    uint32_t block_type;
+    uint32_t block_elems;
+    uint32_t block_bytes;
 } fr_tensor;
 
 typedef struct fr_mapped_file {
@@ -74,6 +82,13 @@ typedef struct fr_source {
     fr_status (*generate_f32)(const struct fr_source *src, const fr_tensor *t, float *dst,
                               fr_error *err);
     void (*impl_free)(void *impl);
+    /* Hook for block formats: decodes the n elements (whole blocks of t's
+     * format) at blocks into dst, exactly as the format's reference does.
+     * Set by a layer that knows the formats (frontier/model/block_source.c),
+     * which also clears the skip_reason of the tensors it decodes; NULL:
+     * block-quantized tensors stay listed, not readable. */
+    fr_status (*decode_blocks)(const fr_tensor *t, const uint8_t *blocks, int64_t n, float *dst,
+                               fr_error *err);
 } fr_source;
 
 /* Opens a .safetensors file, a folder (model.safetensors or a sharded
@@ -105,6 +120,16 @@ fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *ds
  * file and tensor); synthetic tensors use fr_synthetic_load_range. */
 fr_status fr_tensor_load_f32_range(const fr_source *src, const fr_tensor *t, int64_t begin,
                                    int64_t n, float *dst, fr_error *err);
+
+/* Nonzero when t is stored in a block format its source decodes (a
+ * quantized GGUF tensor with decode_blocks attached): its values are the
+ * decoded ones, and it is measured and written like a float tensor. */
+int fr_tensor_is_block_quantized(const fr_tensor *t);
+
+/* Bits the checkpoint stores for t's values: its bytes x 8 for a block
+ * format (scales included), numel x the element width for an element
+ * dtype; 0 when unknown (a ggml type newer than the reader's table). */
+uint64_t fr_tensor_stored_bits(const fr_tensor *t);
 
 /* Zero-copy view of a FR_ENC_RAW tensor's bytes, or NULL. */
 const void *fr_tensor_raw(const fr_source *src, const fr_tensor *t);

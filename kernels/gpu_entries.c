@@ -25,5 +25,9 @@ const fr_kernel_gpu_entry fr_kernel_gpu_entries[FR_FAMILY_COUNT] = {
      * quantize_cuda, or GPTQ's device path (docs/gpu.md, "RHT on the GPU") */
     [FR_FAMILY_RHT] = {.quantize_cuda = fr_rht_quantize_cuda},
     [FR_FAMILY_RHT_GPTQ] = {.quantize_cuda = fr_rht_gptq_quantize_cuda},
-    /* ggml and nvfp4_fused: host only (their rows go to the CPU executor) */
+    /* llama.cpp's blocks with the CPU's own FR_HD encoders, one thread per
+     * block, bit for bit (docs/gpu.md, "ggml- and imat-ggml- on the GPU") */
+    [FR_FAMILY_GGML] = {.quantize_cuda = fr_ggml_quantize_cuda},
+    [FR_FAMILY_GGML_IMAT] = {.quantize_cuda = fr_ggml_imat_quantize_cuda},
+    /* nvfp4_fused: host only (its rows go to the CPU executor) */
 };

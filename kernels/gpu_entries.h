@@ -52,7 +52,8 @@ FR_BUILTIN_FAMILIES(FR_KFAMILY_DECLARE)
 
 /* The host families' quantize_cuda: mse and imat kernels/clipsearch.cu,
  * hqq kernels/hqq.cu, awq kernels/awq.cu, gptq kernels/gptq.cu, rht and
- * rht_gptq kernels/rht.cu (docs/gpu.md has each one's section). */
+ * rht_gptq kernels/rht.cu, ggml and ggml_imat kernels/ggml.cu (docs/gpu.md
+ * has each one's section). */
 #define FR_KHOST_DECLARE(name)                                                               \
     int fr_##name##_quantize_cuda(const frontier_config *cfg, const void *w, int dtype,       \
                                   float *w_hat, int64_t rows, int64_t cols,                  \
@@ -65,6 +66,8 @@ FR_KHOST_DECLARE(awq)
 FR_KHOST_DECLARE(gptq)
 FR_KHOST_DECLARE(rht)
 FR_KHOST_DECLARE(rht_gptq)
+FR_KHOST_DECLARE(ggml)
+FR_KHOST_DECLARE(ggml_imat)
 #undef FR_KHOST_DECLARE
 
 #ifdef __cplusplus

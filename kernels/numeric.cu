@@ -242,70 +242,187 @@ static __global__ void __launch_bounds__(FR_K_THREADS)
  * built-ins; fr_knum_fusable). A warp item is one 256-column piece of a
  * row, a lane its 8 consecutive elements; xor shuffles over 1, 2, ..., 16
  * lanes give each lane its aligned group's (amax, hi, lo) at 16, 32, ...,
- * 256 elements, and the shapes take their level's values: straight into
- * the running extremes (one-row groups within a piece) or into the group's
- * slot (a pending slot per shape, as the per-shape kernel keeps one).
+ * 256 elements (levels 1..5; level 0 is the lane's own 8). A one-row group
+ * within a piece is complete there: the lane that leads it keeps the
+ * running extremes of its level (one set per level, whichever shapes use
+ * it). A group wider than a piece or of several rows goes to its slot,
+ * through a pending slot per such shape, as the per-shape kernel does. The
+ * warp reads its next piece before it reduces the current one.
  */
 #define FR_KNUM_FUSED_MAX 8
+#define FR_KNUM_FUSED_MULTI 3   /* shapes with slots (row, tensor, 128 x 128) */
+#define FR_KNUM_LEVELS 6
 #define FR_KNUM_FUSED_PIECE 256 /* 32 lanes x FR_K_PER_LANE */
 
 typedef struct fr_knum_fused_args {
     const void *w;
     int64_t cols, row0, chunk_rows;
-    int n;
-    int level[FR_KNUM_FUSED_MAX]; /* groups of 8 << level elements, 0..5 (5: 256 and more) */
-    int multi[FR_KNUM_FUSED_MAX];
-    int64_t tr[FR_KNUM_FUSED_MAX], tc[FR_KNUM_FUSED_MAX], ntc[FR_KNUM_FUSED_MAX];
-    unsigned *acc[FR_KNUM_FUSED_MAX];
-    unsigned *ext[FR_KNUM_FUSED_MAX];
+    int n;                              /* shapes */
+    int level[FR_KNUM_FUSED_MAX];       /* groups of 8 << level elements, 0..5 (5: 256 and more) */
+    int multi[FR_KNUM_FUSED_MAX];       /* with slots */
+    unsigned direct_levels;             /* bit L: a shape without slots at level L */
+    int n_multi;                        /* the shapes with slots, in order */
+    int m_level[FR_KNUM_FUSED_MULTI];
+    int64_t m_tr[FR_KNUM_FUSED_MULTI], m_tc[FR_KNUM_FUSED_MULTI], m_ntc[FR_KNUM_FUSED_MULTI];
+    unsigned *m_acc[FR_KNUM_FUSED_MULTI];
+    unsigned *ext;                      /* the shapes' words, four each */
     fr_cuda_numeric_head *head;
 } fr_knum_fused_args;
 
-/* One lane's running values of one shape. */
+/* One lane's running values: the extremes per level, the pending slots. */
 typedef struct fr_knum_run {
-    float max_a, min_a, max_r, min_r; /* one-row groups within a piece */
-    int64_t pend;                     /* multi: the pending slot, -1: none */
-    float p_amax, p_hi, p_lo;
+    float ext[FR_KNUM_LEVELS][4];       /* max amax, min nonzero amax, max range, min nonzero range */
+    int32_t pend[FR_KNUM_FUSED_MULTI];  /* -1: none (fr_knum_fusable: slots fit 31 bits) */
+    float p[FR_KNUM_FUSED_MULTI][3];    /* amax, hi, lo of the pending slot */
 } fr_knum_run;
 
-__device__ __forceinline__ void fr_knum_pend(fr_knum_run &u, unsigned *acc, int64_t slot,
+__device__ __forceinline__ void fr_knum_pend(fr_knum_run &u, int m, unsigned *acc, int32_t slot,
                                              float amax, float hi, float lo)
 {
-    if (slot != u.pend) {
-        fr_knum_slot(acc, u.pend, u.p_amax, u.p_hi, u.p_lo);
-        u.pend = slot;
-        u.p_amax = amax;
-        u.p_hi = hi;
-        u.p_lo = lo;
+    if (slot != u.pend[m]) {
+        fr_knum_slot(acc, u.pend[m], u.p[m][0], u.p[m][1], u.p[m][2]);
+        u.pend[m] = slot;
+        u.p[m][0] = amax;
+        u.p[m][1] = hi;
+        u.p[m][2] = lo;
     } else {
-        u.p_amax = amax > u.p_amax ? amax : u.p_amax;
-        u.p_hi = hi > u.p_hi ? hi : u.p_hi;
-        u.p_lo = lo < u.p_lo ? lo : u.p_lo;
+        u.p[m][0] = amax > u.p[m][0] ? amax : u.p[m][0];
+        u.p[m][1] = hi > u.p[m][1] ? hi : u.p[m][1];
+        u.p[m][2] = lo < u.p[m][2] ? lo : u.p[m][2];
     }
 }
 
-/* The level-L values of lane `lane` into the shapes of that level. */
-__device__ __forceinline__ void fr_knum_take(const fr_knum_fused_args &a, fr_knum_run *u, int L,
-                                             int lane, int64_t r, int64_t c, float amax,
-                                             float hi, float lo)
+/* The level-L values of lane `lane` (its group's when it leads it). */
+template <int L>
+__device__ __forceinline__ void fr_knum_take(const fr_knum_fused_args &a, fr_knum_run &u, int lane,
+                                             int64_t r, int64_t c, float amax, float hi, float lo)
 {
     if (lane & ((1 << L) - 1))
         return; /* not its group's first lane */
+    if ((a.direct_levels >> L) & 1u)
+        fr_knum_extremes(amax, hi - lo, u.ext[L][0], u.ext[L][1], u.ext[L][2], u.ext[L][3]);
 #pragma unroll
-    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++) {
-        if (k >= a.n || a.level[k] != L)
-            continue;
-        if (!a.multi[k])
-            fr_knum_extremes(amax, hi - lo, u[k].max_a, u[k].min_a, u[k].max_r, u[k].min_r);
-        else
-            fr_knum_pend(u[k], a.acc[k],
-                         fr_kdiv(a.row0 + r, a.tr[k]) * a.ntc[k] + fr_kdiv(c, a.tc[k]), amax, hi,
-                         lo);
+    for (int m = 0; m < FR_KNUM_FUSED_MULTI; m++)
+        if (m < a.n_multi && a.m_level[m] == L)
+            fr_knum_pend(u, m, a.m_acc[m],
+                         (int32_t)(fr_kdiv(a.row0 + r, a.m_tr[m]) * a.m_ntc[m] +
+                                   fr_kdiv(c, a.m_tc[m])),
+                         amax, hi, lo);
+}
+
+/* The lanes' (amax, hi, lo) one level up: groups twice as wide. */
+template <int L>
+__device__ __forceinline__ void fr_knum_up(float &amax, float &hi, float &lo)
+{
+    const int off = 1 << (L - 1);
+    float o = __shfl_xor_sync(0xffffffffu, amax, off);
+    amax = o > amax ? o : amax;
+    o = __shfl_xor_sync(0xffffffffu, hi, off);
+    hi = o > hi ? o : hi;
+    o = __shfl_xor_sync(0xffffffffu, lo, off);
+    lo = o < lo ? o : lo;
+}
+
+/*
+ * The block's running values into the result words: each warp reduces its
+ * lanes with shuffles, the warps meet in shared memory, and one warp makes
+ * the atomics, once per block (the same words are every block's: a warp
+ * each would queue thousands of atomics on them per tensor). The shapes
+ * with slots get their words from the slots, in end().
+ */
+__device__ __forceinline__ void fr_knum_block_flush(const fr_knum_fused_args &a, fr_knum_run &u,
+                                                    unsigned long long nz, unsigned long long sub,
+                                                    unsigned long long negz, unsigned maxmag)
+{
+    __shared__ float sh_ext[FR_K_WARPS][FR_KNUM_LEVELS][4];
+    __shared__ unsigned long long sh_cnt[FR_K_WARPS][3];
+    __shared__ unsigned sh_mag[FR_K_WARPS];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        nz += __shfl_xor_sync(0xffffffffu, nz, off);
+        sub += __shfl_xor_sync(0xffffffffu, sub, off);
+        negz += __shfl_xor_sync(0xffffffffu, negz, off);
+        const unsigned m = __shfl_xor_sync(0xffffffffu, maxmag, off);
+        maxmag = m > maxmag ? m : maxmag;
+    }
+    if (lane == 0) {
+        sh_cnt[wid][0] = nz;
+        sh_cnt[wid][1] = sub;
+        sh_cnt[wid][2] = negz;
+        sh_mag[wid] = maxmag;
+    }
+#pragma unroll
+    for (int L = 0; L < FR_KNUM_LEVELS; L++) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const float o = __shfl_xor_sync(0xffffffffu, u.ext[L][q], off);
+                u.ext[L][q] = q & 1 ? (o < u.ext[L][q] ? o : u.ext[L][q])
+                                    : (o > u.ext[L][q] ? o : u.ext[L][q]);
+            }
+        if (lane == 0)
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                sh_ext[wid][L][q] = u.ext[L][q];
+    }
+    __syncthreads();
+    if (wid != 0)
+        return;
+    /* lane k < n: shape k's four words; lane 31: the tensor facts */
+    if (lane < a.n && !a.multi[lane]) {
+        const int L = a.level[lane];
+        float v[4] = {sh_ext[0][L][0], sh_ext[0][L][1], sh_ext[0][L][2], sh_ext[0][L][3]};
+        for (int w = 1; w < FR_K_WARPS; w++)
+            for (int q = 0; q < 4; q++) {
+                const float o = sh_ext[w][L][q];
+                v[q] = q & 1 ? (o < v[q] ? o : v[q]) : (o > v[q] ? o : v[q]);
+            }
+        unsigned *ext = a.ext + 4 * lane;
+        atomicMax(&ext[0], __float_as_uint(v[0]));
+        atomicMin(&ext[1], __float_as_uint(v[1]));
+        atomicMax(&ext[2], __float_as_uint(v[2]));
+        atomicMin(&ext[3], __float_as_uint(v[3]));
+    } else if (lane == 31) {
+        unsigned long long c[3] = {0, 0, 0};
+        unsigned m = 0;
+        for (int w = 0; w < FR_K_WARPS; w++) {
+            for (int q = 0; q < 3; q++)
+                c[q] += sh_cnt[w][q];
+            m = sh_mag[w] > m ? sh_mag[w] : m;
+        }
+        atomicAdd(&a.head->n_nonzero, c[0]);
+        atomicAdd(&a.head->n_subnormal, c[1]);
+        atomicAdd(&a.head->n_neg_zero, c[2]);
+        atomicMax(&a.head->max_mag, m);
+    }
+}
+
+/* One piece of one lane: the tensor facts, and its 8 elements' extremes. */
+__device__ __forceinline__ void fr_knum_piece(const float (&x)[FR_K_PER_LANE], float &amax,
+                                              float &hi, float &lo, unsigned &nz, unsigned &sub,
+                                              unsigned &negz, unsigned &maxmag)
+{
+    amax = 0.0f;
+    hi = 0.0f;
+    lo = 0.0f;
+#pragma unroll
+    for (int e = 0; e < FR_K_PER_LANE; e++) {
+        const float ax = fabsf(x[e]);
+        amax = ax > amax ? ax : amax;
+        hi = x[e] > hi ? x[e] : hi;
+        lo = x[e] < lo ? x[e] : lo;
+        const unsigned bits = __float_as_uint(x[e]), mag = bits & 0x7fffffffu;
+        maxmag = mag > maxmag ? mag : maxmag;
+        negz += mag == 0 && bits != 0;
+        nz += mag != 0;
+        sub += mag != 0 && mag < 0x00800000u;
     }
 }
 
 template <int DT>
-static __global__ void __launch_bounds__(FR_K_THREADS)
+static __global__ void __launch_bounds__(FR_K_THREADS, 3)
     fr_knum_fused_kernel(const fr_knum_fused_args a)
 {
     const int lane = threadIdx.x & 31;
@@ -316,62 +433,58 @@ static __global__ void __launch_bounds__(FR_K_THREADS)
     const int64_t per_warp = n_items / warps + (n_items % warps != 0);
     const int64_t item0 = warp * per_warp;
     const int64_t item1 = item0 + per_warp < n_items ? item0 + per_warp : n_items;
-    fr_knum_run u[FR_KNUM_FUSED_MAX];
+    fr_knum_run u;
 #pragma unroll
-    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++)
-        u[k] = fr_knum_run{0.0f, __uint_as_float(FR_KNUM_INF_BITS), 0.0f,
-                           __uint_as_float(FR_KNUM_INF_BITS), -1, 0.0f, 0.0f, 0.0f};
-    unsigned long long nz = 0, sub = 0, negz = 0;
-    unsigned maxmag = 0;
+    for (int L = 0; L < FR_KNUM_LEVELS; L++) {
+        u.ext[L][0] = 0.0f;
+        u.ext[L][1] = __uint_as_float(FR_KNUM_INF_BITS);
+        u.ext[L][2] = 0.0f;
+        u.ext[L][3] = __uint_as_float(FR_KNUM_INF_BITS);
+    }
+#pragma unroll
+    for (int m = 0; m < FR_KNUM_FUSED_MULTI; m++)
+        u.pend[m] = -1;
+    /* per lane at most per_warp x 8 elements: 32-bit counts, 64-bit sums */
+    unsigned nz = 0, sub = 0, negz = 0, maxmag = 0;
+    int64_t r = item0 < item1 ? fr_kdiv(item0, ipr) : 0;
+    int64_t piece = item0 - r * ipr;
+    uint32_t next[fr_kraw_words<DT>::n];
+    if (item0 < item1)
+        fr_kload<DT>(a.w, a.cols, r, piece * FR_KNUM_FUSED_PIECE + (int64_t)lane * FR_K_PER_LANE,
+                     true, true, next);
     for (int64_t item = item0; item < item1; item++) {
-        const int64_t r = fr_kdiv(item, ipr);
-        const int64_t c = (item - r * ipr) * FR_KNUM_FUSED_PIECE + (int64_t)lane * FR_K_PER_LANE;
-        float x[FR_K_PER_LANE];
         uint32_t raw[fr_kraw_words<DT>::n];
-        fr_kload<DT>(a.w, a.cols, r, c, true, true, raw);
+#pragma unroll
+        for (int k = 0; k < fr_kraw_words<DT>::n; k++)
+            raw[k] = next[k];
+        const int64_t c = piece * FR_KNUM_FUSED_PIECE + (int64_t)lane * FR_K_PER_LANE;
+        const int64_t r1 = piece + 1 == ipr ? r + 1 : r, piece1 = piece + 1 == ipr ? 0 : piece + 1;
+        if (item + 1 < item1)
+            fr_kload<DT>(a.w, a.cols, r1,
+                         piece1 * FR_KNUM_FUSED_PIECE + (int64_t)lane * FR_K_PER_LANE, true, true,
+                         next);
+        float x[FR_K_PER_LANE], amax, hi, lo;
         fr_kconvert<DT>(raw, x);
-        float amax = 0.0f, hi = 0.0f, lo = 0.0f;
-#pragma unroll
-        for (int e = 0; e < FR_K_PER_LANE; e++) {
-            const float ax = fabsf(x[e]);
-            amax = ax > amax ? ax : amax;
-            hi = x[e] > hi ? x[e] : hi;
-            lo = x[e] < lo ? x[e] : lo;
-            const unsigned bits = __float_as_uint(x[e]), mag = bits & 0x7fffffffu;
-            maxmag = mag > maxmag ? mag : maxmag;
-            if (mag == 0) {
-                negz += bits != 0;
-            } else {
-                nz++;
-                sub += mag < 0x00800000u;
-            }
-        }
-        fr_knum_take(a, u, 0, lane, r, c, amax, hi, lo);
-#pragma unroll
-        for (int L = 1; L <= 5; L++) {
-            const int off = 1 << (L - 1);
-            float o = __shfl_xor_sync(0xffffffffu, amax, off);
-            amax = o > amax ? o : amax;
-            o = __shfl_xor_sync(0xffffffffu, hi, off);
-            hi = o > hi ? o : hi;
-            o = __shfl_xor_sync(0xffffffffu, lo, off);
-            lo = o < lo ? o : lo;
-            fr_knum_take(a, u, L, lane, r, c, amax, hi, lo);
-        }
+        fr_knum_piece(x, amax, hi, lo, nz, sub, negz, maxmag);
+        fr_knum_take<0>(a, u, lane, r, c, amax, hi, lo);
+        fr_knum_up<1>(amax, hi, lo);
+        fr_knum_take<1>(a, u, lane, r, c, amax, hi, lo);
+        fr_knum_up<2>(amax, hi, lo);
+        fr_knum_take<2>(a, u, lane, r, c, amax, hi, lo);
+        fr_knum_up<3>(amax, hi, lo);
+        fr_knum_take<3>(a, u, lane, r, c, amax, hi, lo);
+        fr_knum_up<4>(amax, hi, lo);
+        fr_knum_take<4>(a, u, lane, r, c, amax, hi, lo);
+        fr_knum_up<5>(amax, hi, lo);
+        fr_knum_take<5>(a, u, lane, r, c, amax, hi, lo);
+        r = r1;
+        piece = piece1;
     }
-    fr_knum_args f = {};
-    f.head = a.head;
-    fr_knum_flush(f, lane, 0.0f, 0.0f, 0.0f, 0.0f, nz, sub, negz, maxmag);
 #pragma unroll
-    for (int k = 0; k < FR_KNUM_FUSED_MAX; k++) {
-        if (k >= a.n)
-            continue;
-        if (a.multi[k])
-            fr_knum_slot(a.acc[k], u[k].pend, u[k].p_amax, u[k].p_hi, u[k].p_lo);
-        f.head = NULL;
-        f.ext = a.ext[k];
-        fr_knum_flush(f, lane, u[k].max_a, u[k].min_a, u[k].max_r, u[k].min_r, 0, 0, 0, 0);
-    }
+    for (int m = 0; m < FR_KNUM_FUSED_MULTI; m++)
+        if (m < a.n_multi)
+            fr_knum_slot(a.m_acc[m], u.pend[m], u.p[m][0], u.p[m][1], u.p[m][2]);
+    fr_knum_block_flush(a, u, nz, sub, negz, maxmag);
 }
 
 /* The fused read's level of a tile width (-1: none): 8 << level == tc, or
@@ -386,15 +499,31 @@ static int fr_knum_level(int64_t tc)
     return -1;
 }
 
+/* Whether a shape keeps slots: its groups span rows or several pieces of
+ * the reading kernel (the fused read's pieces are 256 columns). */
+static int fr_knum_multi(const fr_knum_shape *s, int64_t rows, int fused)
+{
+    return (s->tr > 1 && rows > 1) || s->p > 1 || (fused && s->tc > FR_KNUM_FUSED_PIECE);
+}
+
 /* True when one fused read can serve every shape (the facts ride on it). */
-static int fr_knum_fusable(const fr_knum_shape *shapes, size_t n, int64_t cols)
+static int fr_knum_fusable(const fr_knum_shape *shapes, size_t n, int64_t rows, int64_t cols)
 {
     if (n == 0 || n > FR_KNUM_FUSED_MAX || cols % FR_KNUM_FUSED_PIECE)
         return 0;
-    for (size_t k = 0; k < n; k++)
+    int n_multi = 0;
+    for (size_t k = 0; k < n; k++) {
         if (fr_knum_level(shapes[k].tc) < 0)
             return 0;
-    return 1;
+        if (fr_knum_multi(&shapes[k], rows, 1)) {
+            n_multi++;
+            /* the fused kernel's pending slots are 31-bit */
+            const fr_knum_shape *s = &shapes[k];
+            if ((rows / s->tr + 1) * s->ntc >= ((int64_t)1 << 31))
+                return 0;
+        }
+    }
+    return n_multi <= FR_KNUM_FUSED_MULTI;
 }
 
 static fr_status fr_knum_fused_chunk(fr_cuda_numeric *nm, const void *w, int dtype, int64_t row0,
@@ -409,19 +538,26 @@ static fr_status fr_knum_fused_chunk(fr_cuda_numeric *nm, const void *w, int dty
     a.chunk_rows = chunk_rows;
     a.n = (int)nm->n_shapes;
     a.head = (fr_cuda_numeric_head *)nm->res;
-    unsigned *ext = nm->res + sizeof(fr_cuda_numeric_head) / sizeof(unsigned);
+    a.ext = nm->res + sizeof(fr_cuda_numeric_head) / sizeof(unsigned);
     for (size_t k = 0; k < nm->n_shapes; k++) {
         const fr_knum_shape *s = &nm->shapes[k];
         a.level[k] = fr_knum_level(s->tc);
         a.multi[k] = s->multi;
-        a.tr[k] = s->tr;
-        a.tc[k] = s->tc;
-        a.ntc[k] = s->ntc;
-        a.acc[k] = s->multi ? nm->acc + s->acc_off : NULL;
-        a.ext[k] = ext + 4 * k;
+        if (!s->multi) {
+            a.direct_levels |= 1u << a.level[k];
+            continue;
+        }
+        const int m = a.n_multi++; /* fr_knum_fusable: at most FR_KNUM_FUSED_MULTI */
+        a.m_level[m] = a.level[k];
+        a.m_tr[m] = s->tr;
+        a.m_tc[m] = s->tc;
+        a.m_ntc[m] = s->ntc;
+        a.m_acc[m] = nm->acc + s->acc_off;
     }
+    /* 3 blocks per SM of the 132 (the launch bounds): every block ends in
+     * the same few words, so no more blocks than run at once */
     const unsigned grid =
-        fr_kgrid(chunk_rows * (nm->cols / FR_KNUM_FUSED_PIECE), FR_K_WARPS, FR_K_GRID);
+        fr_kgrid(chunk_rows * (nm->cols / FR_KNUM_FUSED_PIECE), FR_K_WARPS, 3 * FR_K_GRID / 8);
     if (dtype == FRONTIER_DTYPE_F32)
         FR_LAUNCH(fr_knum_fused_kernel<FRONTIER_DTYPE_F32><<<grid, FR_K_THREADS, 0, nm->stream>>>(a));
     else if (dtype == FRONTIER_DTYPE_F16)
@@ -522,11 +658,10 @@ fr_status fr_cuda_numeric_begin(fr_cuda_numeric *nm, const int64_t *tile_rows,
     }
     /* a group the fused read sees in pieces keeps a slot too (a tile wider
      * than its 256-column pieces); either kernel serves a shape with slots */
-    nm->fused = fr_knum_fusable(nm->shapes, n_shapes, cols);
+    nm->fused = fr_knum_fusable(nm->shapes, n_shapes, rows, cols);
     for (size_t k = 0; k < n_shapes; k++) {
         fr_knum_shape *s = &nm->shapes[k];
-        s->multi = (s->tr > 1 && rows > 1) || s->p > 1 ||
-                   (nm->fused && s->tc > FR_KNUM_FUSED_PIECE);
+        s->multi = fr_knum_multi(s, rows, nm->fused);
         if (s->multi) {
             s->n_groups = (rows / s->tr + (rows % s->tr != 0)) * s->ntc;
             s->acc_off = acc_words;

@@ -56,9 +56,9 @@ extern "C" {
     X(GPTQ, gptq, FR_NO_GGML)                                                                \
     X(RHT, rht, FR_NO_GGML)                                                                  \
     X(RHT_GPTQ, rht_gptq, FR_NO_GGML)                                                        \
-    X(GGML, ggml, FR_NO_GGML)                                                                \
+    X(GGML, ggml, FR_GGML(ggml))                                                             \
     X(NVFP4_FUSED, nvfp4_fused, FR_NO_GGML)                                                  \
-    X(GGML_IMAT, ggml_imat, FR_NO_GGML)
+    X(GGML_IMAT, ggml_imat, FR_GGML(ggml_imat))
 
 /* Every built-in family: the kernel families, then the host ones. */
 #define FR_ALL_FAMILIES(X) FR_BUILTIN_FAMILIES(X) FR_HOST_FAMILIES(X)

@@ -7,10 +7,14 @@
  * `frontier quantize --format gguf` writes (quantizers/ggml_blocks.h and
  * ggml_kquants.h have the rules; docs/quantize.md, "GGUF", and
  * docs/formats.md the definitions). Blocks of 32 consecutive elements of a
- * row, or super-blocks of 256 (K-quants, IQ4_XS); size: the block bytes. The
+ * row, or super-blocks of 256 (K-quants, IQ4_XS); size: the block bytes. On
+ * a tensor whose rows the type's block does not divide, Q(W) and the size
+ * are those of the type llama-quantize falls back to (fr_ggml_stored_type:
+ * Q4_K to Q5_0, ..., F16 when no block fits), which the GGUF writer stores. The
  * same types weighted by an importance matrix are the `ggml_imat` family's
- * (quantizers/ggml_imat.c), through fr_ggml_quantize_rows. Host only
- * (FR_HOST_FAMILIES): no kernels.
+ * (quantizers/ggml_imat.c), through fr_ggml_quantize_rows. A host family
+ * (FR_HOST_FAMILIES): no fused kernels; its quantize_cuda (kernels/ggml.cu)
+ * runs this file's block code on the device, one thread per block.
  */
 #include "ggml.h"
 
@@ -38,6 +42,9 @@ const fr_ggml_params fr_ggml_block_types[FR_GGML_N_TYPES] = {
     P(FR_GGML_IQ4_NL, "iq4_nl", "IQ4_NL", 18, 25, 32),
     P(FR_GGML_IQ4_XS, "iq4_xs", "IQ4_XS", 136, 30, 256),
 };
+
+/* GGML_TYPE_F16, LLAMA_FTYPE_MOSTLY_F16: llama-quantize's last fallback */
+const fr_ggml_params fr_ggml_f16 = P(FR_GGML_F16, "f16", "F16", 2, 1, 1);
 #undef P
 
 #define GGML_CFG(i, t, bits, bytes, sym, scale)                                                \
@@ -73,6 +80,7 @@ static const frontier_quantizer ggml_quantizer;
 typedef struct ggml_job {
     fr_ggml_qtype type;
     const float *w, *qw;
+    const float *sigma2; /* per row, for a weighted legacy type; else NULL */
     float *w_hat;
     int64_t cols, block, blocks_per_row;
     fr_q_bad bad;
@@ -102,7 +110,8 @@ static void ggml_blocks_range(void *arg, int64_t begin, int64_t end)
             continue;
         }
         /* Q(W) is the decoded block: the bytes a GGUF file holds */
-        fr_ggml_encode_block_weighted(job->type, x, n, job->qw ? job->qw + start : NULL, blk);
+        fr_ggml_encode_block_in_row(job->type, x, n, job->qw ? job->qw + start : NULL,
+                                    job->sigma2 ? job->sigma2[row] : 0.0f, blk);
         fr_ggml_decode_block(job->type, blk, y);
         for (int i = 0; i < n; i++)
             x_hat[i] = y[i];
@@ -116,8 +125,18 @@ int fr_ggml_quantize_rows(const frontier_quantizer *q, const frontier_config *cf
     int rc = fr_q_check_call(q, cfg, w, w_hat, rows, cols, call);
     if (rc != FRONTIER_OK)
         return rc;
+    p = fr_ggml_stored_type(p, cols); /* what llama-quantize stores on these rows */
     ggml_job job = {.type = p->type, .w = w, .qw = qw, .w_hat = w_hat, .cols = cols,
                     .block = p->block, .blocks_per_row = fr_q_ceil_div(cols, p->block)};
+    if (qw && fr_ggml_legacy_weighted(p->type)) {
+        /* the weighted legacy searches read the whole row's sum of squares */
+        float *sigma2 = fr_q_scratch(call, (size_t)rows * sizeof *sigma2);
+        if (!sigma2)
+            return fr_q_fail(call, FRONTIER_ERR_NOMEM, "out of memory");
+        for (int64_t r = 0; r < rows; r++)
+            sigma2[r] = fr_ggml_row_sigma2(w + r * cols, cols);
+        job.sigma2 = sigma2;
+    }
     fr_q_bad_init(&job.bad);
     fr_q_parallel_for(call, rows * job.blocks_per_row, fr_q_grain(p->block), ggml_blocks_range,
                       &job);
@@ -133,7 +152,8 @@ int fr_ggml_block_size_bits(const frontier_quantizer *q, const frontier_config *
         return rc;
     if (!total_bits)
         return fr_q_fail(call, FRONTIER_ERR_INVALID, "no output for the size");
-    /* whole blocks (a short last block of a row counts fully) */
+    p = fr_ggml_stored_type(p, cols);
+    /* whole blocks of the type stored; a row is a multiple of its block */
     return fr_q_size_bits(call, rows, cols, 0, 1, p->block, 8u * p->block_bytes, 0, total_bits,
                           NULL);
 }
@@ -173,7 +193,7 @@ static const frontier_quantizer ggml_quantizer = {
                    "IQ4_NL, IQ4_XS with llama-quantize's rules (what frontier quantize "
                    "--format gguf writes)",
     .version = FRONTIER_VERSION,
-    .flags = FRONTIER_Q_DETERMINISTIC, /* host only: no GPU functions */
+    .flags = FRONTIER_Q_DETERMINISTIC, /* kernels/ attaches its quantize_cuda */
     .n_configs = sizeof ggml_configs / sizeof ggml_configs[0],
     .configs = ggml_configs,
     .size_bits = ggml_size_bits,
@@ -181,10 +201,17 @@ static const frontier_quantizer ggml_quantizer = {
     .config_traits = ggml_config_traits,
 };
 
-/* The table line says FR_NO_GGML: the GGUF writer maps these configurations
- * itself (frontier/checkpoint/quantize_gguf.c); the int family's list says which int
- * configurations merely share a ggml storage. */
-const fr_ggml_type fr_ggml_ggml_types[] = {{NULL, NULL}};
+/* Every configuration is its type's llama.cpp storage, so the tensor-type
+ * file of a recipe (llama-quantize --tensor-type-file) and the recipe's
+ * llama_cpp_type name it; the GGUF writer reads the same type from the
+ * configuration's traits (gguf_type). */
+const fr_ggml_type fr_ggml_ggml_types[] = {
+    {"ggml-q8_0", "q8_0"},   {"ggml-q4_0", "q4_0"},     {"ggml-q4_1", "q4_1"},
+    {"ggml-q5_0", "q5_0"},   {"ggml-q5_1", "q5_1"},     {"ggml-mxfp4", "mxfp4"},
+    {"ggml-q2_k", "q2_k"},   {"ggml-q3_k", "q3_k"},     {"ggml-q4_k", "q4_k"},
+    {"ggml-q5_k", "q5_k"},   {"ggml-q6_k", "q6_k"},     {"ggml-iq4_nl", "iq4_nl"},
+    {"ggml-iq4_xs", "iq4_xs"}, {NULL, NULL},
+};
 
 const frontier_quantizer *fr_ggml_entry(const frontier_host_api *host)
 {

@@ -36,8 +36,10 @@
 #define FR_GGML_MAX_BLOCK FR_GGML_QK_K /* elements of the largest block */
 #define FR_GGML_MAX_BLOCK_BYTES 210  /* Q6_K's */
 
-/* ggml_type ids (ggml.h) of the types the family writes. */
+/* ggml_type ids (ggml.h) of the types the family writes; F16 only as
+ * llama-quantize's last fallback (fr_ggml_stored_type). */
 typedef enum fr_ggml_qtype {
+    FR_GGML_F16 = 1,
     FR_GGML_Q4_0 = 2,
     FR_GGML_Q4_1 = 3,
     FR_GGML_Q5_0 = 6,
@@ -53,18 +55,33 @@ typedef enum fr_ggml_qtype {
     FR_GGML_MXFP4 = 39
 } fr_ggml_qtype;
 
-/* MXFP4's elements: E2M1 values doubled (ggml's kvalues_mxfp4), index =
- * the stored nibble. */
-static const int8_t fr_ggml_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12,
-                                                  0, -1, -2, -3, -4, -6, -8, -12};
+/* MXFP4's elements: E2M1 values doubled (ggml's kvalues_mxfp4 {0, 1, 2,
+ * 3, 4, 6, 8, 12, 0, -1, ..., -12}), index = the stored nibble; packed
+ * as fr_ggml_iq4nl_value's, so no table lives in memory on the device. */
+FR_HD float fr_ggml_mxfp4_value(int i)
+{
+    return (float)fr_ggml_packed_level(0x0c08060403020100ull, 0xf4f8fafcfdfeff00ull, i);
+}
 
 /* ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 127) / 2, subnormal for e < 2. */
-static inline float fr_ggml_e8m0_half(uint8_t e)
+FR_HD float fr_ggml_e8m0_half(uint8_t e)
 {
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    return fr_bits_to_f32(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
+}
+
+/* floorf(log2f(a)) for a finite a > 0 as the CPU's libm (ggml's call)
+ * gives it. CUDA's log2f may be 1 ulp off, which moves the floor where
+ * a is just below a power of two and log2f rounds up to the integer; the
+ * double log2 rounded to float rounds as glibc's log2f does there
+ * (tests/quantize/test_gguf.c compares the two on the top 2^16 mantissas
+ * of every binade, the only inputs whose floor can depend on it). */
+FR_HD float fr_ggml_floor_log2f(float a)
+{
+#if defined(__CUDA_ARCH__)
+    return floorf((float)log2((double)a));
+#else
+    return floorf(log2f(a));
+#endif
 }
 
 /* MXFP4 of one block: the shared exponent e = floor(log2 amax) - 2 + 127
@@ -72,20 +89,20 @@ static inline float fr_ggml_e8m0_half(uint8_t e)
  * conversion of a negative value is undefined), d = fr_ggml_e8m0_half(e),
  * each element the index of the nearest kvalue * d, the first on a tie
  * (ggml's best_index_mxfp4: so 1.75 d goes to 1.5 d, not 2 d). */
-static inline void fr_ggml_mxfp4_encode(const float *x, int n, uint8_t *out)
+FR_HD void fr_ggml_mxfp4_encode(const float *x, int n, uint8_t *out)
 {
     float amax = 0.0f;
     for (int j = 0; j < n; j++)
         amax = amax < fabsf(x[j]) ? fabsf(x[j]) : amax;
-    float ef = amax > 0.0f ? floorf(log2f(amax)) - 2.0f + 127.0f : 0.0f;
+    float ef = amax > 0.0f ? fr_ggml_floor_log2f(amax) - 2.0f + 127.0f : 0.0f;
     uint8_t e = (uint8_t)(ef > 0.0f ? ef : 0.0f);
     const float d = fr_ggml_e8m0_half(e);
     int q[FR_GGML_BLOCK] = {0};
     for (int j = 0; j < n; j++) {
         int best = 0;
-        float best_err = fabsf((float)fr_ggml_kvalues_mxfp4[0] * d - x[j]);
+        float best_err = fabsf(fr_ggml_mxfp4_value(0) * d - x[j]);
         for (int i = 1; i < 16; i++) {
-            float err = fabsf((float)fr_ggml_kvalues_mxfp4[i] * d - x[j]);
+            float err = fabsf(fr_ggml_mxfp4_value(i) * d - x[j]);
             if (err < best_err) {
                 best = i;
                 best_err = err;
@@ -113,25 +130,68 @@ typedef struct fr_ggml_params {
 #define FR_GGML_N_TYPES 13
 extern const fr_ggml_params fr_ggml_block_types[FR_GGML_N_TYPES];
 
-/* The row of the type llama-quantize spells `name` ("q4_0"), or NULL. */
+/* F16 (quantizers/ggml.c): one element per "block" of 2 bytes, what
+ * llama-quantize stores a tensor as when no block type fits its rows. Not a
+ * configuration of the family. */
+extern const fr_ggml_params fr_ggml_f16;
+
+/* The row of the type llama-quantize spells `name` ("q4_0", "f16"), or NULL. */
 static inline const fr_ggml_params *fr_ggml_params_by_name(const char *name)
 {
     for (int i = 0; name && i < FR_GGML_N_TYPES; i++)
         if (!strcmp(fr_ggml_block_types[i].name, name))
             return &fr_ggml_block_types[i];
-    return NULL;
+    return name && !strcmp(name, fr_ggml_f16.name) ? &fr_ggml_f16 : NULL;
+}
+
+static inline const fr_ggml_params *fr_ggml_params_by_type(fr_ggml_qtype type)
+{
+    for (int i = 0; i < FR_GGML_N_TYPES; i++)
+        if (fr_ggml_block_types[i].type == type)
+            return &fr_ggml_block_types[i];
+    return type == FR_GGML_F16 ? &fr_ggml_f16 : NULL;
+}
+
+/* The type llama-quantize demotes `type` to on a tensor whose rows its block
+ * does not divide (llama-quant.cpp, tensor_type_fallback): IQ4_XS to IQ4_NL,
+ * Q2_K and Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0; a type of
+ * blocks of 32 has no smaller block and stays. */
+static inline fr_ggml_qtype fr_ggml_fallback(fr_ggml_qtype type)
+{
+    switch (type) {
+    case FR_GGML_IQ4_XS: return FR_GGML_IQ4_NL;
+    case FR_GGML_Q2_K:
+    case FR_GGML_Q3_K: return FR_GGML_Q4_0;
+    case FR_GGML_Q4_K: return FR_GGML_Q5_0;
+    case FR_GGML_Q5_K: return FR_GGML_Q5_1;
+    case FR_GGML_Q6_K: return FR_GGML_Q8_0;
+    default: return type;
+    }
+}
+
+/* What llama-quantize stores a tensor of ncols columns (ne[0], the row)
+ * as when asked for p: p when its block divides ncols, else the fallback
+ * type when its block does, else F16. The ggml family measures this type
+ * (quantizers/ggml.c) and the GGUF writer writes it
+ * (frontier/checkpoint/quantize_gguf.c), so the two cannot disagree. */
+static inline const fr_ggml_params *fr_ggml_stored_type(const fr_ggml_params *p, int64_t ncols)
+{
+    if (ncols % (int64_t)p->block == 0)
+        return p;
+    const fr_ggml_params *f = fr_ggml_params_by_type(fr_ggml_fallback(p->type));
+    return f && ncols % (int64_t)f->block == 0 ? f : &fr_ggml_f16;
 }
 
 /* (int)f clamped to [0, top]: the reference's truncating cast where f is
  * in range (always for finite blocks whose scale is a normal float), and no
  * undefined conversion where it is not (Inf from a subnormal scale). */
-static inline int fr_ggml_trunc(float f, int top)
+FR_HD int fr_ggml_trunc(float f, int top)
 {
     return f >= (float)top ? top : f > 0.0f ? (int)f : 0;
 }
 
 /* Codes of a block as the reference computes them (j >= n: 0). */
-static inline void fr_ggml_codes(fr_ggml_qtype type, const float *x, int n, int *q, float *d_out,
+FR_HD void fr_ggml_codes(fr_ggml_qtype type, const float *x, int n, int *q, float *d_out,
                                  float *m_out)
 {
     float d = 0.0f, m = 0.0f, id;
@@ -187,16 +247,10 @@ static inline void fr_ggml_codes(fr_ggml_qtype type, const float *x, int n, int 
     *m_out = m;
 }
 
-/* A legacy block or MXFP4: x[0..n), 1 <= n <= 32. */
-static inline void fr_ggml_encode_legacy(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
+/* Stores a legacy block of codes q[0..32), its fp16 d and (Q4_1, Q5_1) m. */
+FR_HD void fr_ggml_pack_legacy(fr_ggml_qtype type, const int *q, float d, float m,
+                                       uint8_t *out)
 {
-    if (type == FR_GGML_MXFP4) {
-        fr_ggml_mxfp4_encode(x, n, out);
-        return;
-    }
-    int q[FR_GGML_BLOCK];
-    float d, m;
-    fr_ggml_codes(type, x, n, q, &d, &m);
     fr_ggml_put16(out, fr_ggml_f32_to_f16(d));
     if (type == FR_GGML_Q8_0) {
         for (int j = 0; j < FR_GGML_BLOCK; j++)
@@ -220,12 +274,78 @@ static inline void fr_ggml_encode_legacy(fr_ggml_qtype type, const float *x, int
         p[j] = (uint8_t)((q[j] & 0x0f) | (q[j + 16] & 0x0f) << 4);
 }
 
-static inline void fr_ggml_decode_legacy(fr_ggml_qtype type, const uint8_t *in, float *y)
+/* A legacy block or MXFP4: x[0..n), 1 <= n <= 32. */
+FR_HD void fr_ggml_encode_legacy(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
+{
+    if (type == FR_GGML_MXFP4) {
+        fr_ggml_mxfp4_encode(x, n, out);
+        return;
+    }
+    int q[FR_GGML_BLOCK];
+    float d, m;
+    fr_ggml_codes(type, x, n, q, &d, &m);
+    fr_ggml_pack_legacy(type, q, d, m, out);
+}
+
+/* Whether ggml weighs `type`'s search by an importance matrix
+ * (quantize_row_q4_0_impl ...): Q4_0, Q4_1, Q5_0, Q5_1. Q8_0 and MXFP4
+ * ignore one. */
+FR_HD int fr_ggml_legacy_weighted(fr_ggml_qtype type)
+{
+    return type == FR_GGML_Q4_0 || type == FR_GGML_Q4_1 || type == FR_GGML_Q5_0 ||
+           type == FR_GGML_Q5_1;
+}
+
+/* The row statistic of those weighted searches: sigma2 = sum x^2 / n over
+ * the whole row of n elements, summed in order in float. */
+FR_HD float fr_ggml_row_sigma2(const float *x, int64_t n)
+{
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; j++)
+        sum += x[j] * x[j];
+    return sum / (float)n;
+}
+
+/* A block of Q4_0, Q4_1, Q5_0 or Q5_1 as llama-quantize --imatrix writes
+ * it (ggml-quants.c quantize_row_q*_impl, which it reaches for these types
+ * only as the fallback of a super-block type): element j weighed by
+ * qw[j] sqrt(sigma2 + x[j]^2), sigma2 the row's (fr_ggml_row_sigma2);
+ * Q4_0 / Q5_0 take make_qx_quants' symmetric search (nmax 8 / 16), Q4_1 /
+ * Q5_1 make_qkx3_quants' min-and-scale search (nmax 15 / 31, rmin -0.9,
+ * rdelta 0.05, 36 steps, squared error). A short block (n < 32) is its
+ * elements followed by zeros of weight 0. */
+FR_HD void fr_ggml_encode_legacy_weighted(fr_ggml_qtype type, const float *x_in, int n,
+                                                  const float *qw, float sigma2, uint8_t *out)
+{
+    float x[FR_GGML_BLOCK], w[FR_GGML_BLOCK], d, m = 0.0f;
+    int q[FR_GGML_BLOCK];
+    for (int j = 0; j < FR_GGML_BLOCK; j++) {
+        x[j] = j < n ? x_in[j] : 0.0f;
+        w[j] = j < n ? qw[j] * sqrtf(sigma2 + x[j] * x[j]) : 0.0f;
+    }
+    if (type == FR_GGML_Q4_0 || type == FR_GGML_Q5_0) {
+        int8_t L[FR_GGML_BLOCK];
+        d = fr_ggml_sym_search(FR_GGML_BLOCK, type == FR_GGML_Q4_0 ? 8 : 16, x, w, L);
+        for (int j = 0; j < FR_GGML_BLOCK; j++)
+            q[j] = L[j];
+    } else {
+        uint8_t L[FR_GGML_BLOCK];
+        float neg_min;
+        d = fr_ggml_min_search(FR_GGML_BLOCK, type == FR_GGML_Q4_1 ? 15 : 31, x, w, L, &neg_min,
+                               -0.9f, 0.05f, 36, 0);
+        m = -neg_min;
+        for (int j = 0; j < FR_GGML_BLOCK; j++)
+            q[j] = L[j];
+    }
+    fr_ggml_pack_legacy(type, q, d, m, out);
+}
+
+FR_HD void fr_ggml_decode_legacy(fr_ggml_qtype type, const uint8_t *in, float *y)
 {
     if (type == FR_GGML_MXFP4) {
         const float e = fr_ggml_e8m0_half(in[0]);
         for (int j = 0; j < FR_GGML_BLOCK; j++)
-            y[j] = (float)fr_ggml_kvalues_mxfp4[(j < 16 ? in[1 + j] : in[1 + j - 16] >> 4) & 0x0f] * e;
+            y[j] = fr_ggml_mxfp4_value((j < 16 ? in[1 + j] : in[1 + j - 16] >> 4) & 0x0f) * e;
         return;
     }
     const float d = fr_f16_to_f32(fr_ggml_get16(in));
@@ -258,10 +378,11 @@ static inline void fr_ggml_decode_legacy(fr_ggml_qtype type, const uint8_t *in, 
     }
 }
 
-/* Elements per block of a type: 256 for the super-block types. */
-static inline int fr_ggml_block_elems(fr_ggml_qtype type)
+/* Elements per block of a type: 256 for the super-block types, 1 for F16. */
+FR_HD int fr_ggml_block_elems(fr_ggml_qtype type)
 {
     switch (type) {
+    case FR_GGML_F16: return 1;
     case FR_GGML_Q2_K:
     case FR_GGML_Q3_K:
     case FR_GGML_Q4_K:
@@ -276,11 +397,13 @@ static inline int fr_ggml_block_elems(fr_ggml_qtype type)
  * out (the type's block_bytes). qw: the importance of each element (an
  * importance matrix's values for the block's columns), which the
  * super-block types weigh their searches by as llama-quantize --imatrix
- * does; NULL for none (the legacy types take none). */
-static inline void fr_ggml_encode_block_weighted(fr_ggml_qtype type, const float *x, int n,
+ * does; NULL for none (the legacy types take none here: their weighted
+ * searches need the row, fr_ggml_encode_row_weighted). F16: one element. */
+FR_HD void fr_ggml_encode_block_weighted(fr_ggml_qtype type, const float *x, int n,
                                                  const float *qw, uint8_t *out)
 {
     switch (type) {
+    case FR_GGML_F16: fr_ggml_put16(out, fr_ggml_f32_to_f16(x[0])); return;
     case FR_GGML_Q2_K: fr_ggml_q2_k_encode(x, n, qw, (fr_ggml_block_q2_k *)out); return;
     case FR_GGML_Q3_K: fr_ggml_q3_k_encode(x, n, qw, (fr_ggml_block_q3_k *)out); return;
     case FR_GGML_Q4_K: fr_ggml_q4_k_encode(x, n, qw, (fr_ggml_block_q4_k *)out); return;
@@ -292,15 +415,16 @@ static inline void fr_ggml_encode_block_weighted(fr_ggml_qtype type, const float
     }
 }
 
-static inline void fr_ggml_encode_block(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
+FR_HD void fr_ggml_encode_block(fr_ggml_qtype type, const float *x, int n, uint8_t *out)
 {
     fr_ggml_encode_block_weighted(type, x, n, NULL, out);
 }
 
 /* Decodes one block into y[0..block) as ggml's dequantize_row_* does. */
-static inline void fr_ggml_decode_block(fr_ggml_qtype type, const uint8_t *in, float *y)
+FR_HD void fr_ggml_decode_block(fr_ggml_qtype type, const uint8_t *in, float *y)
 {
     switch (type) {
+    case FR_GGML_F16: y[0] = fr_f16_to_f32(fr_ggml_get16(in)); return;
     case FR_GGML_Q2_K: fr_ggml_q2_k_decode((const fr_ggml_block_q2_k *)in, y); return;
     case FR_GGML_Q3_K: fr_ggml_q3_k_decode((const fr_ggml_block_q3_k *)in, y); return;
     case FR_GGML_Q4_K: fr_ggml_q4_k_decode((const fr_ggml_block_q4_k *)in, y); return;
@@ -335,9 +459,10 @@ static inline unsigned fr_ggml_file_type(fr_ggml_qtype type)
     }
 }
 
-static inline unsigned fr_ggml_block_bytes(fr_ggml_qtype type)
+FR_HD unsigned fr_ggml_block_bytes(fr_ggml_qtype type)
 {
     switch (type) {
+    case FR_GGML_F16: return 2;
     case FR_GGML_Q4_0: return 18;
     case FR_GGML_Q4_1: return 20;
     case FR_GGML_Q5_0: return 22;
@@ -354,6 +479,18 @@ static inline unsigned fr_ggml_block_bytes(fr_ggml_qtype type)
     }
 }
 
+/* One block of a row: x[0..n) the block's elements, qw its importance or
+ * NULL, sigma2 the row's fr_ggml_row_sigma2 (read only by the weighted
+ * legacy types). */
+FR_HD void fr_ggml_encode_block_in_row(fr_ggml_qtype type, const float *x, int n,
+                                               const float *qw, float sigma2, uint8_t *out)
+{
+    if (qw && fr_ggml_legacy_weighted(type))
+        fr_ggml_encode_legacy_weighted(type, x, n, qw, sigma2, out);
+    else
+        fr_ggml_encode_block_weighted(type, x, n, qw, out);
+}
+
 /* One row of n elements: ceil(n / block) blocks (a short last one); qw the
  * row's importance (one per element) or NULL. */
 static inline void fr_ggml_encode_row_weighted(fr_ggml_qtype type, const float *x, int64_t n,
@@ -361,10 +498,11 @@ static inline void fr_ggml_encode_row_weighted(fr_ggml_qtype type, const float *
 {
     const unsigned bb = fr_ggml_block_bytes(type);
     const int64_t block = fr_ggml_block_elems(type);
+    const float sigma2 = qw && fr_ggml_legacy_weighted(type) ? fr_ggml_row_sigma2(x, n) : 0.0f;
     for (int64_t b = 0; b * block < n; b++) {
         int64_t left = n - b * block;
-        fr_ggml_encode_block_weighted(type, x + b * block, (int)(left < block ? left : block),
-                                      qw ? qw + b * block : NULL, out + b * bb);
+        fr_ggml_encode_block_in_row(type, x + b * block, (int)(left < block ? left : block),
+                                    qw ? qw + b * block : NULL, sigma2, out + b * bb);
     }
 }
 

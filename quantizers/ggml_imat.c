@@ -10,7 +10,8 @@
  *
  * A family of its own because needing statistics is a family's flag; the
  * configurations wrap the ggml family's (quantizers/wrap.h) and store
- * exactly its blocks, so size and layout are the base's. Host only.
+ * exactly its blocks, so size and layout are the base's. Its quantize_cuda
+ * (kernels/ggml.cu) runs the same weighted searches on the device.
  */
 #include "builtin.h"
 #include "common.h"
@@ -99,7 +100,14 @@ static int ggml_imat_config_traits(const frontier_config *cfg, frontier_config_t
     return FRONTIER_OK;
 }
 
-const fr_ggml_type fr_ggml_imat_ggml_types[] = {{NULL, NULL}};
+/* The blocks llama-quantize --imatrix writes are the type's: a tensor-type
+ * file names the type (the importance goes to llama-quantize with
+ * --imatrix). */
+const fr_ggml_type fr_ggml_imat_ggml_types[] = {
+    {"imat-ggml-q2_k", "q2_k"},     {"imat-ggml-q3_k", "q3_k"},     {"imat-ggml-q4_k", "q4_k"},
+    {"imat-ggml-q5_k", "q5_k"},     {"imat-ggml-q6_k", "q6_k"},     {"imat-ggml-iq4_nl", "iq4_nl"},
+    {"imat-ggml-iq4_xs", "iq4_xs"}, {NULL, NULL},
+};
 
 const frontier_quantizer *fr_ggml_imat_entry(const frontier_host_api *host)
 {

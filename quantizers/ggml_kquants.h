@@ -113,9 +113,15 @@ FR_GGML_LAYOUT(fr_ggml_block_iq4_xs, 136);
 
 /* ggml's nearest_int: adding 1.5 * 2^23 rounds to an integer (ties to even)
  * held in the low mantissa bits. Exact for |f| < 2^22; beyond, the same
- * bits as ggml (whose assert is compiled out). */
+ * bits as ggml (whose assert is compiled out). A NaN (the searches make one
+ * from Inf / Inf on rows whose squares overflow; weights are finite) gives
+ * 0 explicitly: on the CPU it reads the default NaN's mantissa, quiet bit
+ * only (x86 and Arm alike), which is 0 after the subtraction, but a CUDA
+ * device's NaN has every mantissa bit set, which would read as 2^22 - 1. */
 FR_HD int fr_ggml_nearest_int(float f)
 {
+    if (f != f)
+        return 0;
     return (int)(fr_f32_to_bits(f + 12582912.0f) & 0x007fffffu) - 0x00400000;
 }
 
@@ -124,11 +130,19 @@ FR_HD int fr_ggml_clampi(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* IQ4's 16 non-uniform levels (ggml's kvalues_iq4nl), ascending. */
+/* Level i of a table of 16 int8 levels held as two little-endian words of
+ * bytes (levels 0..7 in lo, 8..15 in hi): arithmetic, so the device reads
+ * no table from memory (a local array would be rebuilt per call there). */
+FR_HD int fr_ggml_packed_level(uint64_t lo, uint64_t hi, int i)
+{
+    return (int8_t)(uint8_t)((i < 8 ? lo : hi) >> (8 * (i & 7)));
+}
+
+/* IQ4's 16 non-uniform levels (ggml's kvalues_iq4nl), ascending: -127,
+ * -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113. */
 FR_HD float fr_ggml_iq4nl_value(int i)
 {
-    const int8_t v[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-    return (float)v[i];
+    return (float)fr_ggml_packed_level(0xf6eaddcfbfad9881ull, 0x7159453526190d01ull, i);
 }
 
 /* The index of the level nearest to x (ggml's best_index_int8 over

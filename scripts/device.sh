@@ -4,8 +4,9 @@
 # gives the figures each plan measured, docs/gpu.md what they measure).
 #
 #   scripts/device.sh prepare            here, before a device call: cJSON's .deb files
-#                                        (that machine has no package registry) and the
-#                                        commit being measured, into .carry/
+#                                        (that machine has no package registry), the pinned
+#                                        llama.cpp's sources and the commit being
+#                                        measured, into .carry/
 #   scripts/device.sh fuzz-pack          here: the libFuzzer targets of build-fuzz and the
 #                                        libraries they link, into .carry/fuzz.tar.xz
 #   bash scripts/device.sh PLAN          there: the device tool's command, carry [".carry"]
@@ -24,7 +25,9 @@
 #
 # Environment: DEVICE_SECONDS (the deadline, s); GPU_TESTS=REGEX (only those
 # GPU tests); GPTQ_PASSES (the PyTorch GPTQ peer's passes, default 2);
-# GPTQ_LOOPS (bench_gptq's column kernels); FUZZ_SECONDS (default 300).
+# GPTQ_LOOPS (bench_gptq's column kernels); FUZZ_SECONDS (default 300);
+# GGML_LAYERS (bench_ggml's layers, default 32), LLAMA_LAYERS (the
+# llama-quantize peer's, default 2).
 set -uo pipefail
 
 # ---- the plans ----
@@ -44,6 +47,7 @@ outerr-8b   | frontier_cli              | outerr-8b                       | -   
 mpi         | frontier_cli              | mpi                             | -                                | bench_mpi.py: the 70B-shaped sweep with 1, 2, 4 ranks on the GPU, one layer on the CPU
 profile     | bench_gpu                 | profile                         | ncu-stream.txt ncu-fused.txt     | Nsight Compute on the streaming and the fused kernel
 fuzz        | -                         | fuzz                            | corpus.tar.gz fuzz-logs.tar.gz   | every libFuzzer target of .carry/fuzz.tar.xz at once for FUZZ_SECONDS, the grown corpus back
+kquants     | bench_ggml test_gpu_ggml frontier_cli | ggml-tests ggml-8b llama-peer | -                  | the llama.cpp types on the GPU: gpu.ggml and gpu.sweep_ggml, bench_ggml over the 8B shapes (13 types, 7 with an imatrix), llama-quantize --pure on LLAMA_LAYERS layers of the same shapes (built there from .carry/llama.cpp-src.tar.xz)
 '
 
 cd "$(dirname "$0")/.."
@@ -223,6 +227,25 @@ step_profile() {
   RUN_LOG=$OUT/ncu-fused.txt run ncu-fused 200 "$ncu" --clock-control none "${sections[@]}" \
     -k regex:fr_kfused_kernel -c 1 "$BENCH" fused --reps 1
 }
+step_ggml_tests() {
+  run ggml-tests 200 ctest --test-dir "$BUILD" -R '^gpu[.](ggml|sweep_ggml)$' -V
+}
+step_ggml_8b() {
+  run bench-ggml 240 "$BUILD/bench/bench_ggml" --layers "${GGML_LAYERS:-32}" --json "$RAW/bench_ggml.json"
+}
+step_llama_peer() {
+  # the pinned llama.cpp's llama-quantize, built here from the sources
+  # scripts/device.sh prepare packs into .carry (native to this machine's
+  # CPU, every thread), on LLAMA_LAYERS layers (default 2: the whole model
+  # over 20 runs takes longer than a call); the JSON is rewritten after
+  # every run, so a timeout keeps what was measured
+  local lq=/tmp/frontier-llama/llama.cpp-0.3.36/build/bin/llama-quantize
+  run llama-build 300 bash scripts/llama-cpp.sh --source .carry/llama.cpp-src.tar.xz \
+    --cache /tmp/frontier-llama --jobs "$JOBS"
+  run llama-peer 300 python3 bench/peers/llama_quantize.py --llama-quantize "$lq" \
+    --layers "${LLAMA_LAYERS:-2}" --threads "$JOBS" --imatrix --deadline 240 --work "$WORK/llama" \
+    --json "$RAW/llama_quantize.json"
+}
 step_fuzz() {
   run fuzz $(( ${FUZZ_SECONDS:-300} + 60 )) bash "$SELF" fuzz-run "${FUZZ_SECONDS:-300}"
 }
@@ -393,6 +416,28 @@ for key in ("mpi_gpu", "mpi_cpu"):
     for r in (raw.get(key) or {}).get("results", []):
         lines.append(f"{key}: {r['ranks']} ranks, wall {r['wall_s']:.2f} s, sweep {r['sweep_s']}, rows {r['rows']}, "
                      f"balance {r['balance'] if r['balance'] is None else round(r['balance'], 2)}")
+b, lq = raw.get("bench_ggml"), raw.get("llama_quantize")
+if b and "configs" in b:
+    fig["ggml_gpu_s"] = b["gpu_seconds"]
+    lines.append(f"ggml on the GPU, {b['layers']} layers ({b['params']:.3g} weights): {b['gpu_seconds']:.2f} s "
+                 f"for {len(b['configs'])} configurations, {int(b['differ'])} checked w^ differ from the CPU's")
+    total_gpu = total_cpu = 0.0
+    for c in b["configs"]:
+        imat = c["config"].startswith("imat-")
+        t = c["config"].split("ggml-", 1)[1]
+        peer = ((lq or {}).get("imatrix" if imat else "types") or {}).get(t)
+        l = f"  {c['config']:18s} {c['seconds']:8.3f} s"
+        if peer and lq.get("params"):
+            cpu = peer["seconds"] * b["params"] / lq["params"]
+            l += f"   llama-quantize {cpu:8.1f} s (scaled from {lq['layers']} layers), {cpu / c['seconds']:6.0f}x"
+            if not imat:
+                total_gpu += c["seconds"]
+                total_cpu += cpu
+        lines.append(l)
+    if total_cpu:
+        fig["ggml_speedup"] = total_cpu / total_gpu
+        lines.append(f"  the types llama-quantize ran (no imatrix): GPU {total_gpu:.2f} s, llama-quantize "
+                     f"{total_cpu:.1f} s on {lq.get('threads')} threads ({lq.get('cpu')}), {total_cpu / total_gpu:.0f}x")
 for name in ("stream", "fused"):
     p = os.path.join(out, f"ncu-{name}.txt")
     if os.path.exists(p):
@@ -499,6 +544,10 @@ prepare() {
       apt-get download libcjson1 libcjson-dev 2>/dev/null ||
         { apt-get update -qq && apt-get download libcjson1 libcjson-dev; }
     fi ) || return 1
+  # the pinned llama.cpp's sources for the plans that build llama-quantize
+  # there (no PyPI on the device machine): the vendored tree, about 8 MB
+  [ -f .carry/llama.cpp-src.tar.xz ] ||
+    bash scripts/llama-cpp.sh --pack .carry/llama.cpp-src.tar.xz || return 1
   # what is measured: the copy on the device machine has no .git
   { echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
     echo "branch $(git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)"

@@ -5,13 +5,18 @@
 # distribution on PyPI (its vendor/llama.cpp), built once into a cache and
 # reused. Nothing else of llama-cpp-python is built or installed.
 #
-#   scripts/llama-cpp.sh [--cache DIR] [--jobs N] [--print-dir]
+#   scripts/llama-cpp.sh [--cache DIR] [--jobs N] [--print-dir] [--source FILE]
 #
 #   --cache DIR   where the source and the build are kept
 #                 (default: $XDG_CACHE_HOME/frontier, else ~/.cache/frontier)
 #   --jobs N      parallel compile jobs (default: the number of cores)
 #   --print-dir   print the folder holding the built programs and exit 0
 #                 when the build is there, 1 when it is not (builds nothing)
+#   --source FILE the vendored tree as `--pack FILE` wrote it (a machine
+#                 without PyPI: the device machine), instead of the download
+#   --pack FILE   write the vendored tree of the checked source distribution,
+#                 without what the build does not read (models, docs, tests,
+#                 examples; about 7.5 MB), to FILE (.tar.xz) and exit
 #
 # The source distribution is checked against its sha256 before anything of
 # it is used. The build is CPU only (no CUDA, no curl, no server), static,
@@ -28,12 +33,16 @@ TARGETS=(llama-quantize llama-perplexity llama)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/frontier
 jobs=$(nproc 2>/dev/null || echo 2)
 print_dir=0
+source_tar=
+pack=
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --print-dir) print_dir=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --source) source_tar=$2; shift 2 ;;
+    --pack) pack=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "llama-cpp.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -42,8 +51,9 @@ root=$cache/llama.cpp-$VERSION
 bin=$root/build/bin
 stamp=$root/build/frontier-stamp
 want_stamp="llama-cpp-python $VERSION sha256 $SHA256 targets ${TARGETS[*]}"
+[ -n "$source_tar" ] && want_stamp="$want_stamp source $(basename "$source_tar")"
 
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_stamp" ] &&
+if [ -z "$pack" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_stamp" ] &&
    [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-perplexity" ]; then
   echo "$bin"
   exit 0
@@ -51,22 +61,34 @@ fi
 [ "$print_dir" = 1 ] && exit 1
 
 mkdir -p "$root"
-if [ ! -f "$root/$SDIST" ] || ! echo "$SHA256  $root/$SDIST" | sha256sum -c --quiet - 2>/dev/null; then
+src=$root/src
+if [ -n "$source_tar" ]; then
+  [ -f "$source_tar" ] || { echo "llama-cpp.sh: no file '$source_tar'" >&2; exit 1; }
+  if [ ! -f "$src/CMakeLists.txt" ]; then
+    rm -rf "$src" && mkdir -p "$src" && tar xJf "$source_tar" -C "$src"
+  fi
+elif [ ! -f "$root/$SDIST" ] || ! echo "$SHA256  $root/$SDIST" | sha256sum -c --quiet - 2>/dev/null; then
   echo "llama-cpp.sh: downloading the llama-cpp-python $VERSION source distribution" >&2
   rm -f "$root/$SDIST"
   python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$root" >&2
 fi
-if ! echo "$SHA256  $root/$SDIST" | sha256sum -c --quiet - >&2; then
+if [ -z "$source_tar" ] && ! echo "$SHA256  $root/$SDIST" | sha256sum -c --quiet - >&2; then
   echo "llama-cpp.sh: '$root/$SDIST' does not have the pinned sha256 $SHA256" >&2
   exit 1
 fi
-src=$root/src
-if [ ! -f "$src/CMakeLists.txt" ]; then
+if [ -z "$source_tar" ] && [ ! -f "$src/CMakeLists.txt" ]; then
   rm -rf "$src" "$root/unpack"
   mkdir -p "$root/unpack"
   tar xzf "$root/$SDIST" -C "$root/unpack" "llama_cpp_python-$VERSION/vendor/llama.cpp"
   mv "$root/unpack/llama_cpp_python-$VERSION/vendor/llama.cpp" "$src"
   rm -rf "$root/unpack"
+fi
+if [ -n "$pack" ]; then
+  tar -C "$src" -cJf "$pack" --exclude=./models --exclude=./docs --exclude=./media \
+    --exclude=./gguf-py --exclude=./benches --exclude=./tests --exclude=./examples \
+    --exclude=./conversion .
+  echo "llama-cpp.sh: the vendored llama.cpp of llama-cpp-python $VERSION in $pack" >&2
+  exit 0
 fi
 echo "llama-cpp.sh: building ${TARGETS[*]} in $root/build ($jobs jobs)" >&2
 cmake -S "$src" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \

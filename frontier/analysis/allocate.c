@@ -13,6 +13,7 @@
 #include "core/calib.h"
 #include "core/log.h"
 #include "frontier/analysis/units.h"
+#include "frontier/dataset/keep_rows.h"
 
 static int cmp_alloc_option(const void *a, const void *b)
 {
@@ -160,10 +161,14 @@ static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
     /* undominated: less error, or (a unit whose members have different
      * alphas) less cost than every lighter option kept */
     size_t n = 0;
-    for (size_t j = 0; j < at->n_options; j++)
-        if (n == 0 || at->options[j].err_term < at->options[n - 1].err_term ||
-            at->options[j].cost < at->options[n - 1].cost)
-            at->options[n++] = at->options[j];
+    for (size_t j = 0; j < at->n_options; j++) {
+        const fr_alloc_option *o = &at->options[j], *last = n ? &at->options[n - 1] : NULL;
+        if (!last || o->err_term < last->err_term || o->cost < last->cost)
+            at->options[n++] = *o;
+        else if (o->total_bits == last->total_bits && o->err_term == last->err_term &&
+                 o->cost == last->cost && fr_dataset_is_keep(ds->configs[o->config].name))
+            at->options[n - 1] = *o; /* a tie: the tensor stays as released */
+    }
     at->n_options = n;
     if (obj->objective == FR_OBJECTIVE_SENSITIVITY && n_members == 1)
         for (size_t j = 0; j < n; j++) /* alpha * err^2; NaN alpha is refused by the caller */

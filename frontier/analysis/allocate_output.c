@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/dataset/keep_rows.h"
 #include "frontier/dataset/output_file.h"
 #include "frontier/recipe/recipe.h"
 #include "quantizers/families.h" /* fr_builtin_ggml_type: the family table's GGML types */
@@ -73,13 +74,21 @@ void fr_gguf_tensor_name(const char *name, char *buf, size_t size)
 fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
                                    const char *dataset_path, const char *path, fr_error *err)
 {
-    const fr_dataset *ds = prob->ds;
+    return fr_allocation_write_recipe(a, prob->ds, dataset_path, NULL, NULL, path, err);
+}
+
+fr_status fr_allocation_write_recipe(const fr_allocation *a, const fr_dataset *ds,
+                                     const char *dataset_path, const char *llama_mix,
+                                     const char *const *llama_types, const char *path,
+                                     fr_error *err)
+{
     /* each tensor's error: rel_err under sqnr_db (a tensor's SQNR adds nothing) */
     fr_metric shown = a->metric == FR_METRIC_SQNR_DB ? FR_METRIC_REL_ERR : a->metric;
     fr_recipe r = {
         .n_tensors = a->n_choices,
         .tensors = calloc(a->n_choices ? a->n_choices : 1, sizeof *r.tensors),
         .dataset = dataset_path,
+        .llama_mix = llama_mix,
         .metric = fr_metric_name(a->metric),
         .error_name = fr_metric_name(shown),
         .budget_bits_per_weight = a->budget,
@@ -112,6 +121,8 @@ fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_proble
             .error = fr_metric_value(shown, ch->err_term, ch->norm_term),
             .err_term = ch->err_term,
             .fixed = ch->fixed,
+            .source_format = t->source_format,
+            .llama_type = llama_types ? llama_types[i] : NULL,
         };
     }
     fr_status st = fr_recipe_write(&r, path, err);
@@ -134,7 +145,13 @@ fr_status fr_allocation_write_tensor_types(const fr_allocation *a, const fr_allo
      * match winning, so each name is escaped and anchored. */
     for (size_t i = 0; i < a->n_choices; i++) {
         const fr_alloc_choice *ch = &a->choices[i];
-        const char *ggml = fr_builtin_ggml_type(prob->ds->configs[ch->config].name);
+        /* keep: the tensor's own type, which llama-quantize copies as it is */
+        const char *config = prob->ds->configs[ch->config].name;
+        char kept[32];
+        const char *ggml = fr_dataset_is_keep(config)
+                               ? fr_dataset_keep_type(prob->ds->tensors[ch->tensor].source_format,
+                                                      kept, sizeof kept)
+                               : fr_builtin_ggml_type(config);
         if (!ggml) {
             unmapped++;
             continue;

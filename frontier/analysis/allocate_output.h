@@ -18,6 +18,14 @@
 fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
                                    const char *dataset_path, const char *path, fr_error *err);
 
+/* The same for choices over ds; llama_mix (NULL: none) names the
+ * llama-quantize stock mix the choices are and llama_types[n_choices] the
+ * type each tensor is stored as (frontier/analysis/llama_mix.h). */
+fr_status fr_allocation_write_recipe(const fr_allocation *a, const fr_dataset *ds,
+                                     const char *dataset_path, const char *llama_mix,
+                                     const char *const *llama_types, const char *path,
+                                     fr_error *err);
+
 /* A llama.cpp `llama-quantize --tensor-type-file` file: one `pattern=type`
  * line per tensor whose configuration has a GGML type (an anchored, escaped
  * regex of the GGUF tensor name). Tensors without one are skipped and

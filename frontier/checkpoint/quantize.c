@@ -32,7 +32,9 @@
 #include "core/log.h"
 #include "core/safetensors_write.h"
 #include "frontier/dataset/dataset_file.h"
+#include "frontier/dataset/keep_rows.h"
 #include "core/source.h"
+#include "frontier/model/block_source.h"
 #include "frontier/model/calib_attach.h"
 #include "frontier/model/fused_scale.h"
 #include "frontier/exec/metrics.h"
@@ -70,6 +72,7 @@ const char *fr_qformat_name(fr_qformat f)
 typedef struct qtensor {
     const fr_tensor *t;
     const fr_config_ref *ref; /* NULL: copied as it is */
+    int keep;                 /* the recipe says `keep` (copied as it is, reported) */
     fr_ct_scheme scheme;
     int64_t rows, cols;       /* one expert's matrix for an expert stack */
     int64_t experts;          /* E of an expert stack [E, out, in] (docs/formats.md), else 1 */
@@ -168,7 +171,7 @@ static int needs_statistics(const plan *p, const fr_config_ref *ref)
 }
 
 /* What a calibrated configuration lacks to be computed on q (NULL:
- * nothing): the sweep's rule (frontier/sweep/sweep.c missing_statistics), so a
+ * nothing): the sweep's rule (frontier/sweep/sweep_plan.c missing_statistics), so a
  * tensor is written under a configuration exactly when the sweep measured
  * it under that configuration with the same file. */
 static const char *missing_statistics(const plan *p, const qtensor *q, char *buf, size_t len)
@@ -338,6 +341,8 @@ static fr_status select_recipe(plan *p, fr_error *err)
         char buf[256];
         if (!q) {
             list_add(&missing, item->name);
+        } else if (fr_dataset_is_keep(item->config)) {
+            q->keep = 1; /* as the source stores it: copied byte for byte */
         } else if (!ref) {
             list_add(&unknown, item->config ? item->config : "(not a string)");
         } else if (fr_sweep_skip_reason(q->t, 0, buf, sizeof buf)) {
@@ -364,7 +369,7 @@ static fr_status select_recipe(plan *p, fr_error *err)
     if (st == FR_OK) {
         size_t n = 0;
         for (size_t i = 0; i < p->n_qt; i++)
-            n += p->qt[i].ref != NULL;
+            n += p->qt[i].ref != NULL || p->qt[i].keep;
         if (!n)
             st = fr_fail(err, FR_E_USAGE, "recipe '%s' quantizes no tensor", path);
     }
@@ -445,7 +450,7 @@ static fr_status attach_statistics(plan *p, fr_error *err)
         fr_calib_stats cs;
         if (q->experts > 1) {
             /* each expert its own statistics, as the sweep measured it
-             * (frontier/sweep/sweep.c; docs/calibration.md) */
+             * (frontier/sweep/sweep_plan.c; docs/calibration.md) */
             q->expert_calib = calloc((size_t)q->experts, sizeof *q->expert_calib);
             if (!q->expert_calib)
                 return fr_fail(err, FR_E_NOMEM, "out of memory");
@@ -822,7 +827,7 @@ static void metrics_of(const float *w, const float *w_hat, int64_t n, fr_metrics
 /* The metrics of W against W_hat for an expert stack of `experts`
  * matrices of `per` elements: each expert's sums as for one tensor, added
  * in expert order (max_abs_err the maximum), as the sweep makes a stack's
- * row (frontier/sweep/sweep.c on_expert_outcome); one expert: metrics_of. */
+ * row (frontier/sweep/sweep_sink.c sum_experts); one expert: metrics_of. */
 static void stack_metrics_of(const float *w, const float *w_hat, int64_t experts, int64_t per,
                              fr_metrics *m, frontier_error_sums *sums, double *expert_rel_err)
 {
@@ -1409,6 +1414,21 @@ static cJSON *num_or_null(double v)
     return cJSON_CreateRaw(buf);
 }
 
+/* A tensor the recipe keeps (`keep`): its bytes copied, no error added. */
+static void report_kept(cJSON *arr, const qtensor *q)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddItemToArray(arr, t);
+    cJSON_AddStringToObject(t, "name", q->t->name);
+    cJSON_AddStringToObject(t, "config", FR_KEEP_CONFIG);
+    cJSON_AddStringToObject(t, "layout", q->t->dtype_name);
+    cJSON_AddNumberToObject(t, "rel_err", 0);
+    cJSON_AddNumberToObject(t, "max_abs_err", 0);
+    cJSON_AddNumberToObject(t, "rel_err_quantizer", 0);
+    cJSON_AddItemToObject(t, "rel_err_recipe", num_or_null(q->recipe_rel_err));
+    cJSON_AddBoolToObject(t, "equals_quantizer", 1);
+}
+
 static fr_status write_report(plan *p, const char *path, fr_quantize_summary *sum, fr_error *err)
 {
     const fr_quantize_options *o = p->opt;
@@ -1430,6 +1450,8 @@ static fr_status write_report(plan *p, const char *path, fr_quantize_summary *su
     cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
     for (size_t i = 0; i < p->n_qt; i++) {
         qtensor *q = &p->qt[i];
+        if (q->keep)
+            report_kept(arr, q);
         if (!q->ref)
             continue;
         cJSON *t = cJSON_CreateObject();
@@ -1439,7 +1461,7 @@ static fr_status write_report(plan *p, const char *path, fr_quantize_summary *su
         cJSON_AddStringToObject(t, "layout", o->format == FR_QFORMAT_COMPRESSED_TENSORS
                                                  ? fr_ct_format_name(q->scheme.kind)
                                              : o->format == FR_QFORMAT_GGUF
-                                                 ? fr_gguf_type_name(p->reg, q->ref)
+                                                 ? fr_gguf_stored_type_name(p->reg, q->ref, q->t)
                                                  : "dequantized");
         cJSON_AddItemToObject(t, "rel_err", num_or_null(q->written.rel_err));
         cJSON_AddItemToObject(t, "max_abs_err", num_or_null(q->written.max_abs_err));
@@ -1471,12 +1493,15 @@ static void print_table(plan *p, FILE *out)
 {
     size_t w = 6;
     for (size_t i = 0; i < p->n_qt; i++)
-        if (p->qt[i].ref && strlen(p->qt[i].t->name) > w)
+        if ((p->qt[i].ref || p->qt[i].keep) && strlen(p->qt[i].t->name) > w)
             w = strlen(p->qt[i].t->name);
     fprintf(out, "  %-*s %-18s %12s %12s  %s\n", (int)w, "tensor", "config", "rel_err",
             "quantizer", "note");
     for (size_t i = 0; i < p->n_qt; i++) {
         qtensor *q = &p->qt[i];
+        if (q->keep)
+            fprintf(out, "  %-*s %-18s %12.4e %12.4e  as released (%s)\n", (int)w, q->t->name,
+                    FR_KEEP_CONFIG, 0.0, 0.0, q->t->dtype_name);
         if (!q->ref)
             continue;
         char note[600] = "";
@@ -1484,6 +1509,12 @@ static void print_table(plan *p, FILE *out)
             snprintf(note, sizeof note, "global scale of '%s'", p->groups[q->group].name);
         else if (!q->same_as_measured)
             snprintf(note, sizeof note, "rounded to %s", q->t->dtype_name);
+        else if (p->opt->format == FR_QFORMAT_GGUF &&
+                 strcmp(fr_gguf_type_name(p->reg, q->ref),
+                        fr_gguf_stored_type_name(p->reg, q->ref, q->t)))
+            snprintf(note, sizeof note, "stored as %s (llama-quantize's fallback: %lld columns)",
+                     fr_gguf_stored_type_name(p->reg, q->ref, q->t),
+                     (long long)q->t->shape[q->t->ndim - 1]);
         fprintf(out, "  %-*s %-18s %12.4e %12.4e  %s\n", (int)w, q->t->name, q->ref->cfg->name,
                 q->written.rel_err, q->measured.rel_err, note);
     }
@@ -1610,7 +1641,7 @@ static fr_status open_model(plan *p, fr_error *err)
             return fr_fail(err, FR_E_IO, "cannot open '%s': %s", o->model,
                            fr_errno_text(errno, why, sizeof why));
     }
-    fr_status st = fr_source_open(o->model, &p->src, err);
+    fr_status st = fr_block_source_open(o->model, &p->src, err);
     if (st != FR_OK)
         return st;
     if (o->format == FR_QFORMAT_GGUF && p->src->kind != FR_SOURCE_GGUF)

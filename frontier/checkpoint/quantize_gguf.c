@@ -32,13 +32,30 @@
 
 enum { GV_UINT16 = 2, GV_UINT32 = 4, GV_STRING = 8, GV_ARRAY = 9, GV_UINT64 = 10, GV_COUNT = 13 };
 
-/* The block type a configuration is written as: its traits' gguf_type
+/* The block type a configuration asks for: its traits' gguf_type
  * (frontier_config_traits), when this writer has that type's encoder
  * (quantizers/ggml_blocks.h); NULL otherwise. */
 static const fr_ggml_params *params_of(const fr_registry *reg, const fr_config_ref *ref)
 {
     (void)reg;
     return ref ? fr_ggml_params_by_name(fr_config_traits_of(ref)->gguf_type) : NULL;
+}
+
+/* The innermost GGUF dimension (ne[0]): the length of a ggml row. */
+static int64_t ne0_of(const fr_tensor *t)
+{
+    return t->ndim ? t->shape[t->ndim - 1] : 1;
+}
+
+/* The block type tensor t is stored as: what it asks for, or the type
+ * llama-quantize falls back to when that block does not divide its rows
+ * (fr_ggml_stored_type, the rule the quantizer measures); NULL: not
+ * quantized. */
+static const fr_ggml_params *stored_of(const fr_registry *reg, const fr_config_ref *ref,
+                                       const fr_tensor *t)
+{
+    const fr_ggml_params *p = params_of(reg, ref);
+    return p ? fr_ggml_stored_type(p, ne0_of(t)) : NULL;
 }
 
 int fr_gguf_writes_calibrated(const fr_registry *reg, const fr_config_ref *ref)
@@ -50,6 +67,13 @@ int fr_gguf_writes_calibrated(const fr_registry *reg, const fr_config_ref *ref)
 const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref)
 {
     const fr_ggml_params *p = params_of(reg, ref);
+    return p ? p->gguf_name : NULL;
+}
+
+const char *fr_gguf_stored_type_name(const fr_registry *reg, const fr_config_ref *ref,
+                                     const fr_tensor *t)
+{
+    const fr_ggml_params *p = stored_of(reg, ref, t);
     return p ? p->gguf_name : NULL;
 }
 
@@ -66,16 +90,14 @@ const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
                  declared);
         return buf;
     }
-    if (t->dtype != FR_DTYPE_F32 && t->dtype != FR_DTYPE_F16 && t->dtype != FR_DTYPE_BF16) {
-        snprintf(buf, len, "GGUF tensors are quantized from F32, F16 or BF16, this is %s",
-                 t->dtype_name);
-        return buf;
-    }
-    int64_t ne0 = t->ndim ? t->shape[t->ndim - 1] : 1;
-    if (ne0 % p->block) {
+    /* a tensor released quantized is re-quantized from its decoded values
+     * (docs/quantized-sources.md) */
+    if (t->dtype != FR_DTYPE_F32 && t->dtype != FR_DTYPE_F16 && t->dtype != FR_DTYPE_BF16 &&
+        !fr_tensor_is_block_quantized(t)) {
         snprintf(buf, len,
-                 "ggml stores whole blocks of %u along a row, and its rows have %lld elements",
-                 p->block, (long long)ne0);
+                 "GGUF tensors are quantized from F32, F16, BF16 or a block type frontier "
+                 "decodes, this is %s",
+                 t->dtype_name);
         return buf;
     }
     return NULL;
@@ -283,7 +305,7 @@ static const frontier_calib *calib_of(const fr_gguf_item *it, int64_t x)
 static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr_gguf_item *it,
                                 FILE *f, const char *path, fr_error *err)
 {
-    const fr_ggml_params *p = params_of(reg, it->ref);
+    const fr_ggml_params *p = stored_of(reg, it->ref, it->t);
     const int64_t n = it->rows * it->cols;
     const uint64_t nbytes = quantized_bytes(it, p);
     fr_status st = FR_OK;
@@ -317,7 +339,8 @@ static fr_status emit_quantized(const fr_registry *reg, const fr_source *src, fr
             goto done;
         }
     }
-    /* blocks along the rows of cols elements: ne0 divides cols and the block divides ne0 */
+    /* blocks along the rows of cols elements: ne0 divides cols and the block
+     * stored divides ne0 (check_rows) */
     const uint64_t row_bytes = (uint64_t)it->cols / p->block * p->block_bytes;
     const int weighted = fr_gguf_writes_calibrated(reg, it->ref);
     const float *qw = NULL;
@@ -486,7 +509,7 @@ static void build_header(obuf *h, const fr_registry *reg, const fr_mapped_file *
     uint64_t offset = 0;
     for (size_t i = 0; i < n; i++) {
         const fr_tensor *t = items[i].t;
-        const fr_ggml_params *p = params_of(reg, items[i].ref);
+        const fr_ggml_params *p = stored_of(reg, items[i].ref, t);
         uint64_t bytes = p ? quantized_bytes(&items[i], p) : t->nbytes;
         put_str(h, t->name, strlen(t->name));
         put_u32(h, infos[i].n_dims);
@@ -507,7 +530,7 @@ static fr_status write_data(const fr_registry *reg, const fr_source *src, fr_ggu
     *data_bytes = 0;
     for (size_t i = 0; i < n; i++) {
         fr_gguf_item *it = &items[i];
-        const fr_ggml_params *p = params_of(reg, it->ref);
+        const fr_ggml_params *p = stored_of(reg, it->ref, it->t);
         uint64_t bytes = p ? quantized_bytes(it, p) : it->t->nbytes;
         if (p) {
             st = emit_quantized(reg, src, it, f, path, err);
@@ -529,11 +552,35 @@ static fr_status write_data(const fr_registry *reg, const fr_source *src, fr_ggu
     return FR_OK;
 }
 
+/* The quantizer measures the type stored on rows of the matrix it sees
+ * (cols), ggml stores rows of ne[0]: a tensor where the two fallbacks
+ * differ (a rank-3 tensor that is not an expert stack) is refused. */
+static fr_status check_rows(const fr_registry *reg, const fr_gguf_item *items, size_t n,
+                            fr_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const fr_ggml_params *p = params_of(reg, items[i].ref);
+        if (p && fr_ggml_stored_type(p, items[i].cols) != stored_of(reg, items[i].ref, items[i].t))
+            return fr_fail(err, FR_E_USAGE,
+                           "'%s' as %s: ggml stores rows of %lld elements as %s, but the "
+                           "quantizer measures rows of %lld as %s",
+                           items[i].t->name, items[i].ref->cfg->name,
+                           (long long)ne0_of(items[i].t),
+                           stored_of(reg, items[i].ref, items[i].t)->gguf_name,
+                           (long long)items[i].cols,
+                           fr_ggml_stored_type(p, items[i].cols)->gguf_name);
+    }
+    return FR_OK;
+}
+
 fr_status fr_gguf_write(const fr_registry *reg, const fr_source *src, fr_gguf_item *items,
                         size_t n, const char *path, uint64_t *data_bytes, fr_error *err)
 {
     if (src->kind != FR_SOURCE_GGUF || src->n_files != 1 || n != src->n_tensors)
         return fr_fail(err, FR_E_USAGE, "'%s': GGUF is written from one GGUF file", src->path);
+    fr_status rows_st = check_rows(reg, items, n, err);
+    if (rows_st != FR_OK)
+        return rows_st;
     const fr_mapped_file *in = &src->files[0];
     cursor c = {in->base, 0, in->size};
     uint32_t version;

@@ -48,8 +48,16 @@ const char *fr_gguf_no_writer(const fr_registry *reg, const fr_config_ref *ref,
  * dequantized only. */
 int fr_gguf_writes_calibrated(const fr_registry *reg, const fr_config_ref *ref);
 
-/* The ggml type name ("Q4_0") a configuration is written as, or NULL. */
+/* The ggml type name ("Q4_K") a configuration asks for, or NULL. */
 const char *fr_gguf_type_name(const fr_registry *reg, const fr_config_ref *ref);
+
+/* The ggml type name tensor t is stored as under ref: the one it asks for,
+ * or where that type's block does not divide t's rows (ne[0]) the type
+ * llama-quantize falls back to ("Q5_0", ..., "F16"; quantizers/
+ * ggml_blocks.h fr_ggml_stored_type, what the quantizer measures); NULL
+ * when ref has no GGUF type. */
+const char *fr_gguf_stored_type_name(const fr_registry *reg, const fr_config_ref *ref,
+                                     const fr_tensor *t);
 
 /* Writes the GGUF file `path` from src (one GGUF file) and items[0..n) (n
  * == src->n_tensors, in its order): every quantized tensor is quantized by

@@ -92,3 +92,53 @@ void cli_warn_unmeasured(const fr_dataset *ds, const fr_result_index *ix, const 
                 "left out (a sweep not finished? 'frontier sweep ... --resume' measures them)",
                 n_none, n_sel, example);
 }
+
+const char *cli_llama_model_text(const fr_llama_model *m, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%.300s%s (%s, %d layers, %d/%d heads%s%.0d)", m->from_model ? "'" : "",
+             m->source, m->from_model ? "'" : "", m->arch[0] ? m->arch : "architecture unknown",
+             m->n_layer, m->n_head, m->n_head_kv, m->n_expert > 1 ? ", experts " : "",
+             m->n_expert > 1 ? m->n_expert : 0);
+    return buf;
+}
+
+void cli_llama_mixes_free(fr_llama_mix_result *mixes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        fr_llama_mix_result_free(&mixes[i]);
+    free(mixes);
+}
+
+fr_status cli_llama_mixes(const fr_dataset *ds, const fr_result_index *ix,
+                          const fr_selection *spec, fr_metric metric, const char *model_path,
+                          fr_llama_mix_result **out, size_t *n)
+{
+    fr_error err = {0};
+    fr_selector sel;
+    fr_llama_model m;
+    *out = NULL;
+    *n = 0;
+    /* no ggml-* configuration, no mix: the model is not opened */
+    int any = 0;
+    for (size_t c = 0; c < ds->n_configs && !any; c++)
+        any = !strncmp(ds->configs[c].name, "ggml-", 5);
+    if (!any)
+        return FR_OK;
+    fr_status st = fr_selector_init(&sel, spec, &err);
+    if (st != FR_OK) {
+        fr_error_log("%s", err.msg);
+        return st;
+    }
+    if ((st = fr_llama_model_describe(ds, model_path, &m, &err)) == FR_OK) {
+        st = fr_llama_mixes_complete(ds, ix, &m, metric, &sel, out, n, &err);
+        char text[512];
+        if (st == FR_OK && *n)
+            fr_info("llama-quantize's stock mixes: rules read from %s",
+                    cli_llama_model_text(&m, text, sizeof text));
+        fr_llama_model_free(&m);
+    }
+    if (st != FR_OK)
+        fr_error_log("%s", err.msg);
+    fr_selector_free(&sel);
+    return st;
+}

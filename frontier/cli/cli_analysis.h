@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "frontier/dataset/dataset.h"
+#include "frontier/analysis/llama_mix.h"
 #include "frontier/analysis/pareto.h"
 
 /* Reads a dataset and indexes its results. FR_E_FORMAT when it has no
@@ -23,5 +24,20 @@ int cli_parse_range(const char *text, double default_step, double *lo, double *h
 
 /* A finite number; 0 when text is not one. */
 int cli_parse_double(const char *text, double *out);
+
+/* llama-quantize's stock mixes that are complete on the selection
+ * (fr_llama_mixes_complete) under metric, their rules read from
+ * model_path or, NULL, the dataset's source (else inferred from its
+ * tensors; frontier/analysis/llama_mix.h); an info line says which. *n 0
+ * when none is (a dataset without ggml-* rows). Errors are logged: a
+ * model_path that cannot be read (its status), no memory. */
+fr_status cli_llama_mixes(const fr_dataset *ds, const fr_result_index *ix,
+                          const fr_selection *spec, fr_metric metric, const char *model_path,
+                          fr_llama_mix_result **out, size_t *n);
+void cli_llama_mixes_free(fr_llama_mix_result *mixes, size_t n);
+
+/* Where the mixes' rules come from, for the info line: "'m.gguf' (llama,
+ * 30 layers, 9/3 heads)" into buf. */
+const char *cli_llama_model_text(const fr_llama_model *m, char *buf, size_t size);
 
 #endif

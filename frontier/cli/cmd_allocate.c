@@ -23,11 +23,32 @@
 
 #define MAX_FIXED 256
 
+/* The mixes --llama-mix takes, as lines of the help's second column. */
+static const char *mix_list(char *buf, size_t size)
+{
+    size_t used = 0, line = 0;
+    for (int m = 0; fr_llama_mix_name(m) && used < size; m++) {
+        if (line == 0 || line + strlen(fr_llama_mix_name(m)) > 50) {
+            used += (size_t)snprintf(buf + used, size - used, "%s%25s", line ? ",\n" : "", "");
+            line = 1;
+        } else {
+            used += (size_t)snprintf(buf + used, size - used, ", ");
+        }
+        used += (size_t)snprintf(buf + used, size - used, "%s", fr_llama_mix_name(m));
+        line += strlen(fr_llama_mix_name(m)) + 2;
+    }
+    if (used < size)
+        snprintf(buf + used, size - used, "\n");
+    return buf;
+}
+
 static void print_help(FILE *out)
 {
+    char mixes[512];
     fprintf(out,
             "usage: frontier allocate RUN.h5 --budget BITS [-o RECIPE.json]\n"
             "       frontier allocate RUN.h5 --sweep-budgets LO..HI[:STEP]\n"
+            "       frontier allocate RUN.h5 --llama-mix NAME [-o RECIPE.json] [--model MODEL]\n"
             "         [--metric rel_err|out_rel_err|sqnr_db] [--include REGEX] [--exclude REGEX]\n"
             "         [--configs REGEX] [--fixed REGEX=CONFIG]... [--tensor-types FILE]\n"
             "         [--max-states N] [--summary] [--no-store] [--expert-units]\n"
@@ -46,6 +67,16 @@ static void print_help(FILE *out)
             "                         and drawn by 'frontier export'\n"
             "  -o FILE                write the recipe JSON (tensor -> configuration, totals)\n"
             "                         and a llama.cpp tensor-type file beside it\n"
+            "  --llama-mix NAME       llama-quantize's own mix NAME on this model (the type\n"
+            "                         llama_tensor_get_type gives each tensor, measured by the\n"
+            "                         ggml-* rows; case-insensitive):\n"
+            "%s"
+            "                         (Q3_K, Q4_K, Q5_K: the _M mixes); its size and error,\n"
+            "                         frontier's allocation of the same size beside it, and\n"
+            "                         with -o the mix as a recipe (docs/llama-mixes.md)\n"
+            "  --model MODEL          the model the mix's rules read (architecture, layers,\n"
+            "                         heads, experts, tensors; default: the dataset's source,\n"
+            "                         else inferred from its tensors)\n"
             "  --tensor-types FILE    where the llama-quantize --tensor-type-file goes\n"
             "                         (default: the recipe's name with .tensor-types.txt)\n"
             "  --metric M             rel_err (default), out_rel_err, sqnr_db\n"
@@ -67,12 +98,16 @@ static void print_help(FILE *out)
             "  --max-states N         give up proving optimality after N search states\n"
             "                         (default %llu; the answer then says how close it is)\n"
             "  --summary              totals only, no per-tensor table\n"
+            "\n"
+            "With --budget the summary also names llama-quantize's stock mix of nearest\n"
+            "size on these tensors (when the dataset has its ggml-* rows) and frontier's\n"
+            "allocation of that size.\n"
             "  --no-store             do not write the result under /frontier in RUN.h5\n"
             "\n"
             "exit codes: 0 ok, 2 usage (including a budget below the smallest size, an\n"
             "unknown --fixed configuration), 3 unreadable file, 4 no usable results,\n"
             "5 cannot write an output (docs/exit-codes.md)\n",
-            (unsigned long long)FR_MCKP_DEFAULT_MAX_NODES);
+            mix_list(mixes, sizeof mixes), (unsigned long long)FR_MCKP_DEFAULT_MAX_NODES);
 }
 
 /* recipe.json -> recipe.tensor-types.txt */
@@ -149,6 +184,8 @@ typedef struct allocate_args {
     int have_budget, have_sweep, summary, store;
     const char *out_path, *types_path;
     const char *calib_path;      /* --calib: sensitivities */
+    int llama_mix;               /* --llama-mix: fr_llama_mix_from_name, -1: none */
+    const char *model_path;      /* --model: what the mix's rules read */
     const char *path;            /* the dataset */
 } allocate_args;
 
@@ -193,6 +230,8 @@ static int parse_args(int argc, char **argv, allocate_args *args)
         {"calib", required_argument, NULL, 'C'},
         {"default-sensitivity", required_argument, NULL, 'D'},
         {"expert-units", no_argument, NULL, 'E'},
+        {"llama-mix", required_argument, NULL, 'L'},
+        {"model", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -245,6 +284,14 @@ static int parse_args(int argc, char **argv, allocate_args *args)
                 return cli_usage_error(argv[0], "unknown --objective '%s' (error, sensitivity)", optarg);
             break;
         case 'C': args->calib_path = optarg; break;
+        case 'L':
+            if ((args->llama_mix = fr_llama_mix_from_name(optarg)) < 0) {
+                char names[256];
+                return cli_usage_error(argv[0], "unknown --llama-mix '%s' (%s)", optarg,
+                                       fr_llama_mix_names(names, sizeof names));
+            }
+            break;
+        case 'M': args->model_path = optarg; break;
         case 'D':
             if (!cli_parse_double(optarg, &args->obj.default_sensitivity) ||
                 !(args->obj.default_sensitivity >= 0))
@@ -262,9 +309,13 @@ static int parse_args(int argc, char **argv, allocate_args *args)
         return cli_usage_error(argv[0], "no dataset given (frontier allocate RUN.h5 --budget BITS)");
     if (optind + 1 < argc)
         return cli_usage_error(argv[0], "one dataset at a time: unexpected '%s'", argv[optind + 1]);
-    if (args->have_budget == args->have_sweep)
-        return cli_usage_error(argv[0], args->have_budget ? "--budget and --sweep-budgets exclude each other"
-                                                          : "no budget given (--budget BITS or --sweep-budgets LO..HI)");
+    const int modes = args->have_budget + args->have_sweep + (args->llama_mix >= 0);
+    if (modes != 1)
+        return cli_usage_error(argv[0], modes ? "--budget, --sweep-budgets and --llama-mix exclude each other"
+                                              : "no budget given (--budget BITS, --sweep-budgets LO..HI or --llama-mix NAME)");
+    if (args->llama_mix >= 0 && args->types_path)
+        return cli_usage_error(argv[0], "--tensor-types goes with --budget: a --llama-mix is llama-quantize's own (llama-quantize MODEL OUT %s)",
+                               fr_llama_mix_name(args->llama_mix));
     if (args->have_sweep && (args->out_path || args->types_path))
         return cli_usage_error(argv[0], "-o and --tensor-types write one recipe: use them with --budget");
     if (args->obj.objective == FR_OBJECTIVE_SENSITIVITY && aopt->metric == FR_METRIC_SQNR_DB)
@@ -318,7 +369,7 @@ static fr_status write_recipe(const allocate_args *args, const fr_allocation *a,
         goto done;
     }
     if (unmapped) {
-        char mapped[512];
+        char mapped[1024];
         fr_warn("%zu of %zu tensors got a configuration without a llama.cpp type, so "
                 "'%s' lists only the other %zu (for a complete file restrict --configs "
                 "to %s)",
@@ -331,6 +382,114 @@ static fr_status write_recipe(const allocate_args *args, const fr_allocation *a,
         fr_info("wrote '%s'", tp);
 done:
     free(types);
+    return st;
+}
+
+/* Frontier's allocation within the size of a llama-quantize mix, on the
+ * same tensors: the comparison the mix is a reference for. */
+static void print_same_size(const fr_alloc_problem *prob, const fr_llama_mix_result *r)
+{
+    fr_error err;
+    fr_allocation a;
+    if (r->numel != prob->numel) {
+        printf("(the mix covers %llu parameters, the allocation's problem %llu: not compared)\n",
+               (unsigned long long)r->numel, (unsigned long long)prob->numel);
+        return;
+    }
+    /* the mix's own total, exactly: floor(budget x numel) == total_bits */
+    double budget = ((double)r->total_bits + 0.5) / (double)prob->numel;
+    if (fr_alloc_solve(prob, budget, &a, &err) != FR_OK) {
+        printf("no allocation fits within its size (%s)\n", err.msg);
+        return;
+    }
+    printf("frontier's allocation within that size: %.6f bits per weight, %s %.6g", a.bits_per_weight,
+           fr_metric_name(prob->metric), a.value);
+    if (r->err_sum > 0 && prob->objective == FR_OBJECTIVE_ERROR)
+        printf(" (%.1f%% less squared error than %s)", 100.0 * (1 - a.err_sum / r->err_sum),
+               fr_llama_mix_name(r->mix));
+    printf("%s\n", a.stats.optimal ? "" : " [not proven optimal]");
+    fr_allocation_free(&a);
+}
+
+/* --budget: llama-quantize's stock mix nearest the allocation's size on
+ * its tensors, and frontier's allocation of that size. Nothing when the
+ * dataset cannot evaluate any mix. */
+static void print_nearest_mix(const allocate_args *args, const fr_allocation *a,
+                              const fr_alloc_problem *prob)
+{
+    fr_llama_mix_result *mixes;
+    size_t n, best = 0;
+    if (cli_llama_mixes(prob->ds, prob->ix, &args->aopt.selection, prob->metric,
+                        args->model_path, &mixes, &n) != FR_OK || !n)
+        return;
+    /* nearest in size; of mixes of one size (their types alike on these
+     * tensors), the least error */
+    for (size_t i = 1; i < n; i++) {
+        double d = fabs(mixes[i].bits_per_weight - a->bits_per_weight);
+        double d_best = fabs(mixes[best].bits_per_weight - a->bits_per_weight);
+        int better = prob->metric == FR_METRIC_SQNR_DB ? mixes[i].value > mixes[best].value
+                                                       : mixes[i].value < mixes[best].value;
+        if (d < d_best || (d == d_best && better))
+            best = i;
+    }
+    printf("llama-quantize's stock mix of nearest size: %s at %.6f bits per weight, %s %.6g\n",
+           fr_llama_mix_name(mixes[best].mix), mixes[best].bits_per_weight,
+           fr_metric_name(prob->metric), mixes[best].value);
+    print_same_size(prob, &mixes[best]);
+    cli_llama_mixes_free(mixes, n);
+}
+
+/* --llama-mix: the mix on the dataset's tensors, frontier's allocation of
+ * its size, the mix as a recipe (-o). */
+static fr_status run_llama_mix(const allocate_args *args, const fr_alloc_problem *prob)
+{
+    fr_error err;
+    fr_llama_model m;
+    fr_llama_mix_result r;
+    fr_selector sel;
+    memset(&r, 0, sizeof r);
+    fr_status st = fr_llama_model_describe(prob->ds, args->model_path, &m, &err);
+    if (st != FR_OK) {
+        fr_error_log("%s", err.msg);
+        return st;
+    }
+    char text[512];
+    fr_info("llama-quantize's rules read from %s", cli_llama_model_text(&m, text, sizeof text));
+    if ((st = fr_selector_init(&sel, &args->aopt.selection, &err)) != FR_OK) {
+        fr_llama_model_free(&m);
+        fr_error_log("%s", err.msg);
+        return st;
+    }
+    st = fr_llama_mix_evaluate(prob->ds, prob->ix, &m, args->llama_mix, prob->metric, &sel, &r,
+                               &err);
+    fr_selector_free(&sel);
+    fr_llama_model_free(&m);
+    if (st == FR_OK && !r.n_choices)
+        st = fr_fail(&err, FR_E_FORMAT, "no selected tensor is one llama-quantize quantizes");
+    else if (st == FR_OK && r.n_missing)
+        st = fr_fail(&err, FR_E_FORMAT,
+                     "%s needs the ggml-* row of the type it stores on every tensor: %zu of %zu "
+                     "(e.g. '%s') have none (sweep with --quantizers 'ggml-*')",
+                     fr_llama_mix_name(args->llama_mix), r.n_missing, r.n_choices,
+                     r.missing_example);
+    if (st != FR_OK) {
+        fr_error_log("'%s': %s", args->path, err.msg);
+        fr_llama_mix_result_free(&r);
+        return st;
+    }
+    fr_llama_mix_print(stdout, &r, prob->ds, !args->summary);
+    if (r.n_unquantized)
+        fr_warn("%zu selected tensors llama-quantize leaves as they are (or does not know) are "
+                "not counted", r.n_unquantized);
+    print_same_size(prob, &r);
+    fflush(stdout); /* the tables before the log line */
+    if (args->out_path) {
+        if ((st = fr_llama_mix_write_recipe(&r, prob->ds, args->path, args->out_path, &err)) != FR_OK)
+            fr_error_log("%s", err.msg);
+        else
+            fr_info("wrote '%s'", args->out_path);
+    }
+    fr_llama_mix_result_free(&r);
     return st;
 }
 
@@ -349,6 +508,7 @@ static fr_status run_budget(const char *cmd, const allocate_args *args,
         printf("predicted KL divergence (sum of alpha x %s^2): %.6g\n",
                fr_metric_name(prob->metric), a->cost_sum);
     print_uniform_comparison(a, prob);
+    print_nearest_mix(args, a, prob);
     if (!a->stats.optimal)
         fr_warn("the search stopped after %llu states: the allocation is within %.3g%% of the "
                 "optimal squared error (raise --max-states to prove optimality)",
@@ -413,6 +573,7 @@ int cmd_allocate(int argc, char **argv)
     double *alpha = NULL;
     args.budget = NAN;
     args.store = 1;
+    args.llama_mix = -1;
     int rc = parse_args(argc, argv, &args);
     if (rc >= 0)
         goto done;
@@ -457,6 +618,10 @@ int cmd_allocate(int argc, char **argv)
                 prob.n_dropped, prob.n_dropped == 1 ? "" : "s", prob.dropped_example,
                 prob.n_dropped == 1 ? "has" : "have", fr_metric_name(args.aopt.metric),
                 prob.n_dropped == 1 ? "is" : "are");
+    if (args.llama_mix >= 0) {
+        st = run_llama_mix(&args, &prob);
+        goto finish;
+    }
     st = args.have_budget ? run_budget(argv[0], &args, &prob, &a)
                           : run_sweep(argv[0], &args, &prob, &curve);
     if (st == FR_OK && args.store)

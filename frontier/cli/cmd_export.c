@@ -24,18 +24,21 @@ static void print_help(FILE *out)
             "usage: frontier export RUN.h5 --format csv|json|tex|gnuplot|svg|pdf|png -o FILE\n"
             "         [--x bits_per_weight] [--y rel_err|out_rel_err|sqnr_db] [--log-y]\n"
             "         [--by family|class] [--title TEXT] [--label-frontier] [--no-mixed]\n"
+            "         [--no-llama-mixes] [--model MODEL]\n"
             "         [--include REGEX] [--exclude REGEX] [--configs REGEX]\n"
             "\n"
             "  csv, json   tidy tables, one observation per row: every result (tensor x\n"
             "              configuration, with the tensor's and configuration's fields),\n"
             "              every model-level point (on_frontier marks the Pareto set) and\n"
-            "              the stored mixed-precision curve (kind = result, point, mixed)\n"
+            "              the stored mixed-precision curve and llama-quantize's stock\n"
+            "              mixes (kind = result, point, mixed, llama_mix)\n"
             "  tex         a standalone pgfplots figure with the data inline (pdflatex)\n"
             "  gnuplot     a script FILE and its data beside it (FILE with .dat)\n"
             "  svg pdf png the figure drawn by frontier (cairo): 3.4 in wide, 8 pt text,\n"
             "              png at 300 dpi; one marker per family (or class), the Pareto\n"
             "              frontier dashed, the mixed-precision curve (frontier allocate\n"
-            "              --sweep-budgets) as a staircase\n"
+            "              --sweep-budgets) as a staircase, llama-quantize's stock mixes\n"
+            "              as named grey diamonds\n"
             "\n"
             "  --format F       default: from FILE's extension (.csv .json .tex .gp .svg .pdf .png)\n"
             "  --y M            rel_err (default), out_rel_err (a sweep with --calib), sqnr_db;\n"
@@ -47,6 +50,10 @@ static void print_help(FILE *out)
             "  --title TEXT     a title over the figure\n"
             "  --label-frontier write configuration names beside the frontier points\n"
             "  --no-mixed       leave out the stored mixed-precision curve\n"
+            "  --no-llama-mixes leave out llama-quantize's stock mixes (Q2_K ... Q8_0 on\n"
+            "                   the dataset's ggml-* rows, with --by family; docs/llama-mixes.md)\n"
+            "  --model MODEL    the model the mixes are worked out for (default: the\n"
+            "                   dataset's source, else its tensors)\n"
             "  --measured       instead: the measured KL divergence that 'frontier annotate'\n"
             "                   stored, against bits (uniform configurations and recipes)\n"
             "\n"
@@ -79,6 +86,8 @@ typedef struct export_args {
     fr_export_options eopt;
     const char *out_path;
     int mixed;        /* draw the stored mixed-precision curve */
+    int llama_mixes;  /* and llama-quantize's stock mixes */
+    const char *model_path; /* --model: what the mixes' rules read */
     int measured;     /* --measured: the /frontier/measured figure */
     const char *path; /* the dataset */
 } export_args;
@@ -95,6 +104,7 @@ static int parse_args(int argc, char **argv, export_args *args)
         {"log-y", no_argument, NULL, 'l'},         {"by", required_argument, NULL, 'b'},
         {"title", required_argument, NULL, 't'},   {"label-frontier", no_argument, NULL, 'L'},
         {"no-mixed", no_argument, NULL, 'M'},      {"measured", no_argument, NULL, 'K'},
+        {"no-llama-mixes", no_argument, NULL, 'N'}, {"model", required_argument, NULL, 'm'},
         {"include", required_argument, NULL, 'i'},
         {"exclude", required_argument, NULL, 'x'}, {"configs", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
@@ -137,6 +147,8 @@ static int parse_args(int argc, char **argv, export_args *args)
         case 'L': eopt->label_frontier = 1; break;
         case 'M': args->mixed = 0; break;
         case 'K': args->measured = 1; break;
+        case 'N': args->llama_mixes = 0; break;
+        case 'm': args->model_path = optarg; break;
         case 'i': eopt->selection.include = optarg; break;
         case 'x': eopt->selection.exclude = optarg; break;
         case 'c': eopt->selection.configs = optarg; break;
@@ -178,6 +190,7 @@ int cmd_export(int argc, char **argv)
     args.eopt.y = FR_METRIC_REL_ERR;
     args.eopt.by = FR_BY_FAMILY;
     args.mixed = 1;
+    args.llama_mixes = 1;
     int rc = parse_args(argc, argv, &args);
     if (rc >= 0)
         return rc;
@@ -188,6 +201,8 @@ int cmd_export(int argc, char **argv)
     fr_dataset ds;
     fr_result_index ix;
     fr_mixed_curve curve;
+    fr_llama_mix_result *mixes = NULL;
+    size_t n_mixes = 0;
     int found = 0;
     memset(&curve, 0, sizeof curve);
     fr_status st = cli_read_dataset(path, &ds, &ix, &err);
@@ -203,6 +218,13 @@ int cmd_export(int argc, char **argv)
         if (found)
             eopt->mixed = &curve;
     }
+    if (args.llama_mixes && !args.measured && eopt->by == FR_BY_FAMILY) {
+        if ((st = cli_llama_mixes(&ds, &ix, &eopt->selection, eopt->y, args.model_path, &mixes,
+                                  &n_mixes)) != FR_OK)
+            goto done;
+        eopt->mixes = mixes;
+        eopt->n_mixes = n_mixes;
+    }
     if ((st = args.measured ? fr_export_measured(path, eopt, out_path, &err)
                             : fr_export(&ds, &ix, eopt, out_path, &err)) != FR_OK) {
         if (st == FR_E_USAGE)
@@ -215,6 +237,7 @@ int cmd_export(int argc, char **argv)
     fr_info("wrote '%s'%s", out_path,
             eopt->format == FR_EXPORT_GNUPLOT ? " and its data file beside it" : "");
 done:
+    cli_llama_mixes_free(mixes, n_mixes);
     fr_mixed_curve_free(&curve);
     fr_result_index_free(&ix);
     fr_dataset_free(&ds);

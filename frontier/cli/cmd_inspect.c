@@ -1,6 +1,7 @@
 /*
  * frontier inspect MODEL [--summary] [--json]: what a checkpoint holds,
- * before any sweep. One row per tensor (name, class, dtype, shape, numel;
+ * before any sweep. One row per tensor (name, class, dtype, stored bits per
+ * weight, shape, numel;
  * the tensors frontier will not quantize say why), totals per class and per
  * dtype, the source's metadata, and the parameter count. --summary prints
  * the totals only; --json prints everything as one JSON document.
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/source.h"
+#include "frontier/model/block_source.h"
 
 #define NAME_COLUMN_MAX 64  /* longer names overflow their column rather than widen it */
 #define META_VALUE_MAX 100  /* metadata values longer than this are cut in the text view */
@@ -24,10 +26,13 @@ static void print_help(FILE *out)
     fprintf(out,
             "usage: frontier inspect MODEL [--summary] [--json]\n"
             "\n"
-            "Lists the tensors of a checkpoint: name, class, dtype, shape and element\n"
-            "count; totals per class and per dtype; the source's metadata; and the\n"
-            "total parameter count. Tensors frontier does not quantize (integer dtypes,\n"
-            "pre-quantized GGUF types) are listed with the reason.\n"
+            "Lists the tensors of a checkpoint: name, class, dtype (the stored format),\n"
+            "bits the file stores per weight (scales included), shape and element count;\n"
+            "totals per class and per dtype; the source's metadata; and the total\n"
+            "parameter count. A GGUF tensor in a ggml block type frontier decodes (Q4_0,\n"
+            "Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, Q2_K..Q6_K, IQ4_NL, IQ4_XS) is one weight,\n"
+            "its dequantized values (docs/quantized-sources.md). Tensors frontier does\n"
+            "not quantize (integer dtypes, other ggml types) are listed with the reason.\n"
             "\n"
             "MODEL is a .safetensors file, a Hugging Face folder (model.safetensors or a\n"
             "sharded model.safetensors.index.json, with its config.json), a .gguf file\n"
@@ -41,6 +46,17 @@ static void print_help(FILE *out)
             "\n"
             "exit codes: 0 ok, 2 usage, 3 file missing or unreadable, 4 malformed file\n"
             "(docs/exit-codes.md)\n");
+}
+
+/* Bits the file stores per weight: "16", "5", "8.5", "3.4375"; "-" when unknown. */
+static const char *bits_text(const fr_tensor *t, char *buf, size_t len)
+{
+    uint64_t bits = fr_tensor_stored_bits(t);
+    if (!bits || t->numel <= 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.6g", (double)bits / (double)t->numel);
+    return buf;
 }
 
 /* 260032 -> "260,032" */
@@ -165,14 +181,15 @@ static void print_text(const fr_source *src, const struct total *by_class, const
             shape_w = n;
     }
     if (!summary)
-        printf("\n%-*s  %-8s  %-*s  %-*s  %13s\n", name_w, "name", "class", dtype_w, "dtype", shape_w,
-               "shape", "numel");
+        printf("\n%-*s  %-8s  %-*s  %6s  %-*s  %13s\n", name_w, "name", "class", dtype_w, "dtype",
+               "bits", shape_w, "shape", "numel");
     for (size_t i = 0; i < src->n_tensors; i++) {
         const fr_tensor *t = &src->tensors[i];
         if (summary)
             break;
-        printf("%-*s  %-8s  %-*s  %-*s  %13s", name_w, t->name, fr_class_name(t->cls), dtype_w,
-               t->dtype_name, shape_w, shape_text(t, shape, sizeof shape), with_commas(t->numel, a, sizeof a));
+        printf("%-*s  %-8s  %-*s  %6s  %-*s  %13s", name_w, t->name, fr_class_name(t->cls), dtype_w,
+               t->dtype_name, bits_text(t, b, sizeof b), shape_w,
+               shape_text(t, shape, sizeof shape), with_commas(t->numel, a, sizeof a));
         if (t->skip_reason)
             printf("  (skipped: %s)", t->skip_reason);
         printf("\n");
@@ -264,6 +281,14 @@ static cJSON *build_json(const fr_source *src, const struct total *by_class, con
             !cJSON_AddStringToObject(row, "dtype", t->dtype_name) || !shape ||
             !cJSON_AddNumberToObject(row, "numel", (double)t->numel))
             goto fail;
+        /* what the file stores: bits (scales included) and per weight */
+        uint64_t bits = fr_tensor_stored_bits(t);
+        if (!cJSON_AddNumberToObject(row, "stored_bits", (double)bits) ||
+            !cJSON_AddItemToObject(row, "bits_per_weight",
+                                   bits && t->numel > 0
+                                       ? cJSON_CreateNumber((double)bits / (double)t->numel)
+                                       : cJSON_CreateNull()))
+            goto fail;
         for (int d = 0; d < t->ndim; d++) {
             cJSON *dim = cJSON_CreateNumber((double)t->shape[d]);
             if (!dim || !cJSON_AddItemToArray(shape, dim)) {
@@ -329,7 +354,7 @@ int cmd_inspect(int argc, char **argv)
     fr_error err;
     fr_error_clear(&err);
     fr_source *src = NULL;
-    fr_status st = fr_source_open(model, &src, &err);
+    fr_status st = fr_block_source_open(model, &src, &err);
     if (st != FR_OK) {
         fr_error_log("%s", err.msg);
         return st;

@@ -28,7 +28,7 @@ static void print_help(FILE *out)
             "                              [--include REGEX] [--exclude REGEX] [--configs REGEX]\n"
             "                              [--frontier-only] [--verbose] [--json] [--no-store]\n"
             "                              [--calib FILE [--default-sensitivity X]]\n"
-            "                              [--expert-units]\n"
+            "                              [--expert-units] [--model MODEL]\n"
             "\n"
             "Aggregates every configuration over the selected tensors (bits per weight =\n"
             "sum of bits / sum of parameters; rel_err = sqrt(sum ||dW||^2 / sum ||W||^2);\n"
@@ -62,12 +62,21 @@ static void print_help(FILE *out)
             "                  as allocate --expert-units does: compared when all of its\n"
             "                  experts are measured, one table per unit with --by tensor\n"
             "  --no-store      do not write /frontier/pareto_<by>_<metric> into RUN.h5\n"
+            "  --model MODEL   the model llama-quantize's stock mixes are worked out for\n"
+            "                  (default: the dataset's source, else its tensors)\n"
+
             "  --calib FILE    also the predicted KL divergence of each configuration used\n"
             "                  on every selected tensor: sum alpha_t err_t^2 (err = out_rel_err\n"
             "                  with --metric out_rel_err, else rel_err; alpha_t the file's\n"
             "                  <module>.sensitivity; JSON: predicted_kl, null where a tensor\n"
             "                  lacks a sensitivity and no --default-sensitivity is given;\n"
             "                  the table's configurations, every one with --verbose)\n"
+            "\n"
+            "With --by config, when the dataset has the ggml-* rows they need, the table\n"
+            "is followed by llama-quantize's stock mixes (Q2_K ... Q8_0, the types\n"
+            "llama_tensor_get_type gives each tensor) as points of their own, each with\n"
+            "the cheapest uniform configuration that beats it (docs/llama-mixes.md);\n"
+            "--json lists them under llama_mixes.\n"
             "\n"
             "exit codes: 0 ok, 2 usage, 3 unreadable file, 4 not a frontier dataset or\n"
             "no usable result, 5 cannot update RUN.h5 (docs/exit-codes.md)\n");
@@ -132,7 +141,27 @@ static void print_predicted(const fr_dataset *ds, const unsigned char *listed)
     }
 }
 
-static int print_json(const fr_pareto *p)
+/* The mixes as JSON points. */
+static cJSON *mixes_json(const fr_llama_mix_result *mixes, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *q = cJSON_CreateObject();
+        if (!q || !cJSON_AddItemToArray(arr, q)) {
+            cJSON_Delete(q);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+        cJSON_AddStringToObject(q, "mix", fr_llama_mix_name(mixes[i].mix));
+        cJSON_AddItemToObject(q, "bits_per_weight", json_number(mixes[i].bits_per_weight));
+        cJSON_AddNumberToObject(q, "total_bits", (double)mixes[i].total_bits);
+        cJSON_AddNumberToObject(q, "numel", (double)mixes[i].numel);
+        cJSON_AddItemToObject(q, fr_metric_name(mixes[i].metric), json_number(mixes[i].value));
+    }
+    return arr;
+}
+
+static int print_json(const fr_pareto *p, const fr_llama_mix_result *mixes, size_t n_mixes)
 {
     cJSON *root = cJSON_CreateObject(), *groups = cJSON_CreateArray();
     if (!root || !groups) {
@@ -144,6 +173,14 @@ static int print_json(const fr_pareto *p)
     cJSON_AddStringToObject(root, "metric", fr_metric_name(p->metric));
     cJSON_AddBoolToObject(root, "expert_units", p->expert_units);
     cJSON_AddItemToObject(root, "groups", groups);
+    if (n_mixes) {
+        cJSON *m = mixes_json(mixes, n_mixes);
+        if (!m) {
+            cJSON_Delete(root);
+            return 0;
+        }
+        cJSON_AddItemToObject(root, "llama_mixes", m);
+    }
     for (size_t g = 0; g < p->n_groups; g++) {
         const fr_pareto_group *grp = &p->groups[g];
         cJSON *o = cJSON_CreateObject(), *pts = cJSON_CreateArray();
@@ -196,10 +233,10 @@ static int print_json(const fr_pareto *p)
  * (--verbose), or the least error per bit band; with a sensitivity, the
  * predicted KL of the rows shown. FR_E_NOMEM (logged) when out of memory. */
 static fr_status print_tables(const fr_dataset *ds, const fr_pareto *p, int json, int verbose,
-                              int frontier_only)
+                              int frontier_only, const fr_llama_mix_result *mixes, size_t n_mixes)
 {
     if (json) {
-        if (!print_json(p)) {
+        if (!print_json(p, mixes, n_mixes)) {
             fr_error_log("out of memory");
             return FR_E_NOMEM;
         }
@@ -219,6 +256,8 @@ static fr_status print_tables(const fr_dataset *ds, const fr_pareto *p, int json
             free(listed);
         }
     }
+    if (!json)
+        fr_llama_mixes_print(stdout, mixes, n_mixes, p);
     return FR_OK;
 }
 
@@ -257,14 +296,17 @@ int cmd_pareto(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},          {"no-store", no_argument, NULL, 'n'},
         {"calib", required_argument, NULL, 'C'},  {"default-sensitivity", required_argument, NULL, 'D'},
         {"expert-units", no_argument, NULL, 'E'}, {"verbose", no_argument, NULL, 'v'},
+        {"model", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     fr_group_by by = FR_BY_CONFIG;
     fr_metric metric = FR_METRIC_REL_ERR;
     fr_selection sel = {NULL, NULL, NULL};
     int frontier_only = 0, json = 0, store = 1, expert_units = 0, verbose = 0, opt;
-    const char *calib_path = NULL;
+    const char *calib_path = NULL, *model_path = NULL;
     double default_alpha = NAN, *alpha = NULL;
+    fr_llama_mix_result *mixes = NULL;
+    size_t n_mixes = 0;
     fr_selector selector;
     int have_selector = 0;
     optind = 1;
@@ -296,6 +338,7 @@ int cmd_pareto(int argc, char **argv)
         case 'E': expert_units = 1; break;
         case 'v': verbose = 1; break;
         case 'C': calib_path = optarg; break;
+        case 'M': model_path = optarg; break;
         case 'D':
             if (!cli_parse_double(optarg, &default_alpha) || !(default_alpha >= 0))
                 return cli_usage_error(argv[0], "invalid --default-sensitivity '%s' (a number >= 0)", optarg);
@@ -352,12 +395,17 @@ int cmd_pareto(int argc, char **argv)
         }
         goto done;
     }
-    if ((st = print_tables(&ds, &p, json, verbose, frontier_only)) != FR_OK)
+    /* llama-quantize's stock mixes: points over the model's tensors */
+    if (by == FR_BY_CONFIG && !expert_units &&
+        (st = cli_llama_mixes(&ds, &ix, &sel, metric, model_path, &mixes, &n_mixes)) != FR_OK)
+        goto done;
+    if ((st = print_tables(&ds, &p, json, verbose, frontier_only, mixes, n_mixes)) != FR_OK)
         goto done;
     cli_warn_unmeasured(&ds, &ix, &sel);
     if (store && (st = store_pareto(path, &p, &sel, argc, argv)) != FR_OK)
         goto done;
 done:
+    cli_llama_mixes_free(mixes, n_mixes);
     g_predict = NULL;
     if (have_selector)
         fr_selector_free(&selector);

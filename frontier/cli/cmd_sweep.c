@@ -17,6 +17,7 @@
 #include "core/parallel.h"
 #include "core/registry.h"
 #include "core/source.h"
+#include "frontier/model/block_source.h"
 #include "core/synthetic.h"
 #include "frontier/exec/shard.h"
 #include "frontier/sweep/sweep.h"
@@ -407,7 +408,7 @@ static int open_sources(int argc, char **argv, int first, const sweep_args *a, f
 {
     int rc;
     for (int i = first; i < argc; i++) {
-        if ((rc = fr_source_open(argv[i], &sources[*n_sources], err)) != FR_OK)
+        if ((rc = fr_block_source_open(argv[i], &sources[*n_sources], err)) != FR_OK)
             return rc;
         (*n_sources)++;
     }

@@ -34,7 +34,18 @@ typedef struct fr_ds_tensor {
     uint64_t numel;
     int64_t rows, cols; /* the matrix view quantizers see */
     double sq_norm;   /* sum w^2 (double): lets global errors be aggregated exactly */
+    /* how the source stores it (optional: "" and 0 in files from before them) */
+    char *source_format; /* the block format W was decoded from ("Q4_1"); "" when W is
+                            the stored elements themselves (a float dtype) */
+    uint64_t stored_bits; /* bits the source stores for the tensor (scales included) */
 } fr_ds_tensor;
+
+/* The configuration every tensor of a quantized source has beside the
+ * measured ones (docs/quantized-sources.md): the tensor as released, at its
+ * stored bits, with no error added. Not a quantizer: the sweep writes its
+ * rows (fr_dataset_add_keep_rows), quantize copies such a tensor's bytes. */
+#define FR_KEEP_CONFIG "keep"
+#define FR_KEEP_FAMILY "keep"
 
 typedef struct fr_ds_config {
     uint32_t config_id;
@@ -75,6 +86,9 @@ typedef struct fr_ds_result {
                                        (or an e8m0 exponent clamped at -127) */
 #define FR_ROW_SCALE_UNCHECKED 0x40u /* the configuration's params define no scale rule
                                         frontier can evaluate: the two bits above are not examined */
+#define FR_ROW_GGUF_FALLBACK 0x80u  /* the configuration's GGUF type (traits gguf_type) cannot
+                                       hold the tensor's rows: the row measures the type
+                                       llama-quantize falls back to (frontier/sweep/gguf_fallback.h) */
 
 /* A row of /expert_results (docs/dataset.md): one expert of an expert
  * stack under one configuration (frontier sweep --split-experts); the

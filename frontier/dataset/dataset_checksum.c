@@ -73,13 +73,15 @@ void ds_hash_rows(ds_hash *h, const ds_table *table, const void *rows, size_t n)
             case DS_F64: { /* the bits as stored: NaN payloads and -0 count */
                 uint64_t v;
                 memcpy(&v, at, sizeof v);
-                hash_u64(h, v);
+                if (v || !ds_field_optional(&table->fields[f]))
+                    hash_u64(h, v);
                 break;
             }
             case DS_STR: {
                 const char *s;
                 memcpy(&s, at, sizeof s);
-                hash_str(h, s);
+                if ((s && *s) || !ds_field_optional(&table->fields[f]))
+                    hash_str(h, s);
                 break;
             }
             }

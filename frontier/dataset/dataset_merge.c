@@ -379,6 +379,16 @@ static fr_status merge_tensors(merge *m, const fr_dataset *d, const char *name, 
                                "tensor '%s' is %s %s in '%s' but %s %s in '%s'", ten->name,
                                o->dtype, o->shape, m->tensor_from[at], ten->dtype, ten->shape,
                                name);
+            /* how the source stores it: files from before the fields lack it */
+            if (!o->stored_bits)
+                o->stored_bits = ten->stored_bits;
+            if (!o->source_format[0] && ten->source_format[0]) {
+                char *copy = strdup(ten->source_format);
+                if (!copy)
+                    return fr_fail(err, FR_E_NOMEM, "out of memory");
+                free(o->source_format);
+                o->source_format = copy;
+            }
             if (isnan(o->sq_norm))
                 o->sq_norm = ten->sq_norm;
             else if (!isnan(ten->sq_norm) && !fr_metric_agrees(o->sq_norm, ten->sq_norm))

@@ -27,6 +27,7 @@ typedef struct ds_field {
     const char *name;
     ds_field_type type;
     size_t offset; /* in the in-memory row struct */
+    int optional;  /* added after files existed without it (ds_field_optional) */
 } ds_field;
 
 typedef struct ds_table {
@@ -45,7 +46,9 @@ typedef struct ds_result_io {
     char *device;
 } ds_result_io;
 
-#define DS_FIELD(type, member, kind) {#member, kind, offsetof(type, member)}
+#define DS_FIELD(type, member, kind) {#member, kind, offsetof(type, member), 0}
+/* a field added to a table after files existed without it */
+#define DS_OPTIONAL_FIELD(type, member, kind) {#member, kind, offsetof(type, member), 1}
 
 static const ds_field ds_source_fields[] = {
     DS_FIELD(fr_ds_source, source_id, DS_U32),
@@ -63,13 +66,16 @@ static const ds_field ds_tensor_fields[] = {
     DS_FIELD(fr_ds_tensor, tensor_id, DS_U32),
     DS_FIELD(fr_ds_tensor, source_id, DS_U32),
     DS_FIELD(fr_ds_tensor, name, DS_STR),
-    {"class", DS_STR, offsetof(fr_ds_tensor, cls)},
+    {"class", DS_STR, offsetof(fr_ds_tensor, cls), 0},
     DS_FIELD(fr_ds_tensor, dtype, DS_STR),
     DS_FIELD(fr_ds_tensor, shape, DS_STR),
     DS_FIELD(fr_ds_tensor, numel, DS_U64),
     DS_FIELD(fr_ds_tensor, rows, DS_I64),
     DS_FIELD(fr_ds_tensor, cols, DS_I64),
     DS_FIELD(fr_ds_tensor, sq_norm, DS_F64),
+    /* added after schema 1 files existed: optional (ds_field_optional) */
+    DS_OPTIONAL_FIELD(fr_ds_tensor, source_format, DS_STR),
+    DS_OPTIONAL_FIELD(fr_ds_tensor, stored_bits, DS_U64),
 };
 
 static const ds_field ds_config_fields[] = {
@@ -81,7 +87,7 @@ static const ds_field ds_config_fields[] = {
     DS_FIELD(fr_ds_config, origin, DS_STR),
 };
 
-#define DS_RESULT_FIELD(member, kind) {#member, kind, offsetof(ds_result_io, row.member)}
+#define DS_RESULT_FIELD(member, kind) {#member, kind, offsetof(ds_result_io, row.member), 0}
 
 static const ds_field ds_result_fields[] = {
     DS_RESULT_FIELD(tensor_id, DS_U32),
@@ -99,7 +105,7 @@ static const ds_field ds_result_fields[] = {
     DS_RESULT_FIELD(seconds, DS_F64),
     DS_FIELD(ds_result_io, device, DS_STR),
     /* added after schema 1 files existed: optional (ds_field_optional) */
-    DS_RESULT_FIELD(flags, DS_U32),
+    {"flags", DS_U32, offsetof(ds_result_io, row.flags), 1},
 };
 
 /* /expert_results: the /results fields and the expert index */
@@ -126,7 +132,8 @@ static const ds_field ds_expert_result_fields[] = {
     DS_EXPERT_FIELD(out_sq_err, DS_F64),
     DS_EXPERT_FIELD(out_sq_ref, DS_F64),
     DS_EXPERT_FIELD(seconds, DS_F64),
-    DS_EXPERT_FIELD(flags, DS_U32),
+    {.name = "flags", .type = DS_U32, .offset = offsetof(ds_expert_io, io.row.flags),
+     .optional = 1},
     {.name = "device", .type = DS_STR, .offset = offsetof(ds_expert_io, io.device)},
 };
 
@@ -139,13 +146,14 @@ static const ds_field ds_skipped_fields[] = {
 
 #define DS_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Optional fields: integers added to a table after files existed without
- * them (docs/dataset.md, "Versioning"). A file without one reads it as 0,
- * and the checksum encodes it only where it is nonzero, so files without
- * it keep their checksums. */
+/* Optional fields: added to a table after files existed without them
+ * (docs/dataset.md, "Versioning"; so far /results and /expert_results
+ * `flags`, /tensors `source_format` and `stored_bits`). A file without one
+ * reads it as 0 (a string as ""), and the checksum encodes it only where it
+ * is nonzero (non-empty), so files without it keep their checksums. */
 static inline int ds_field_optional(const ds_field *field)
 {
-    return field->type == DS_U32 && !strcmp(field->name, "flags");
+    return field->optional;
 }
 
 /* Chunks: /results grows by appends of many rows; the others are small. */

@@ -222,6 +222,28 @@ static int add_mixed_curve(figure_builder *fb)
     return 1;
 }
 
+/* By family: llama-quantize's stock mixes, each point named. */
+static int add_llama_mixes(figure_builder *fb)
+{
+    const fr_export_options *opt = fb->opt;
+    if (!opt->n_mixes)
+        return 1;
+    series_builder m;
+    if (!builder_init(fb->a, &m, opt->n_mixes))
+        return 0;
+    for (size_t i = 0; i < opt->n_mixes; i++) {
+        const fr_llama_mix_result *r = &opt->mixes[i];
+        m.x[m.n] = r->bits_per_weight;
+        m.y[m.n] = r->value;
+        m.emph[m.n] = 1;
+        m.labels[m.n] = fr_llama_mix_name(r->mix);
+        m.n++;
+    }
+    fb->series[fb->n++] = (fr_plot_series){"llama.cpp mixes", m.n, m.x, m.y, NULL, m.labels,
+                                           FR_MARK_DIAMOND, FR_COLOR_GREY, FR_LINE_NONE};
+    return 1;
+}
+
 /* By class: per class its frontier line (unlabelled) and its markers, then
  * one legend-only entry that names the lines. */
 static int add_class_series(figure_builder *fb)
@@ -266,15 +288,16 @@ fr_status fr_figure_build(const fr_pareto *p, const fr_export_options *opt, fr_f
         return fr_fail(err, FR_E_NOMEM, "out of memory");
     fig->storage = a;
     /* at most: one series per group or family, one line per group, the
-     * legend-only line, the Pareto line and the mixed curve */
-    size_t max_series = 2 * (p->n_points + p->n_groups) + 4;
+     * legend-only line, the Pareto line, the mixed curve and the mixes */
+    size_t max_series = 2 * (p->n_points + p->n_groups) + 5;
     fig->series = arena_alloc(a, max_series * sizeof *fig->series);
     if (!fig->series)
         goto nomem;
     figure_builder fb = {a, p, opt, fig->series, 0};
     int ok = opt->by == FR_BY_CLASS
                  ? add_class_series(&fb)
-                 : add_family_series(&fb) && add_uniform_frontier(&fb) && add_mixed_curve(&fb);
+                 : add_family_series(&fb) && add_uniform_frontier(&fb) && add_mixed_curve(&fb) &&
+                       add_llama_mixes(&fb);
     if (!ok)
         goto nomem;
     fig->plot = (fr_plot){opt->title, "Bits per weight", fr_metric_label(opt->y), opt->log_y,
@@ -340,6 +363,8 @@ fr_status fr_export(const fr_dataset *ds, const fr_result_index *ix,
                                 .y = opt->y,
                                 .by = opt->by,
                                 .mixed = opt->mixed,
+                                .mixes = opt->mixes,
+                                .n_mixes = opt->n_mixes,
                                 .dataset_path = opt->dataset_path};
         st = fr_export_rows(ds, ix, &p, &rows, path, err);
     } else

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "frontier/analysis/allocate.h"
+#include "frontier/analysis/llama_mix.h"
 #include "frontier/dataset/dataset.h"
 #include "frontier/analysis/pareto.h"
 #include "frontier/export/plot.h"
@@ -35,6 +36,9 @@ typedef struct fr_export_options {
     int label_frontier;            /* write the configuration names beside frontier points */
     fr_selection selection;
     const fr_mixed_curve *mixed;   /* the stored mixed-precision curve, or NULL */
+    const fr_llama_mix_result *mixes; /* llama-quantize's stock mixes (n_mixes) in metric y,
+                                       * drawn as labelled points by family; NULL: none */
+    size_t n_mixes;
     const char *dataset_path;      /* recorded in the outputs */
 } fr_export_options;
 

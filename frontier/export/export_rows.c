@@ -1,7 +1,8 @@
 /*
  * csv and json exports (docs/analysis.md, "export"): tidy rows, one
  * observation each, for every selected result, every model-level point and
- * every point of the stored mixed-precision curve.
+ * every point of the stored mixed-precision curve and every llama-quantize
+ * stock mix (kind llama_mix: its name in config, family llama-quantize).
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,9 +43,37 @@ static void row_init(row *r, const char *kind)
 /* Iterates the observations: fn(ctx, row) for results, points, mixed points. */
 typedef int (*row_fn)(void *ctx, const row *r);
 
-static int each_row(const fr_dataset *ds, const fr_result_index *ix, const fr_selector *sel,
-                    const fr_pareto *p, const fr_mixed_curve *mc, row_fn fn, void *ctx)
+/* The llama-quantize mixes: one row each, model-level. */
+static int each_mix_row(const fr_llama_mix_result *mixes, size_t n, row_fn fn, void *ctx)
 {
+    row r;
+    for (size_t i = 0; i < n; i++) {
+        const fr_llama_mix_result *m = &mixes[i];
+        row_init(&r, "llama_mix");
+        r.group = "model";
+        r.config = fr_llama_mix_name(m->mix);
+        r.family = "llama-quantize";
+        r.num[C_NUMEL] = (double)m->numel;
+        r.num[C_TOTAL] = (double)m->total_bits;
+        r.num[C_BPW] = m->bits_per_weight;
+        if (m->metric == FR_METRIC_OUT_REL_ERR) {
+            r.num[C_OUT] = m->value;
+        } else {
+            double rel = fr_metric_value(FR_METRIC_REL_ERR, m->err_sum, m->norm_sum);
+            r.num[C_REL] = rel;
+            r.num[C_SQNR] = rel == 0 ? INFINITY : -20 * log10(rel);
+        }
+        r.num[C_NT] = (double)m->n_choices;
+        if (!fn(ctx, &r))
+            return 0;
+    }
+    return 1;
+}
+
+static int each_row(const fr_dataset *ds, const fr_result_index *ix, const fr_selector *sel,
+                    const fr_pareto *p, const fr_rows_options *opt, row_fn fn, void *ctx)
+{
+    const fr_mixed_curve *mc = opt->mixed;
     row r;
     for (size_t t = 0; t < ds->n_tensors; t++) {
         const fr_ds_tensor *ten = &ds->tensors[t];
@@ -114,7 +143,7 @@ static int each_row(const fr_dataset *ds, const fr_result_index *ix, const fr_se
         if (!fn(ctx, &r))
             return 0;
     }
-    return 1;
+    return each_mix_row(opt->mixes, opt->n_mixes, fn, ctx);
 }
 
 static void csv_string(FILE *f, const char *s)
@@ -160,7 +189,7 @@ static int csv_row(void *ctx, const row *r)
 }
 
 typedef struct json_ctx {
-    cJSON *results, *points, *mixed;
+    cJSON *results, *points, *mixed, *mixes;
 } json_ctx;
 
 static int json_row(void *ctx, const row *r)
@@ -169,8 +198,10 @@ static int json_row(void *ctx, const row *r)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return 0;
-    cJSON *arr = !strcmp(r->kind, "result") ? j->results : !strcmp(r->kind, "point") ? j->points
-                                                                                     : j->mixed;
+    cJSON *arr = !strcmp(r->kind, "result")      ? j->results
+                 : !strcmp(r->kind, "point")     ? j->points
+                 : !strcmp(r->kind, "llama_mix") ? j->mixes
+                                                 : j->mixed;
     cJSON_AddItemToArray(arr, o);
     const char *strs[6] = {r->kind, r->group, r->tensor, r->cls, r->config, r->family};
     for (size_t i = 0; i < 6; i++)
@@ -190,7 +221,7 @@ static int json_row(void *ctx, const row *r)
 }
 
 static fr_status write_csv(const fr_dataset *ds, const fr_result_index *ix, const fr_selector *sel,
-                           const fr_pareto *p, const fr_mixed_curve *mc, const char *path,
+                           const fr_pareto *p, const fr_rows_options *opt, const char *path,
                            fr_error *err)
 {
     FILE *f;
@@ -201,7 +232,7 @@ static fr_status write_csv(const fr_dataset *ds, const fr_result_index *ix, cons
         fprintf(f, "%s%s", i ? "," : "", columns[i]);
     fputc('\n', f);
     /* a failed write shows when the file is closed */
-    each_row(ds, ix, sel, p, mc, csv_row, f);
+    each_row(ds, ix, sel, p, opt, csv_row, f);
     return fr_output_close(f, path, err);
 }
 
@@ -210,12 +241,14 @@ static fr_status write_json(const fr_dataset *ds, const fr_result_index *ix, con
                             fr_error *err)
 {
     cJSON *root = cJSON_CreateObject();
-    json_ctx j = {cJSON_CreateArray(), cJSON_CreateArray(), cJSON_CreateArray()};
-    if (!root || !j.results || !j.points || !j.mixed) {
+    json_ctx j = {cJSON_CreateArray(), cJSON_CreateArray(), cJSON_CreateArray(),
+                  cJSON_CreateArray()};
+    if (!root || !j.results || !j.points || !j.mixed || !j.mixes) {
         cJSON_Delete(root);
         cJSON_Delete(j.results);
         cJSON_Delete(j.points);
         cJSON_Delete(j.mixed);
+        cJSON_Delete(j.mixes);
         return fr_fail(err, FR_E_NOMEM, "out of memory");
     }
     cJSON_AddStringToObject(root, "format", "frontier-export");
@@ -226,7 +259,8 @@ static fr_status write_json(const fr_dataset *ds, const fr_result_index *ix, con
     cJSON_AddItemToObject(root, "results", j.results);
     cJSON_AddItemToObject(root, "points", j.points);
     cJSON_AddItemToObject(root, "mixed", j.mixed);
-    int ok = each_row(ds, ix, sel, p, opt->mixed, json_row, &j);
+    cJSON_AddItemToObject(root, "llama_mixes", j.mixes);
+    int ok = each_row(ds, ix, sel, p, opt, json_row, &j);
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text)
@@ -250,7 +284,7 @@ fr_status fr_export_rows(const fr_dataset *ds, const fr_result_index *ix, const 
     if (st != FR_OK)
         return st;
     if (!opt->json)
-        st = write_csv(ds, ix, &sel, p, opt->mixed, path, err);
+        st = write_csv(ds, ix, &sel, p, opt, path, err);
     else
         st = write_json(ds, ix, &sel, p, opt, path, err);
     fr_selector_free(&sel);

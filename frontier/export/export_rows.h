@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "frontier/analysis/allocate.h"
+#include "frontier/analysis/llama_mix.h"
 #include "frontier/analysis/pareto.h"
 #include "frontier/dataset/dataset.h"
 
@@ -17,11 +18,13 @@ typedef struct fr_rows_options {
     fr_metric y;                   /* recorded in the json */
     fr_group_by by;                /* recorded in the json */
     const fr_mixed_curve *mixed;   /* the stored mixed-precision curve, or NULL */
+    const fr_llama_mix_result *mixes; /* llama-quantize's stock mixes (n_mixes), or NULL */
+    size_t n_mixes;
     const char *dataset_path;      /* recorded in the json */
 } fr_rows_options;
 
-/* Every selected result, Pareto point and mixed-curve point as one tidy
- * row, into path as csv or json (opt->json). */
+/* Every selected result, Pareto point, mixed-curve point and stock mix as
+ * one tidy row, into path as csv or json (opt->json). */
 fr_status fr_export_rows(const fr_dataset *ds, const fr_result_index *ix, const fr_pareto *p,
                          const fr_rows_options *opt, const char *path, fr_error *err);
 

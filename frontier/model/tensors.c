@@ -8,9 +8,14 @@
 
 const char *fr_sweep_skip_reason(const fr_tensor *t, int64_t min_numel, char *buf, size_t len)
 {
+    if (t->skip_reason && t->block_elems) {
+        /* a block type: the reason does not name it */
+        snprintf(buf, len, "%s: %s", t->dtype_name, t->skip_reason);
+        return buf;
+    }
     if (t->skip_reason)
         return t->skip_reason;
-    if (!fr_dtype_is_float(t->dtype)) {
+    if (!fr_dtype_is_float(t->dtype) && !fr_tensor_is_block_quantized(t)) {
         snprintf(buf, len, "not a floating-point tensor (%s)", t->dtype_name);
         return buf;
     }

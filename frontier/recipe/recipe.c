@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "frontier/dataset/keep_rows.h"
 #include "frontier/dataset/output_file.h"
 #include "quantizers/families.h" /* fr_builtin_ggml_type: the family table's GGML types */
 
@@ -183,6 +184,8 @@ fr_status fr_recipe_write(const fr_recipe *r, const char *path, fr_error *err)
     cJSON_AddStringToObject(root, "format", "frontier-recipe");
     cJSON_AddNumberToObject(root, "version", 1);
     cJSON_AddStringToObject(root, "dataset", r->dataset ? r->dataset : "");
+    if (r->llama_mix)
+        cJSON_AddStringToObject(root, "llama_mix", r->llama_mix);
     cJSON_AddStringToObject(root, "metric", r->metric);
     cJSON_AddItemToObject(root, "budget_bits_per_weight", json_number(r->budget_bits_per_weight));
     cJSON_AddNumberToObject(root, "capacity_bits", (double)r->capacity_bits);
@@ -209,7 +212,13 @@ fr_status fr_recipe_write(const fr_recipe *r, const char *path, fr_error *err)
         cJSON_AddStringToObject(o, "class", t->cls);
         cJSON_AddStringToObject(o, "config", t->config);
         cJSON_AddStringToObject(o, "family", t->family);
-        const char *ggml = fr_builtin_ggml_type(t->config);
+        /* a llama-quantize mix's type, else a kept tensor's source type, else
+         * the family table's */
+        char kept[32];
+        const char *ggml = t->llama_type ? t->llama_type
+                           : fr_dataset_is_keep(t->config)
+                               ? fr_dataset_keep_type(t->source_format, kept, sizeof kept)
+                               : fr_builtin_ggml_type(t->config);
         cJSON_AddItemToObject(o, "llama_cpp_type", ggml ? cJSON_CreateString(ggml) : cJSON_CreateNull());
         cJSON_AddNumberToObject(o, "numel", (double)t->numel);
         cJSON_AddNumberToObject(o, "total_bits", (double)t->total_bits);

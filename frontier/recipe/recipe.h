@@ -31,6 +31,10 @@ typedef struct fr_recipe_tensor {
     double error;         /* the tensor's error under error_name */
     double err_term;      /* sq_err or out_sq_err */
     int fixed;            /* pinned by allocate --fixed */
+    const char *source_format; /* how the source stores the tensor ("Q4_1"; "" or NULL
+                                * for float elements): a kept tensor's llama_cpp_type */
+    const char *llama_type; /* the ggml type written ("q5_0", "f16"; a llama-quantize mix
+                             * names it), NULL: the family table's (or null) */
 } fr_recipe_tensor;
 
 typedef struct fr_recipe {
@@ -41,6 +45,8 @@ typedef struct fr_recipe {
      * when absent) and error_name ("rel_err", the one quantize compares
      * its own with) */
     const char *dataset;       /* the dataset the allocation was solved on */
+    const char *llama_mix;     /* a llama-quantize stock mix ("Q4_K_M": allocate --llama-mix),
+                                * NULL for an allocation (not written then) */
     const char *metric;        /* "rel_err", "out_rel_err" or "sqnr_db" */
     const char *error_name;    /* each tensor's error: "rel_err" or "out_rel_err" */
     double budget_bits_per_weight;

@@ -9,8 +9,11 @@
  *   fr_sweep_execute  resume checks, plan, first commit, execution,
  *                     periodic commits, final commit
  *
- * What it selects: frontier/sweep/sweep_select.h; the table (or JSON) users
- * see at the end: frontier/cli/sweep_summary.h.
+ * What it selects: frontier/sweep/sweep_select.h; the units it runs, one
+ * of each per sweep: the plan (frontier/sweep/sweep_plan.h), the row sink
+ * (frontier/sweep/sweep_sink.h) and the committer
+ * (frontier/sweep/sweep_commit.h); the table (or JSON) users see at the
+ * end: frontier/cli/sweep_summary.h.
  */
 #ifndef FR_SWEEP_H
 #define FR_SWEEP_H

@@ -27,6 +27,7 @@
 #include "frontier/model/calib_attach.h"
 #include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep_mpi.h"
+#include "frontier/sweep/sweep_plan.h"
 
 enum { TAG_PLAN = 1, TAG_TASKS, TAG_REFS, TAG_EVENT, TAG_STOP };
 enum { EV_OUTCOME = 1, EV_SKIPPED, EV_NORM, EV_DONE, EV_FINISHED };
@@ -516,27 +517,14 @@ static fr_status send_share(fr_mpi *m, const fr_registry *reg, const size_t *sha
         while (s < m->n_sources && m->sources[s] != it->src)
             s++;
         /* an expert of an expert stack is a view outside the source's
-         * tensors (frontier/sweep/sweep.c): the task names the stack and the expert */
-        uintptr_t tp = (uintptr_t)it->tensor, t0 = (uintptr_t)it->src->tensors;
+         * tensors (frontier/sweep/sweep_plan.h): the task names the stack and the expert */
         uint64_t tensor = 0;
         uint32_t expert = 0;
-        if (tp >= t0 && tp < t0 + it->src->n_tensors * sizeof *it->src->tensors) {
-            tensor = (uint64_t)(it->tensor - it->src->tensors);
-        } else {
-            size_t t = 0;
-            while (t < it->src->n_tensors && !(it->src->tensors[t].name == it->tensor->name &&
-                                               fr_sweep_expert_stack(&it->src->tensors[t])))
-                t++;
-            if (t == it->src->n_tensors || it->tensor->nbytes == 0 ||
-                it->tensor->offset < it->src->tensors[t].offset) {
-                free(tasks);
-                free(refs);
-                return fr_fail(err, FR_E_FAIL, "'%s': an item that names no tensor of its source",
-                               it->tensor->name);
-            }
-            tensor = t;
-            expert = (uint32_t)((it->tensor->offset - it->src->tensors[t].offset) /
-                                it->tensor->nbytes) + 1;
+        fr_status st = fr_sweep_plan_item_origin(it, &tensor, &expert, err);
+        if (st != FR_OK) {
+            free(tasks);
+            free(refs);
+            return st;
         }
         tasks[k] = (plan_task){.item = i, .tensor = tensor, .source = (uint32_t)s,
                                .n_configs = (uint32_t)it->n_configs,
@@ -810,25 +798,18 @@ static int fwd_cancelled(void *ctx)
 }
 
 /* The statistics of a task's tensor, by the names rank 0 found them under:
- * its own module, else (a tied embedding, frontier/sweep/sweep.c) the output
- * layer's. */
+ * its own module, else (a tied embedding, frontier/sweep/sweep_plan.h) the
+ * output layer's. */
 static fr_status worker_calib(fr_calib_file *cf, const fr_source *src, const fr_sweep_item *it,
                               const plan_task *t, frontier_calib *out, fr_error *err)
 {
     fr_calib_stats cs;
-    fr_status st;
-    /* the planner's lookups (frontier/model/calib_attach.c), so both find the same
-     * statistics: an expert of a stack takes its expert's slice, a tied
-     * embedding lm_head's; quiet, since rank 0 prints the lines */
-    if (t->expert) {
-        const fr_tensor *stack = &src->tensors[t->tensor];
-        st = fr_calib_lookup_expert_weight(cf, stack, (int64_t)t->expert - 1, stack->shape[0],
-                                           it->cols, 1, &cs, err);
-    } else {
-        st = fr_calib_lookup_weight(cf, it->tensor, it->cols,
-                                    fr_calib_has_lm_head(src->tensors, src->n_tensors), 1, &cs,
-                                    NULL, err);
-    }
+    /* the planner's lookup, so both find the same statistics: an expert of
+     * a stack takes its expert's slice, a tied embedding lm_head's; quiet,
+     * since rank 0 prints the lines */
+    fr_status st = fr_sweep_plan_item_calib(
+        cf, it, t->expert, t->expert ? (uint32_t)src->tensors[t->tensor].shape[0] : 0,
+        fr_calib_has_lm_head(src->tensors, src->n_tensors), 1, &cs, NULL, err);
     if (st != FR_OK)
         return st;
     if (!cs.found)
@@ -854,18 +835,13 @@ static fr_status worker_items(fr_mpi *m, const fr_registry *reg, const fr_sweep_
             at + t->n_configs > n_refs)
             return fr_fail(err, FR_E_FAIL, "rank %d: a task from rank 0 names no tensor", m->rank);
         const fr_source *src = m->sources[t->source];
+        const fr_tensor *tensor = &src->tensors[t->tensor];
         fr_sweep_item *it = &items[k];
-        it->src = src;
-        it->tensor = &src->tensors[t->tensor];
-        if (t->expert) {
-            /* expert e of a stack: the view rank 0 planned (frontier/sweep/sweep.c) */
-            if (!fr_sweep_expert_stack(it->tensor) || t->expert > (uint64_t)it->tensor->shape[0])
-                return fr_fail(err, FR_E_FAIL, "rank %d: a task from rank 0 names no expert of '%s'",
-                               m->rank, it->tensor->name);
-            fr_sweep_expert_view(it->tensor, t->expert - 1, &views[k]);
-            it->tensor = &views[k];
-        }
-        fr_sweep_matrix(it->tensor, &it->rows, &it->cols);
+        /* expert e of a stack: the view rank 0 planned */
+        if (t->expert && (!fr_sweep_expert_stack(tensor) || t->expert > (uint64_t)tensor->shape[0]))
+            return fr_fail(err, FR_E_FAIL, "rank %d: a task from rank 0 names no expert of '%s'",
+                           m->rank, tensor->name);
+        fr_sweep_plan_item_on(it, src, tensor, t->expert, &views[k]);
         it->n_configs = t->n_configs;
         it->configs = &cfgs[at];
         for (size_t c = 0; c < t->n_configs; c++, at++) {

@@ -1,8 +1,10 @@
-/* What a sweep measures: --bits and --quantizers. */
+/* What a sweep measures: --bits, --quantizers, --fused-global-scale, --include
+ * and --exclude. */
 #include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,4 +198,99 @@ done:
     free(pattern);
     free(patterns);
     return st;
+}
+
+/* Whether a configuration of quantizer `name` is among configs[0..n). */
+static int quantizer_selected(const fr_registry *reg, const fr_config_ref *const *configs, size_t n,
+                              const char *name)
+{
+    for (size_t j = 0; j < n; j++)
+        if (!strcmp(fr_config_quantizer(reg, configs[j])->name, name))
+            return 1;
+    return 0;
+}
+
+fr_status fr_sweep_select_fused(const fr_registry *reg, const fr_config_ref ***configs,
+                                size_t *n_configs, fr_error *err)
+{
+    const size_t n_selected = *n_configs;
+    char wanted[512] = "", companions[512] = "";
+    size_t n_fused = 0;
+    for (size_t i = 0; i < reg->n_configs; i++) {
+        const fr_config_ref *ref = &reg->configs[i];
+        const frontier_config_traits *t = fr_config_traits_of(ref);
+        if (!t->needs_group_amax || !t->fused_companion_of)
+            continue;
+        n_fused++;
+        if (!quantizer_selected(reg, *configs, n_selected, t->fused_companion_of)) {
+            size_t u = strlen(wanted), v = strlen(companions);
+            snprintf(wanted + u, sizeof wanted - u, "%s%s next to %s", u ? ", " : "",
+                     ref->cfg->name, t->fused_companion_of);
+            snprintf(companions + v, sizeof companions - v, "%s%s", v ? " or " : "",
+                     t->fused_companion_of);
+            continue;
+        }
+        const fr_config_ref **grown = realloc(*configs, (*n_configs + 1) * sizeof *grown);
+        if (!grown)
+            return fr_fail(err, FR_E_NOMEM, "out of memory");
+        *configs = grown;
+        (*configs)[(*n_configs)++] = ref;
+    }
+    if (!n_fused)
+        return fr_fail(err, FR_E_USAGE,
+                       "--fused-global-scale: no registered configuration needs a fused group's "
+                       "joint amax");
+    if (*n_configs == n_selected)
+        return fr_fail(err, FR_E_USAGE,
+                       "--fused-global-scale measures %s, and %s is not selected (add it to "
+                       "--quantizers, or check --bits)",
+                       wanted, companions);
+    return FR_OK;
+}
+
+static fr_status compile_regex(regex_t *re, const char *pattern, const char *option, fr_error *err)
+{
+    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        char msg[256];
+        regerror(rc, re, msg, sizeof msg);
+        regfree(re);
+        /* regerror messages are capitalised ("Unmatched ( or \\(") */
+        if (msg[0] >= 'A' && msg[0] <= 'Z')
+            msg[0] = (char)(msg[0] - 'A' + 'a');
+        return fr_fail(err, FR_E_USAGE, "invalid %s regex '%s': %s", option, pattern, msg);
+    }
+    return FR_OK;
+}
+
+fr_status fr_tensor_filter_compile(fr_tensor_filter *f, const char *include, const char *exclude,
+                                   fr_error *err)
+{
+    fr_status st;
+    f->has_include = f->has_exclude = 0;
+    if (include && (st = compile_regex(&f->include, include, "--include", err)) != FR_OK)
+        return st;
+    f->has_include = include != NULL;
+    if (exclude && (st = compile_regex(&f->exclude, exclude, "--exclude", err)) != FR_OK)
+        return st;
+    f->has_exclude = exclude != NULL;
+    return FR_OK;
+}
+
+int fr_tensor_filter_selects(const fr_tensor_filter *f, const char *name)
+{
+    if (f->has_include && regexec(&f->include, name, 0, NULL, 0) != 0)
+        return 0;
+    if (f->has_exclude && regexec(&f->exclude, name, 0, NULL, 0) == 0)
+        return 0;
+    return 1;
+}
+
+void fr_tensor_filter_free(fr_tensor_filter *f)
+{
+    if (f->has_include)
+        regfree(&f->include);
+    if (f->has_exclude)
+        regfree(&f->exclude);
+    f->has_include = f->has_exclude = 0;
 }

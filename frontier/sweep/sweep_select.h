@@ -1,11 +1,13 @@
 /*
- * What a sweep measures: the --bits filter and the configurations --bits
- * and --quantizers select (frontier/sweep/sweep_select.c). Which tensors
- * it measures by default: frontier/model/tensors.h.
+ * What a sweep measures: the --bits filter, the configurations --bits,
+ * --quantizers and --fused-global-scale select, and the tensor names
+ * --include and --exclude select (frontier/sweep/sweep_select.c). Which
+ * tensors it measures by default: frontier/model/tensors.h.
  */
 #ifndef FR_SWEEP_SELECT_H
 #define FR_SWEEP_SELECT_H
 
+#include <regex.h>
 #include <stddef.h>
 
 #include "core/error.h"
@@ -32,5 +34,29 @@ int fr_bits_match(const fr_bits_filter *f, double nominal_bits);
 fr_status fr_sweep_select_configs(const fr_registry *reg, const char *bits, const char *quantizers,
                                   int calibrated, const fr_config_ref ***out, size_t *n_out,
                                   fr_error *err);
+
+/* --fused-global-scale: appends to the selection (*configs, *n_configs,
+ * malloc'd) every configuration that needs its fused group's joint amax
+ * (traits.needs_group_amax) and whose companion quantizer is selected
+ * (traits.fused_companion_of: nvfp4-fused next to nvfp4), in registration
+ * order. FR_E_USAGE when no registered configuration needs a joint amax, or
+ * when none of them has its companion selected. */
+fr_status fr_sweep_select_fused(const fr_registry *reg, const fr_config_ref ***configs,
+                                size_t *n_configs, fr_error *err);
+
+/* --include and --exclude: POSIX extended regexes over tensor names. */
+typedef struct fr_tensor_filter {
+    regex_t include, exclude;
+    int has_include, has_exclude;
+} fr_tensor_filter;
+
+/* NULL patterns select every name. FR_E_USAGE for a malformed regex (the
+ * message names its option); f is then still fr_tensor_filter_free's to
+ * free. */
+fr_status fr_tensor_filter_compile(fr_tensor_filter *f, const char *include, const char *exclude,
+                                   fr_error *err);
+/* Nonzero when --include (if any) matches name and --exclude (if any) does not. */
+int fr_tensor_filter_selects(const fr_tensor_filter *f, const char *name);
+void fr_tensor_filter_free(fr_tensor_filter *f);
 
 #endif

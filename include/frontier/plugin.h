@@ -180,7 +180,9 @@ typedef struct frontier_config_traits {
     /* v2: the GGUF tensor type ("q4_0", llama-quantize's spelling) whose
      * blocks quantize_cpu computes exactly (ggml-quants.c's reference
      * quantizer), so `frontier quantize --format gguf` can write it; NULL:
-     * none. */
+     * none. On rows (cols) that type's block does not divide, quantize_cpu
+     * computes the type llama-quantize falls back to, which the writer
+     * stores (Q4_K as Q5_0, ..., F16; docs/quantize.md). */
     const char *gguf_type;
 
     /* v2: quantize_cpu reads the joint amax of the tensor's fused group

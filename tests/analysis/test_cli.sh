@@ -38,10 +38,13 @@ expect 0 "$bin" pareto "$tmp/run.h5"
 [ "$(grep -Ec "$bands" "$tmp/out")" = 5 ] || { cat "$tmp/out"; fail "pareto: one row per band"; }
 # --calib: the predicted KL divergence of the table's configurations
 expect 0 "$bin" pareto "$tmp/run.h5" --calib "$data/stories260K/calib.safetensors" --no-store
-[ "$(sed -n '/^predicted KL divergence/,$p' "$tmp/out" | grep -c '^  ')" = 5 ] ||
+[ "$(sed -n '/^predicted KL divergence/,/^$/p' "$tmp/out" | grep -c '^  ')" = 5 ] ||
   { cat "$tmp/out"; fail "pareto --calib: one prediction per row"; }
+# llama-quantize's 16 stock mixes on the ggml-* rows, after the table
+[ "$(sed -n "/^llama-quantize's stock mixes/,\$p" "$tmp/out" | grep -Ec '^  (Q|IQ)[0-9]')" = 16 ] ||
+  { cat "$tmp/out"; fail "pareto: the 16 stock mixes"; }
 expect 0 "$bin" pareto "$tmp/run.h5" --calib "$data/stories260K/calib.safetensors" --no-store --verbose
-[ "$(sed -n '/^predicted KL divergence/,$p' "$tmp/out" | grep -c '^  ')" = "$n_configs" ] ||
+[ "$(sed -n '/^predicted KL divergence/,/^$/p' "$tmp/out" | grep -c '^  ')" = "$n_configs" ] ||
   fail "pareto --calib --verbose: one prediction per configuration"
 expect 0 "$bin" pareto "$tmp/run.h5" --by class --frontier-only --verbose
 grep -q "^attn_q:" "$tmp/out" && grep -q "^mlp_down:" "$tmp/out" || fail "pareto --by class groups"

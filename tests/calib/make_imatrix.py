@@ -27,6 +27,9 @@ import sys
 
 import numpy as np
 
+if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+    sys.exit(__doc__ if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help")
+             else "usage: make_imatrix.py OUTDIR")
 OUT = os.path.abspath(sys.argv[1])
 os.makedirs(OUT, exist_ok=True)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -2,7 +2,8 @@
  * The body shared by the libFuzzer targets: open the input as a checkpoint
  * from memory (fr_source_open_memory: no temp files, no file descriptors),
  * then touch everything a later stage would: every tensor's matrix view,
- * raw view and float32 load, the page release, and the metadata JSON.
+ * raw view and float32 load (FUZZ_ATTACH, when a target defines it, first
+ * attaches what decodes its tensors), the page release, and the metadata JSON.
  * FUZZ_NAME (set by each target) picks the reader when the content is not
  * recognised by itself.
  */
@@ -25,6 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fr_error err;
     if (fr_source_open_memory(data, size, FUZZ_NAME, &src, &err) != FR_OK)
         return 0;
+#ifdef FUZZ_ATTACH
+    FUZZ_ATTACH(src); /* a target's decoders (gguf: the ggml block types) */
+#endif
     volatile float sink = 0.0f;
     for (size_t i = 0; i < src->n_tensors; i++) {
         const fr_tensor *t = &src->tensors[i];

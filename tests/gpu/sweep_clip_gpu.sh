@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# mse-, imat- and hqq- through `frontier sweep --device cuda` against
-# `--device cpu` (docs/gpu.md, "mse-, imat- and hqq- on the GPU"), on
+# mse-, imat- and hqq- (or ggml- and imat-ggml-: QUANTIZERS ggml,ggml_imat)
+# through `frontier sweep --device cuda` against `--device cpu` (docs/gpu.md,
+# "mse-, imat- and hqq- on the GPU", "ggml- and imat-ggml- on the GPU"), on
 # data/stories260K: once with its shipped statistics (--calib: every tensor
-# has a Hessian, so out_rel_err too), once without (the data-free mse- and
-# hqq- only, no output term):
+# has a Hessian, so out_rel_err too), once without (the data-free families
+# only, no output term):
 #  - every row of these families on cuda:N, and the executor counts each of
 #    their (tensor, configuration) pairs as a GPU ("plugin") pair
 #    (--device-stats), none as cpu;
@@ -20,7 +21,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 q=${3:-mse,imat,hqq}
 bits=${4:-2..8}
-free=$(echo "$q" | tr ',' '\n' | grep -v '^imat' | paste -sd, -)
+# the families that need statistics: imat, ggml_imat
+free=$(echo "$q" | tr ',' '\n' | grep -v -e '^imat' -e '_imat$' | paste -sd, -)
 
 # run NAME ARGS...: the sweep on cuda (with device stats) and on cpu
 run() {

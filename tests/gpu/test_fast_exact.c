@@ -18,6 +18,9 @@
  *   The reciprocal r is moved by -1, 0, +1 ulp in turn: the GPU's is only
  *   within one ulp of 1/s.
  *
+ * - ggml's MXFP4 exponent: the device's floor of log2 against log2f's on
+ *   every float where they could differ (check_ggml_log2).
+ *
  * FRONTIER_FAST_EXACT_N (default 10000000) sets the random elements per
  * family; the whole test takes about a minute on one core.
  * FRONTIER_FAST_EXACT_STRIDE (default 1) samples every k-th mantissa of the
@@ -33,6 +36,7 @@
 #define FR_TEST_MAX_PRINTED 30
 #include "check.h"
 #include "quantizers/fp8_group.h"
+#include "quantizers/ggml_blocks.h"
 #include "quantizers/int_group.h"
 #include "quantizers/mx_block.h"
 #include "quantizers/nf4_block.h"
@@ -503,6 +507,40 @@ static void check_nf4(long n_random)
     tally_report(&adv, 1.0);
 }
 
+/*
+ * ggml's MXFP4 exponent floorf(log2f(amax)) (quantizers/ggml_blocks.h,
+ * fr_ggml_floor_log2f): the device's form, the double log2 rounded to
+ * float, against the host's log2f on every float where the two could
+ * differ: the top 2^16 mantissas of every binade (m >= 2 - 2^-7; below,
+ * 1 - log2 m > 0.0056, hundreds of ulps of the largest result, so no
+ * rounding moves the floor) and every subnormal. The device's double log2
+ * is within 1 ulp of double: the result nudged by 2 ulps of double either
+ * way must keep its floor too, so the device's rounding is the host's.
+ */
+static void check_ggml_log2(void)
+{
+    long n = 0, bad = 0;
+    for (uint32_t e = 0; e < 255; e++) {
+        const uint32_t from = e == 0 ? 1u : (1u << 23) - (1u << 16);
+        for (uint32_t m = from; m < (1u << 23); m++) {
+            const float a = fr_bits_to_f32(e << 23 | m);
+            const double l = log2((double)a);
+            const float want = floorf(log2f(a));
+            const float lo = floorf((float)nextafter(nextafter(l, -INFINITY), -INFINITY));
+            const float hi = floorf((float)nextafter(nextafter(l, INFINITY), INFINITY));
+            n++;
+            if (floorf((float)l) != want || lo != want || hi != want) {
+                if (bad++ < 5)
+                    printf("floor(log2(%a)): log2f %g, double %g (%g, %g nudged)\n", (double)a,
+                           (double)want, (double)floorf((float)l), (double)lo, (double)hi);
+            }
+        }
+    }
+    printf("ggml mxfp4 exponent: %ld floats, %ld where the device's floor of log2 could differ "
+           "from log2f's\n", n, bad);
+    CHECK_MSG(bad == 0, "fr_ggml_floor_log2f: %ld floats", bad);
+}
+
 int main(void)
 {
     long n = 10000000;
@@ -514,6 +552,7 @@ int main(void)
     check_nvfp4(n);
     check_mx(n);
     check_nf4(n);
+    check_ggml_log2();
     /* FRONTIER_FAST_EXACT_STRIDE: every k-th mantissa instead of all (the
      * sanitizer build, where the exhaustive sweep takes minutes and proves
      * nothing the normal build's does not) */

@@ -14,13 +14,10 @@
  * kernels in the CPU emulation (where the device's pow is the host's, so
  * only the device run shows CUDA's pow: docs/gpu.md).
  */
-#include "gpu_test.h"
+#include "gpu_quantize.h"
 
 #include <time.h>
 
-#include "core/call.h"
-#include "core/parallel.h"
-#include "core/registry.h"
 #include "frontier/exec/metrics.h"
 #include "frontier/exec/builtins.h"
 #include "quantizers/hqq.h"
@@ -73,25 +70,7 @@ static void check_one(const fr_registry *reg, const char *name, int64_t rows, in
     frontier_calib calib;
     float *owned = NULL;
     make_calib(&calib, cols, calib_kind, &owned);
-    frontier_call call;
-    fr_call_init(&call, pool, 1, "clip", name);
-    call.quantizer = q->name;
-    int rc = q->quantize_cpu(ref->cfg, t.f32, cpu, rows, cols, &calib, &call);
-    CHECK_MSG(rc == FRONTIER_OK, "%s: quantize_cpu: %s", name, call.error);
-    fr_call_release(&call);
-    void *w_dev = NULL;
-    float *hat_dev = NULL;
-    GPU_OK(fr_cuda_malloc(&w_dev, (size_t)n * gpu_dtype_size(dtype), &err));
-    GPU_OK(fr_cuda_malloc((void **)&hat_dev, (size_t)n * sizeof(float), &err));
-    GPU_OK(fr_cuda_upload(w_dev, t.bytes, (size_t)n * gpu_dtype_size(dtype), &err));
-    GPU_OK(fr_cuda_fill32(hat_dev, GPU_POISON, (size_t)n, NULL, &err));
-    fr_call_init(&call, pool, 1, "clip", name);
-    call.quantizer = q->name;
-    GPU_OK(fr_quantizer_quantize_cuda(reg, ref, w_dev, dtype, hat_dev, rows, cols, &calib, "clip",
-                                      NULL, &call, &err));
-    fr_call_release(&call);
-    GPU_OK(fr_cuda_sync(NULL, &err));
-    GPU_OK(fr_cuda_download(gpu, hat_dev, (size_t)n * sizeof(float), &err));
+    gpu_quantize_both(reg, ref, &t, &calib, pool, cpu, gpu);
     int64_t differ = 0, first = -1;
     for (int64_t i = 0; i < n; i++)
         if (!gpu_same_value(cpu[i], gpu[i])) {
@@ -120,8 +99,6 @@ static void check_one(const fr_registry *reg, const char *name, int64_t rows, in
               "gpu %a)", name, (long long)rows, (long long)cols, gpu_dtype_name(dtype),
               (long long)differ, (long long)first, first >= 0 ? cpu[first] : 0.0,
               first >= 0 ? gpu[first] : 0.0);
-    fr_cuda_free(w_dev);
-    fr_cuda_free(hat_dev);
     gpu_tensor_free(&t);
     free(cpu);
     free(gpu);
@@ -132,14 +109,8 @@ static void check_one(const fr_registry *reg, const char *name, int64_t rows, in
  * without statistics. */
 static void check_refusal(const fr_registry *reg, const char *name, int nonfinite)
 {
-    fr_error err;
-    const fr_config_ref *ref = fr_registry_find_config(reg, name);
-    CHECK(ref != NULL);
-    if (!ref)
-        return;
-    const frontier_quantizer *q = fr_config_quantizer(reg, ref);
     enum { ROWS = 5, COLS = 70 };
-    float w[ROWS * COLS], out[ROWS * COLS];
+    float w[ROWS * COLS];
     for (int i = 0; i < ROWS * COLS; i++)
         w[i] = (float)gpu_normal(&rng);
     if (nonfinite) {
@@ -151,27 +122,7 @@ static void check_refusal(const fr_registry *reg, const char *name, int nonfinit
         act[j] = 1.0f;
     frontier_calib calib = {.cols = COLS, .act_mean_sq = act};
     frontier_calib empty = {.cols = COLS};
-    const frontier_calib *use = nonfinite ? &calib : &empty;
-    frontier_call call;
-    char cpu_msg[512];
-    fr_call_init(&call, pool, 1, "clip", name);
-    int rc_cpu = q->quantize_cpu(ref->cfg, w, out, ROWS, COLS, use, &call);
-    snprintf(cpu_msg, sizeof cpu_msg, "%s", call.error);
-    fr_call_release(&call);
-    void *w_dev = NULL;
-    float *hat_dev = NULL;
-    GPU_OK(fr_cuda_malloc(&w_dev, sizeof w, &err));
-    GPU_OK(fr_cuda_malloc((void **)&hat_dev, sizeof out, &err));
-    GPU_OK(fr_cuda_upload(w_dev, w, sizeof w, &err));
-    fr_call_init(&call, pool, 1, "clip", name);
-    int rc_gpu = q->quantize_cuda(ref->cfg, w_dev, FRONTIER_DTYPE_F32, hat_dev, ROWS, COLS, use,
-                                  NULL, &call);
-    CHECK_MSG(rc_cpu != FRONTIER_OK && rc_gpu == rc_cpu && !strcmp(cpu_msg, call.error),
-              "%s: cpu %d '%s', gpu %d '%s'", name, rc_cpu, cpu_msg, rc_gpu, call.error);
-    printf("%s refused by both (%d): %s\n", name, rc_gpu, call.error);
-    fr_call_release(&call);
-    fr_cuda_free(w_dev);
-    fr_cuda_free(hat_dev);
+    gpu_check_refusal(reg, name, w, ROWS, COLS, nonfinite ? &calib : &empty, pool);
 }
 
 /* fr_hqq_pow on the device against the host: every float input of the

@@ -2,12 +2,15 @@
 """`frontier quantize --format gguf` against the pinned llama.cpp's own
 llama-quantize: every tensor of the file each writes, type and bytes.
 
-A one-layer llama-shaped GGUF whose rows are multiples of 256 (written here
-with gguf-py: F16 attention weights, F32 feed-forward ones and embeddings,
-gaussian and heavy-tailed) and an importance matrix for it in both of
-llama-imatrix's formats, the legacy .dat and GGUF (the same means; every
-matrix but token_embd, as llama-imatrix collects them). For Q2_K, Q3_K,
-Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS:
+Two one-layer llama-shaped GGUFs (written here with gguf-py: F16 attention
+weights, F32 feed-forward ones and embeddings, gaussian and heavy-tailed),
+one whose rows are multiples of 256 and one with stories260K's kind of rows,
+which no super-block divides (96 columns: llama-quantize falls back to
+Q4_0, Q5_0, Q5_1, Q8_0 or IQ4_NL; ffn_down's 172: to F16), and an
+importance matrix for each in both of llama-imatrix's formats, the legacy
+.dat and GGUF (the same means; every matrix but token_embd, as
+llama-imatrix collects them). For Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and
+IQ4_XS:
 
 - `llama-quantize --pure MODEL OUT TYPE` and frontier with a recipe of
   ggml-<type> for every matrix: the same ggml type and the same bytes for
@@ -28,27 +31,20 @@ from pathlib import Path
 try:
     import numpy as np
     import gguf
+    from llama_gguf import llama_writer, write
 except ImportError as e:
     print(f"SKIP: gguf-py is not installed ({e}); pip install gguf", flush=True)
     sys.exit(77)
 
 TYPES = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS")
-DIM, FF, VOCAB = 256, 512, 256
+VOCAB = 256
+# (name, DIM, FF): rows of 256n; rows no super-block divides
+MODELS = (("llama256", 256, 512), ("fallback96", 96, 172))
 
 
-def make_model(path):
+def make_model(path, DIM, FF):
     rng = np.random.default_rng(20260502)
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_context_length(128)
-    w.add_embedding_length(DIM)
-    w.add_block_count(1)
-    w.add_feed_forward_length(FF)
-    w.add_head_count(4)
-    w.add_head_count_kv(4)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(64)
-    w.add_vocab_size(VOCAB)
-    w.add_file_type(1)
+    w = llama_writer(path, DIM, FF, 1, 4, 4, VOCAB)
     matrices = {}
 
     def matrix(name, shape, heavy=False, f16=False):
@@ -73,10 +69,7 @@ def make_model(path):
     matrix("blk.0.ffn_down.weight", (DIM, FF))
     w.add_tensor("output_norm.weight", np.ones(DIM, np.float32))
     matrix("output.weight", (VOCAB, DIM))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write(w)
     return matrices
 
 
@@ -106,10 +99,7 @@ def make_imatrix(dat, path_gguf, matrices):
     for name in entries:
         w.add_tensor(f"{name}.in_sum2", (means[name] * np.float32(tokens)).reshape(1, -1))
         w.add_tensor(f"{name}.counts", np.full((1, 1), tokens, np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write(w)
     return set(entries)
 
 
@@ -127,20 +117,20 @@ def run(cmd):
     return True
 
 
-def main():
-    frontier, llama_quantize, work = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    work.mkdir(parents=True, exist_ok=True)
-    model, dat = work / "llama256.gguf", work / "llama256.imatrix.dat"
-    imatrix_gguf = work / "llama256.imatrix.gguf"
-    matrices = make_model(model)
+def compare_model(frontier, llama_quantize, work, name, dim, ff):
+    """Returns (failures, tensors compared, their bytes)."""
+    model, dat = work / f"{name}.gguf", work / f"{name}.imatrix.dat"
+    imatrix_gguf = work / f"{name}.imatrix.gguf"
+    matrices = make_model(model, dim, ff)
     in_imatrix = make_imatrix(dat, imatrix_gguf, matrices)
     failures, compared, nbytes = 0, 0, 0
     for ty in TYPES:
         cfg = f"ggml-{ty.lower()}"
         for imatrix in (None, dat, imatrix_gguf):
             weighted = imatrix is not None
-            label = f"{ty}{' --imatrix ' + imatrix.suffix[1:] if weighted else ''}"
-            theirs, ours = work / f"llama-{label}.gguf", work / f"frontier-{label}.gguf"
+            label = f"{name} {ty}{' --imatrix ' + imatrix.suffix[1:] if weighted else ''}"
+            tag = label.replace(" ", "_")
+            theirs, ours = work / f"llama-{tag}.gguf", work / f"frontier-{tag}.gguf"
             cmd = [llama_quantize, "--pure"]
             if weighted:
                 cmd += ["--imatrix", str(imatrix)]
@@ -149,7 +139,7 @@ def main():
                 continue
             recipe = {n: (f"imat-{cfg}" if weighted and n in in_imatrix else cfg)
                       for n in matrices}
-            rpath = work / f"recipe-{label}.json"
+            rpath = work / f"recipe-{tag}.json"
             rpath.write_text(json.dumps({"format": "frontier-recipe", "recipe": recipe}))
             cmd = [frontier, "quantize", str(model), "--recipe", str(rpath), "--format", "gguf",
                    "-o", str(ours), "--force"]
@@ -161,26 +151,38 @@ def main():
             a, b = tensors(theirs), tensors(ours)
             if not weighted:
                 plain = a
-            elif a == plain:  # the importance matrix was read and used
+            elif a == plain and any(a[n][0] not in ("Q8_0", "F16") for n in in_imatrix):
+                # the importance matrix was read and used (Q8_0 and F16 take none)
                 print(f"FAIL: {label}: llama-quantize wrote the blocks it writes without one")
                 failures += 1
             if set(a) != set(b):
                 print(f"FAIL: {label}: tensors {sorted(set(a) ^ set(b))} in one file only")
                 failures += 1
-            for name in sorted(set(a) & set(b)):
-                if a[name][0] != b[name][0]:
-                    print(f"FAIL: {label}: '{name}' is {b[name][0]}, llama-quantize's {a[name][0]}")
+            for tname in sorted(set(a) & set(b)):
+                if a[tname][0] != b[tname][0]:
+                    print(f"FAIL: {label}: '{tname}' is {b[tname][0]}, llama-quantize's {a[tname][0]}")
                     failures += 1
-                elif a[name][1] != b[name][1]:
-                    x = np.frombuffer(a[name][1], np.uint8)
-                    y = np.frombuffer(b[name][1], np.uint8)
+                elif a[tname][1] != b[tname][1]:
+                    x = np.frombuffer(a[tname][1], np.uint8)
+                    y = np.frombuffer(b[tname][1], np.uint8)
                     at = int(np.flatnonzero(x != y)[0]) if x.size == y.size else -1
-                    print(f"FAIL: {label}: '{name}' ({a[name][0]}) differs from byte {at}")
+                    print(f"FAIL: {label}: '{tname}' ({a[tname][0]}) differs from byte {at}")
                     failures += 1
-                elif name in matrices:
+                elif tname in matrices:
                     compared += 1
-                    nbytes += len(a[name][1])
-            print(f"ok {label}: {len(matrices)} matrices", flush=True)
+                    nbytes += len(a[tname][1])
+            print(f"ok {label}: {len(matrices)} matrices, types "
+                  f"{' '.join(sorted({a[n][0] for n in matrices}))}", flush=True)
+    return failures, compared, nbytes
+
+
+def main():
+    frontier, llama_quantize, work = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    work.mkdir(parents=True, exist_ok=True)
+    failures, compared, nbytes = 0, 0, 0
+    for name, dim, ff in MODELS:
+        f, c, b = compare_model(frontier, llama_quantize, work, name, dim, ff)
+        failures, compared, nbytes = failures + f, compared + c, nbytes + b
     if failures:
         print(f"quantize_compare: {failures} failures", flush=True)
         return 1

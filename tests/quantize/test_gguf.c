@@ -5,8 +5,11 @@
  * - the reference rules worked by hand on small blocks (Q4_0's signed
  *   maximum at -8, truncation after +8.5, Q8_0's ties away from zero, Q4_1's
  *   minimum, Q5's fifth bit, MXFP4's ties; Q6_K's and Q4_K's layouts on
- *   constant blocks), exact sizes, short blocks, non-finite weights,
- *   thread-count independence, error bounds;
+ *   constant blocks), exact sizes, non-finite weights, thread-count
+ *   independence, error bounds;
+ * - rows a type's block does not divide: the configuration measures
+ *   llama-quantize's fallback (Q4_K as Q5_0, ...; F16 where no block of 32
+ *   fits), Q(W) and size those of that type, and the writer stores it;
  * - the super-block types' bytes (with and without an importance matrix)
  *   on the seeded rows of ggml_rows.h against the digests of what the
  *   pinned llama.cpp's ggml writes for them (tests/llama checks those
@@ -16,9 +19,10 @@
  *   (core/gguf.c) and decoder (quantizers/ggml_blocks.h) equals the
  *   registry's quantize-dequantize of the input bit for bit; copied tensors
  *   byte-identical; metadata copied with general.file_type and
- *   general.quantization_version set; tensor data aligned. The types of 32
- *   on data/stories260K.gguf, all of them on a fixture whose rows are
- *   multiples of 256 (stories260K's weights regrouped, seeded rows);
+ *   general.quantization_version set; tensor data aligned. Every type on
+ *   data/stories260K.gguf (rows of 64 and 172: the super-block types stored
+ *   as their fallbacks, ffn_down as F16), all of them on a fixture whose
+ *   rows are multiples of 256 (stories260K's weights regrouped, seeded rows);
  * - refusals write nothing; a NaN half-way leaves no OUT and no temporary.
  *
  * usage: test_gguf DATA_DIR WORK_DIR
@@ -47,6 +51,7 @@
 #include "frontier/sweep/sweep.h"
 #include "frontier/exec/builtins.h"
 #include "ggml_rows.h"
+#include "gguf_file.h"
 #include "quantizers/ggml_blocks.h"
 
 static fr_registry reg;
@@ -82,7 +87,9 @@ static int type_of_name(const char *gguf, fr_ggml_qtype *t)
             *t = types[i].type;
             return 1;
         }
-    return 0;
+    if (!strcmp(gguf, "F16")) /* the last fallback */
+        *t = FR_GGML_F16;
+    return !strcmp(gguf, "F16");
 }
 
 /* The registry's Q(W) (with a pool of `threads`, 0: none); NULL on failure. */
@@ -124,6 +131,14 @@ static void expect(const char *config, const float *x, int n, const float *want)
 
 static void by_hand(void)
 {
+    /* nearest_int of any NaN is 0, as on the CPU for ggml's default NaN:
+     * a CUDA device's NaN (every mantissa bit set) must not read as 2^22 - 1 */
+    static const uint32_t nans[] = {0xffc00000u, 0x7fc00000u, 0x7fffffffu, 0xffffffffu,
+                                    0x7f800001u};
+    for (size_t k = 0; k < sizeof nans / sizeof nans[0]; k++)
+        CHECK_MSG(fr_ggml_nearest_int(fr_bits_to_f32(nans[k])) == 0, "nearest_int(0x%08x) = %d",
+                  (unsigned)nans[k], fr_ggml_nearest_int(fr_bits_to_f32(nans[k])));
+    CHECK(fr_ggml_nearest_int(2.5f) == 2 && fr_ggml_nearest_int(-3.5f) == -4);
     float x[32] = {0}, want[32] = {0};
     uint8_t blk[FR_GGML_MAX_BLOCK_BYTES];
     /* Q4_0, the maximum magnitude positive: d = 1 / -8, id = -8. 0.4375 * -8
@@ -302,7 +317,7 @@ static void kquant_digests(void)
 
 static void properties(int print_bounds)
 {
-    const int64_t rows = 37, cols = 200, n = rows * cols; /* 200: a short block of 8 per row */
+    const int64_t rows = 37, cols = 256, n = rows * cols; /* whole blocks of every type */
     float *w = malloc((size_t)n * sizeof *w);
     uint64_t s = 12345;
     for (int64_t i = 0; i < n; i++) {
@@ -335,19 +350,10 @@ static void properties(int print_bounds)
             printf("%s: rel_err %.4g\n", types[k].config, sqrt(e2 / r2));
         CHECK_MSG(sqrt(e2 / r2) < types[k].bound, "%s: rel_err %g past %g", types[k].config,
                   sqrt(e2 / r2), types[k].bound);
-        /* each row is its own blocks: the short last block (8 of 32, or the
-         * whole row of 200 in a super-block) as the rules over its elements */
         const int block = fr_ggml_block_elems(types[k].type);
-        const int start = (int)(cols / block) * block, short_n = (int)cols - start;
-        float tail[FR_GGML_MAX_BLOCK] = {0};
-        uint8_t blk[FR_GGML_MAX_BLOCK_BYTES];
-        fr_ggml_encode_block(types[k].type, w + 5 * cols + start, short_n, blk);
-        fr_ggml_decode_block(types[k].type, blk, tail);
-        CHECK_MSG(!memcmp(tail, a + 5 * cols + start, (size_t)short_n * sizeof *tail),
-                  "%s: short block", types[k].config);
         free(a);
         free(b);
-        /* sizes: the block bytes, a short block counting fully */
+        /* sizes: the block bytes; rows no block of 32 divides: F16's */
         const fr_config_ref *ref = fr_registry_find_config(&reg, types[k].config);
         uint64_t bits = 0;
         frontier_call call;
@@ -360,7 +366,7 @@ static void properties(int print_bounds)
                   (unsigned long long)bits, types[k].bits);
         CHECK_MSG(fr_config_quantizer(&reg, ref)->size_bits(ref->cfg, 3, block + 1, &bits,
                                                            &call) == FRONTIER_OK &&
-                      bits == 3ull * 2 * fr_ggml_block_bytes(types[k].type) * 8,
+                      bits == 3ull * (uint64_t)(block + 1) * 16,
                   "%s: size of 3 x %d", types[k].config, block + 1);
         /* the weighted variant stores the same blocks */
         char imat[64];
@@ -389,6 +395,66 @@ static void properties(int print_bounds)
     }
     fr_pool_destroy(pool4);
     free(w);
+}
+
+/* ---- rows a type's block does not divide ---- */
+
+/* What llama-quantize stores each type as on rows of 96 (its
+ * tensor_type_fallback); on rows of 200 every type is stored as F16. */
+static const struct {
+    const char *config, *on96;
+} fallback96[] = {
+    {"ggml-q2_k", "ggml-q4_0"},  {"ggml-q3_k", "ggml-q4_0"},   {"ggml-q4_k", "ggml-q5_0"},
+    {"ggml-q5_k", "ggml-q5_1"},  {"ggml-q6_k", "ggml-q8_0"},   {"ggml-iq4_xs", "ggml-iq4_nl"},
+    {"imat-ggml-q6_k", "ggml-q8_0"}, /* Q8_0 takes no importance */
+};
+
+static uint64_t size_of(const char *config, int64_t rows, int64_t cols)
+{
+    const fr_config_ref *ref = fr_registry_find_config(&reg, config);
+    uint64_t bits = 0;
+    frontier_call call;
+    fr_call_init(&call, NULL, 0, "t", config);
+    if (!ref || fr_config_quantizer(&reg, ref)->size_bits(ref->cfg, rows, cols, &bits, &call))
+        bits = 0;
+    fr_call_release(&call);
+    return bits;
+}
+
+static void fallbacks(void)
+{
+    enum { ROWS = 7 };
+    float w[ROWS * 200], imp[200];
+    uint64_t s = 99;
+    for (int i = 0; i < ROWS * 200; i++)
+        w[i] = (float)(0.03 * (fr_test_uniform(&s) - 0.5)) * (i % 17 ? 1.0f : 9.0f);
+    for (int i = 0; i < 200; i++)
+        imp[i] = (float)(0.1 + fr_test_uniform(&s));
+    frontier_calib calib = {.cols = 96, .act_mean_sq = imp};
+    char msg[512];
+    for (size_t k = 0; k < sizeof fallback96 / sizeof fallback96[0]; k++) {
+        const char *cfg = fallback96[k].config;
+        quantize_calib = strncmp(cfg, "imat-", 5) ? NULL : &calib;
+        float *a = quantize(cfg, w, ROWS, 96, NULL, msg, sizeof msg);
+        quantize_calib = NULL;
+        float *b = quantize(fallback96[k].on96, w, ROWS, 96, NULL, msg, sizeof msg);
+        CHECK_MSG(a && b && !memcmp(a, b, sizeof(float) * ROWS * 96) &&
+                      size_of(cfg, ROWS, 96) == size_of(fallback96[k].on96, ROWS, 96),
+                  "%s on rows of 96: not %s's rows", cfg, fallback96[k].on96);
+        free(a);
+        free(b);
+    }
+    for (size_t k = 0; k < N_TYPES; k++) {
+        const fr_ggml_params *p = fr_ggml_params_by_name(types[k].config + 5);
+        CHECK(p && fr_ggml_stored_type(p, 256) == p && fr_ggml_stored_type(p, 200) == &fr_ggml_f16);
+        float *a = quantize(types[k].config, w, ROWS, 200, NULL, msg, sizeof msg);
+        int same = a != NULL;
+        for (int i = 0; a && i < ROWS * 200; i++)
+            same &= a[i] == fr_f16_to_f32(fr_ggml_f32_to_f16(w[i]));
+        CHECK_MSG(same && size_of(types[k].config, ROWS, 200) == ROWS * 200 * 16ull,
+                  "%s on rows of 200: not F16", types[k].config);
+        free(a);
+    }
 }
 
 /* ---- files ---- */
@@ -493,6 +559,8 @@ static void check_output(const char *model, const char *out, const char *label,
         const fr_config_ref *ref =
             fr_registry_find_config(&reg, strncmp(cfg, "imat-", 5) ? cfg : cfg + 5);
         const fr_ggml_params *p = ref ? ref->cfg->impl : NULL;
+        if (p) /* rows the type's block does not divide: llama-quantize's fallback */
+            p = fr_ggml_stored_type(p, t->shape[t->ndim - 1]);
         if (!p || p->type != ty) {
             CHECK_MSG(0, "%s: '%s' is %s, the recipe says %s", label, u->name, u->dtype_name, cfg);
             continue;
@@ -594,15 +662,10 @@ static void files(const char *data, const char *work)
     fr_error err = {0};
     for (size_t k = 0; k < N_TYPES; k++) {
         snprintf(out, sizeof out, "%s/%s.gguf", work, types[k].config);
-        one_config c = {.config = types[k].config, .exclude = "ffn_down"};
-        fr_status st = run(model, out, types[k].config, "ffn_down", NULL, FR_QFORMAT_GGUF, 1, &err);
-        if (fr_ggml_block_elems(types[k].type) == 256) {
-            /* stories260K's rows of 64 hold no super-block */
-            CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "whole blocks of 256") &&
-                          strstr(err.msg, "64 elements") && !exists(out),
-                      "%s on rows of 64: %d '%s'", types[k].config, st, err.msg);
-            continue;
-        }
+        /* rows of 64 hold no super-block, ffn_down's 172 no block: stored
+         * as llama-quantize's fallback (check_output reads the types) */
+        one_config c = {.config = types[k].config, .exclude = "no tensor"};
+        fr_status st = run(model, out, types[k].config, NULL, NULL, FR_QFORMAT_GGUF, 1, &err);
         CHECK_MSG(st == FR_OK, "%s: %s", types[k].config, err.msg);
         if (st == FR_OK)
             check_output(model, out, types[k].config, config_one, &c, types[k].file_type);
@@ -645,10 +708,7 @@ static void files(const char *data, const char *work)
 
     /* refusals write nothing */
     snprintf(out, sizeof out, "%s/refused.gguf", work);
-    st = run(model, out, "ggml-q4_0", NULL, NULL, FR_QFORMAT_GGUF, 0, &err);
-    CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "blk.0.ffn_down.weight") &&
-                  strstr(err.msg, "172 elements") && !exists(out),
-              "ffn_down's 172 columns: %d '%s'", st, err.msg);
+    remove(out); /* left by an older run */
     st = run(model, out, "int4-g32-sym", NULL, NULL, FR_QFORMAT_GGUF, 0, &err);
     CHECK_MSG(st == FR_E_USAGE && strstr(err.msg, "with a gguf writer: ggml: 13 of 13") &&
                   !exists(out),
@@ -698,18 +758,6 @@ typedef struct fixture_tensor {
     int f16;
     float *w;
 } fixture_tensor;
-
-static void put_le(FILE *f, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        fputc((int)(v >> (8 * i)) & 0xff, f);
-}
-
-static void put_gguf_str(FILE *f, const char *str)
-{
-    put_le(f, strlen(str), 8);
-    fputs(str, f);
-}
 
 /* Every 2-D weight of stories260K named `part` in layer `layer`, end to end. */
 static int64_t gather(const fr_source *src, int layer, const char *const *parts, float *out)
@@ -964,45 +1012,10 @@ static void files256(const char *data, const char *work)
               "imat-ggml-q4_k without --calib: %d '%s'", st, err.msg);
 }
 
-/* --dump: our decoding of every quantized tensor, for crosscheck_gguf.py */
-static int dump(const char *path, const char *dir)
-{
-    fr_source *s = NULL;
-    fr_error err;
-    if (fr_source_open(path, &s, &err) != FR_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    mkdir(dir, 0777);
-    int rc = 0;
-    for (size_t i = 0; i < s->n_tensors; i++) {
-        const fr_tensor *t = &s->tensors[i];
-        fr_ggml_qtype ty = FR_GGML_Q8_0;
-        if (!type_of_name(t->dtype_name, &ty))
-            continue;
-        int64_t ne0 = t->shape[t->ndim - 1], rows = t->numel / ne0;
-        uint64_t row_bytes = (uint64_t)ne0 / fr_ggml_block_elems(ty) * fr_ggml_block_bytes(ty);
-        const uint8_t *raw = fr_tensor_raw(s, t);
-        float *y = malloc((size_t)t->numel * sizeof *y);
-        for (int64_t r = 0; y && r < rows; r++)
-            fr_ggml_decode_row(ty, raw + r * row_bytes, ne0, y + r * ne0);
-        char file[4096];
-        snprintf(file, sizeof file, "%s/%s.f32", dir, t->name);
-        FILE *f = fopen(file, "wb");
-        if (!f || !y || fwrite(y, sizeof *y, (size_t)t->numel, f) != (size_t)t->numel)
-            rc = 1;
-        if (f)
-            fclose(f);
-        free(y);
-    }
-    fr_source_close(s);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--dump"))
-        return dump(argv[2], argv[3]);
+        return fr_test_dump_blocks(argv[2], argv[3]); /* for crosscheck_gguf.py */
     if (argc == 5 && !strcmp(argv[1], "--fixture256"))
         return write_fixture256(argv[2], argv[3]) && write_imatrix_dat(argv[4]) ? 0 : 1;
     if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "--print-bounds"))) {
@@ -1015,6 +1028,7 @@ int main(int argc, char **argv)
     by_hand();
     kquant_digests();
     properties(argc == 4 && !strcmp(argv[3], "--print-bounds"));
+    fallbacks();
     files(argv[1], argv[2]);
     files256(argv[1], argv[2]);
     fr_registry_free(&reg);

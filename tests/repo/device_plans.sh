@@ -35,6 +35,9 @@ plant() {  # plant NAME SED-EXPRESSION EXPECTED-MESSAGE
   local d=$tmp/$1
   mkdir -p "$d/scripts"
   for f in bench tests examples data CMakeLists.txt; do ln -s "$root/$f" "$d/$f"; done
+  for f in "$root"/scripts/*; do
+    [ "$(basename "$f")" = device.sh ] || ln -s "$f" "$d/scripts/"
+  done
   sed "$2" "$drv" > "$d/scripts/device.sh"
   [ "$1" = none ] && { bash "$d/scripts/device.sh" dry-run all > /dev/null || fail "an unchanged copy fails"; return; }
   cmp -s "$drv" "$d/scripts/device.sh" && fail "plant $1: the sed expression changed nothing"
