@@ -27,7 +27,7 @@ trap 'rm -rf "$WORK"' EXIT
 say() { echo "add_example: $*"; }
 
 mkdir "$WORK/src"
-for p in CMakeLists.txt cmake frontier.pc.in core quantizers kernels frontier include tests examples; do
+for p in CMakeLists.txt frontier.pc.in core quantizers kernels frontier include tests examples; do
   cp -r "$SRC/$p" "$WORK/src/"
 done
 cd "$WORK/src"
@@ -53,7 +53,7 @@ grep -q 'X(POW2, pow2, FR_NO_GGML)' quantizers/families.h || { echo "FAIL: table
 say "table: $(grep -c '^ *X(' quantizers/families.h) families"
 # nothing else: the tree differs from the source by the family's own files
 # and the table only
-changed=$(for d in CMakeLists.txt cmake frontier.pc.in core quantizers kernels frontier include tests; do
+changed=$(for d in CMakeLists.txt frontier.pc.in core quantizers kernels frontier include tests; do
             diff -rq -x '*.pyc' -x __pycache__ "$SRC/$d" "./$d" 2>&1 || true
           done | sort)
 want=$(printf '%s\n' "Files $SRC/quantizers/families.h and ./quantizers/families.h differ" \
