@@ -40,7 +40,7 @@ expect 2 "invalid --seq-len '1'" "$gguf" --text "$text" -o "$work/o" --seq-len 1
 expect 2 "invalid --threads 'many'" "$gguf" --text "$text" -o "$work/o" --threads many
 expect 2 "one model only" "$gguf" "$gguf" --text "$text" -o "$work/o"
 "$frontier" sensitivity --help >"$work/help" 2>&1 || { echo "FAIL: --help exited $?"; fails=$((fails + 1)); }
-grep -q "allocate RUN.h5 --objective sensitivity" "$work/help" ||
+grep -q "allocate RUN.h5 --budget BITS --calib OUT.safetensors" "$work/help" ||
   { echo "FAIL: --help does not say how the file is used"; fails=$((fails + 1)); }
 
 if [ "$have_llama" = 1 ]; then

@@ -10,11 +10,11 @@
 #   - the file holds one [alpha, residual] per tensor, under the GGUF name
 #     without .weight, alpha finite for all and positive for at least 90%,
 #     and the __metadata__ of the measurement;
-#   - `frontier allocate --objective sensitivity --calib FILE` accepts it on
-#     a dataset swept from the same model: the Q4_1 GGUF itself when
-#     `frontier sweep` reads its tensors, else its F16 conversion
-#     (llama-quantize --allow-requantize IN OUT f16), every tensor finding
-#     its alpha (no --default-sensitivity);
+#   - `frontier allocate --calib FILE` takes it as its objective (the
+#     default, auto, says so) on a dataset swept from the same model: the
+#     Q4_1 GGUF itself when `frontier sweep` reads its tensors, else its F16
+#     conversion (llama-quantize --allow-requantize IN OUT f16), every
+#     tensor finding its alpha (no --default-sensitivity);
 #   - a second run with --levels gives the same alpha for a tensor within
 #     the response's curvature, and Gaussian noise runs.
 # Exits 77 (skipped) without python3, llama-quantize or the wheel.
@@ -94,8 +94,8 @@ EOF
 
 # a dataset of the same tensors: the Q4_1 file when sweep reads it, else its F16 conversion
 configs='int4-g32-sym,int8-g32-sym,ggml-q4_0,ggml-q8_0'
-allocate() {
-  "$frontier" allocate "$1" --budget 5 --objective sensitivity --calib "$sens" --summary
+allocate() { # the default objective: the sensitivities of --calib
+  "$frontier" allocate "$1" --budget 5 --calib "$sens" --summary
 }
 if "$frontier" sweep "$model" -o "$work/run-q4_1.h5" --quantizers "$configs" --include "$include" \
      >"$work/sweep-q4_1.log" 2>&1 && allocate "$work/run-q4_1.h5" >"$work/allocate.out" 2>&1; then
@@ -111,6 +111,8 @@ else
 fi
 cat "$work/allocate.out"
 grep -qi "kl" "$work/allocate.out" || { echo "FAIL: allocate printed no predicted KL divergence"; exit 1; }
+grep -q "^objective: sensitivity, .* from '$sens')" "$work/allocate.out" ||
+  { echo "FAIL: allocate's default objective is not the measured sensitivity"; exit 1; }
 
 echo "== levels and Gaussian noise on two tensors"
 "$frontier" -q sensitivity "$model" --text "$text" -o "$work/levels.safetensors" \
