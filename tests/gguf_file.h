@@ -29,7 +29,8 @@ static inline void put_gguf_str(FILE *f, const char *str)
     fputs(str, f);
 }
 
-/* Every block tensor of the GGUF at path as frontier reads it (the
+/* Every block tensor, and every F16 one (llama-quantize's last fallback
+ * type), of the GGUF at path as frontier reads it (the
  * decoders attached as the commands attach them: fr_block_source_open,
  * fr_tensor_load_f32), into dir/<name>.f32 (float32, C order). 0 on
  * success, 1 (with a line on stderr) otherwise. */
@@ -45,7 +46,7 @@ static inline int fr_test_dump_blocks(const char *path, const char *dir)
     int rc = 0;
     for (size_t i = 0; i < s->n_tensors && !rc; i++) {
         const fr_tensor *t = &s->tensors[i];
-        if (!fr_tensor_is_block_quantized(t))
+        if (!fr_tensor_is_block_quantized(t) && t->dtype != FR_DTYPE_F16)
             continue;
         float *y = malloc((size_t)t->numel * sizeof *y);
         char file[4096];

@@ -81,6 +81,18 @@ int fr_alloc_unit_terms(const fr_alloc_problem *prob, size_t i, size_t c, uint64
     return 1;
 }
 
+/* Whether the target format stores configuration c on every member of a unit. */
+static int unit_storable(const fr_alloc_options *opt, const fr_dataset *ds, const size_t *members,
+                         size_t n_members, size_t c)
+{
+    if (!opt->storable)
+        return 1;
+    for (size_t m = 0; m < n_members; m++)
+        if (!opt->storable[members[m] * ds->n_configs + c])
+            return 0;
+    return 1;
+}
+
 /* Appends the unit of tensors members[0..n_members) (one tensor, or the
  * experts of an expert unit) to prob with its undominated options, by
  * increasing bits: the pinned configuration alone when pinned >= 0 (rule
@@ -125,6 +137,7 @@ static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
             if (isnan(at->member_alpha[m]))
                 at->alpha = NAN;
     }
+    int unstorable = 0; /* a measured option the target cannot store */
     for (size_t c = 0; c < ds->n_configs; c++) {
         if (pinned >= 0 ? (int64_t)c != pinned : !fr_selector_config(sel, ds->configs[c].name))
             continue;
@@ -132,6 +145,10 @@ static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
         double e, n, cost;
         if (!fr_alloc_unit_terms(prob, i, c, &bits, &e, &n, &cost))
             continue;
+        if (!unit_storable(opt, ds, members, n_members, c)) {
+            unstorable = 1;
+            continue;
+        }
         if (isnan(at->norm_term))
             at->norm_term = n;
         at->options[at->n_options++] = (fr_alloc_option){c, bits, e, cost};
@@ -146,11 +163,18 @@ static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
                            fr_metric_name(opt->metric), fx->config);
         at->fixed = 1;
     }
-    if (at->n_options == 0) {
+    if (at->n_options == 0 && unstorable) {
+        /* measured, but under --target nothing the writer stores */
+        if (!prob->unstorable_example)
+            prob->unstorable_example = ten->name;
+        prob->n_unstorable++;
+    } else if (at->n_options == 0) {
         /* nothing measured for this metric (no calibration for it, say) */
         if (!prob->dropped_example)
             prob->dropped_example = ten->name;
         prob->n_dropped++;
+    }
+    if (at->n_options == 0) {
         free(at->options);
         free(at->members);
         free(at->member_alpha);

@@ -45,6 +45,9 @@ typedef struct fr_alloc_options {
     const fr_alloc_fixed *fixed; /* applied in order; the last match wins */
     uint64_t max_nodes;         /* 0: FR_MCKP_DEFAULT_MAX_NODES */
     int expert_units;           /* the experts of one (layer, projection) are one item (fr_units) */
+    const uint8_t *storable;    /* [ds->n_tensors x ds->n_configs] table positions: 0 where
+                                 * the target format cannot store the pair (allocate
+                                 * --target); NULL: every pair */
 } fr_alloc_options;
 
 /* The objective's settings (fr_alloc_prepare_objective); a separate struct
@@ -99,6 +102,9 @@ typedef struct fr_alloc_problem {
     uint64_t max_bits;     /* total of the most accurate choice per tensor */
     size_t n_dropped;      /* selected tensors without a usable result for the metric */
     const char *dropped_example;
+    size_t n_unstorable;   /* selected tensors whose results the target cannot store
+                            * (opt->storable): left as they are, outside the budget */
+    const char *unstorable_example;
     uint64_t max_nodes;
     double default_sensitivity; /* the objective's alpha for tensors without one (NaN: none) */
     const char *sensitivity_source; /* where the alphas came from (the --calib file), NULL:

@@ -40,32 +40,13 @@
 #include "frontier/exec/metrics.h"
 #include "frontier/checkpoint/quantize_gguf.h"
 #include "frontier/checkpoint/quantize_ct.h"
+#include "frontier/checkpoint/storable.h"
 #include "frontier/model/tensors.h"
 #include "frontier/recipe/recipe.h"
 #include "quantizers/families.h"
 #include "quantizers/nvfp4_group.h" /* the nvfp4-pack-quantized global scale */
 
 #define MAX_LISTED 6 /* names quoted in one refusal; the rest are counted */
-
-int fr_qformat_from_name(const char *name)
-{
-    if (!strcmp(name, "dequantized"))
-        return FR_QFORMAT_DEQUANTIZED;
-    if (!strcmp(name, "compressed-tensors"))
-        return FR_QFORMAT_COMPRESSED_TENSORS;
-    if (!strcmp(name, "gguf"))
-        return FR_QFORMAT_GGUF;
-    return -1;
-}
-
-const char *fr_qformat_name(fr_qformat f)
-{
-    switch (f) {
-    case FR_QFORMAT_COMPRESSED_TENSORS: return "compressed-tensors";
-    case FR_QFORMAT_GGUF: return "gguf";
-    default: return "dequantized";
-    }
-}
 
 /* ---- the plan ---- */
 
@@ -192,56 +173,16 @@ static const char *missing_statistics(const plan *p, const qtensor *q, char *buf
     return NULL;
 }
 
-/* Why a configuration has no writer in the format (NULL: it has one). */
+/* Why a configuration has no writer in the format (NULL: it has one): the
+ * format's rule (frontier/checkpoint/storable.c), then the statistics a
+ * calibrated configuration needs. */
 static const char *no_writer(const plan *p, const qtensor *q, char *buf, size_t len)
 {
-    if (needs_statistics(p, q->ref)) {
-        /* the compressed-tensors and GGUF encoders derive codes and scales
-         * from W by the base's rule: they cannot store the ones a
-         * calibrated method chose, and decode(encode) would not be Q(W) */
-        if (p->opt->format != FR_QFORMAT_DEQUANTIZED &&
-            !(p->opt->format == FR_QFORMAT_GGUF && fr_gguf_writes_calibrated(p->reg, q->ref))) {
-            snprintf(buf, len,
-                     "a calibrated configuration: the %s encoder cannot store the codes and "
-                     "scales it chose exactly (write it with --format dequantized)",
-                     fr_qformat_name(p->opt->format));
-            return buf;
-        }
-        const char *why = missing_statistics(p, q, buf, len);
-        if (why)
-            return why;
-    }
-    if (p->opt->format == FR_QFORMAT_GGUF)
-        return fr_gguf_no_writer(p->reg, q->ref, q->t, buf, len);
-    if (p->opt->format == FR_QFORMAT_DEQUANTIZED) {
-        fr_dtype d = q->t->dtype;
-        if (d != FR_DTYPE_F32 && d != FR_DTYPE_F16 && d != FR_DTYPE_BF16) {
-            snprintf(buf, len, "dequantized output keeps the dtype, and %s is not F32, F16 or BF16",
-                     q->t->dtype_name);
-            return buf;
-        }
-        return NULL;
-    }
-    fr_ct_scheme s;
-    if (fr_ct_scheme_of(p->reg, q->ref, &s) == FR_CT_NONE)
-        return "compressed-tensors has no layout for it";
-    if (q->t->ndim != 2 && q->experts <= 1) {
-        snprintf(buf, len,
-                 "compressed-tensors quantizes 2-D Linear weights and frontier expert stacks "
-                 "[E, out, in], this is %d-D",
-                 q->t->ndim);
-        return buf;
-    }
-    size_t l = strlen(q->t->name);
-    if (q->experts <= 1 && (l < 7 || strcmp(q->t->name + l - 7, ".weight")))
-        return "compressed-tensors quantizes '<module>.weight' tensors";
-    fr_ct_part parts[FR_CT_MAX_PARTS];
-    fr_error e = {0};
-    if (!fr_ct_parts(&s, q->rows, q->cols, q->t->dtype, parts, &e)) {
-        snprintf(buf, len, "%.200s", e.msg);
-        return buf;
-    }
-    return NULL;
+    const char *why = fr_storable_refusal(p->reg, p->opt->format, p->src, q->t, q->rows, q->cols,
+                                          q->experts, q->ref, buf, len);
+    if (!why && needs_statistics(p, q->ref))
+        why = missing_statistics(p, q, buf, len);
+    return why;
 }
 
 /* Whether the format has a writer for configuration ref (by its traits;

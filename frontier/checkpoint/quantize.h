@@ -20,16 +20,9 @@
 
 #include "core/error.h"
 #include "core/registry.h"
+#include "frontier/checkpoint/storable.h"
 
-typedef enum fr_qformat {
-    FR_QFORMAT_DEQUANTIZED = 0,
-    FR_QFORMAT_COMPRESSED_TENSORS,
-    FR_QFORMAT_GGUF
-} fr_qformat;
-
-/* "dequantized", "compressed-tensors", "gguf"; -1 for another name. */
-int fr_qformat_from_name(const char *name);
-const char *fr_qformat_name(fr_qformat f);
+/* fr_qformat and its names: frontier/checkpoint/storable.h */
 
 /* The default shard limit: what transformers' save_pretrained uses. */
 #define FR_QUANTIZE_DEFAULT_SHARD_BYTES 5000000000ull

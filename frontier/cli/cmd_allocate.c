@@ -19,6 +19,7 @@
 #include "frontier/dataset/dataset.h"
 #include "frontier/analysis/frontier_store.h"
 #include "frontier/analysis/pareto.h"
+#include "frontier/cli/cli_target.h"
 #include "quantizers/families.h" /* fr_builtin_ggml_configs: the table's GGML types */
 
 #define MAX_FIXED 256
@@ -52,6 +53,7 @@ static void print_help(FILE *out)
             "         [--metric rel_err|out_rel_err|sqnr_db] [--include REGEX] [--exclude REGEX]\n"
             "         [--configs REGEX] [--fixed REGEX=CONFIG]... [--tensor-types FILE]\n"
             "         [--max-states N] [--summary] [--no-store] [--expert-units]\n"
+            "         [--target gguf|compressed-tensors|dequantized]\n"
             "         [--objective auto|error|sensitivity] [--calib FILE]\n"
             "         [--default-sensitivity X]\n"
             "\n"
@@ -79,7 +81,7 @@ static void print_help(FILE *out)
             "                         (Q3_K, Q4_K, Q5_K: the _M mixes); its size and error,\n"
             "                         frontier's allocation of the same size beside it, and\n"
             "                         with -o the mix as a recipe (docs/llama-mixes.md)\n"
-            "  --model MODEL          the model the mix's rules read (architecture, layers,\n"
+            "  --model MODEL          the model the mix's rules and --target read (architecture, layers,\n"
             "                         heads, experts, tensors; default: the dataset's source,\n"
             "                         else inferred from its tensors)\n"
             "  --tensor-types FILE    where the llama-quantize --tensor-type-file goes\n"
@@ -99,6 +101,12 @@ static void print_help(FILE *out)
             "  --default-sensitivity X  alpha of tensors without one (else they are refused)\n"
             "  --include/--exclude REGEX  tensors allocated (the rest are not counted)\n"
             "  --configs REGEX        configurations allowed\n"
+            "  --target FORMAT        only what 'frontier quantize --format FORMAT' can\n"
+            "                         write: each tensor's candidates are the pairs its\n"
+            "                         writer stores for that shape (gguf: ggml-* types,\n"
+            "                         keep; compressed-tensors: no calibrated configuration,\n"
+            "                         a tied embedding kept as it is). Reads the dataset's\n"
+            "                         model (--model: another copy of it)\n"
             "  --fixed REGEX=CONFIG   pin matching tensors to CONFIG (repeatable; the last\n"
             "                         matching rule wins, as in llama.cpp)\n"
             "  --expert-units         one configuration for all the 2-D experts of one\n"
@@ -197,7 +205,8 @@ typedef struct allocate_args {
     const char *out_path, *types_path;
     const char *calib_path;      /* --calib: sensitivities */
     int llama_mix;               /* --llama-mix: fr_llama_mix_from_name, -1: none */
-    const char *model_path;      /* --model: what the mix's rules read */
+    const char *model_path;      /* --model: what the mix's rules and --target read */
+    const char *target;          /* --target FORMAT: only pairs its writer stores */
     const char *path;            /* the dataset */
 } allocate_args;
 
@@ -244,6 +253,7 @@ static int parse_args(int argc, char **argv, allocate_args *args)
         {"expert-units", no_argument, NULL, 'E'},
         {"llama-mix", required_argument, NULL, 'L'},
         {"model", required_argument, NULL, 'M'},
+        {"target", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -305,6 +315,7 @@ static int parse_args(int argc, char **argv, allocate_args *args)
             }
             break;
         case 'M': args->model_path = optarg; break;
+        case 'G': args->target = optarg; break;
         case 'D':
             if (!cli_parse_double(optarg, &args->obj.default_sensitivity) ||
                 !(args->obj.default_sensitivity >= 0))
@@ -415,7 +426,7 @@ static void report(const char *cmd, fr_status st, const fr_error *err)
 }
 
 /* The recipe JSON (-o) and the llama.cpp tensor-type file (--tensor-types,
- * or beside the recipe). */
+ * or beside the recipe unless --target names another format). */
 static fr_status write_recipe(const allocate_args *args, const fr_allocation *a,
                               const fr_alloc_problem *prob)
 {
@@ -426,6 +437,11 @@ static fr_status write_recipe(const allocate_args *args, const fr_allocation *a,
         if ((st = fr_allocation_write_json(a, prob, args->path, args->out_path, &err)) != FR_OK) {
             fr_error_log("%s", err.msg);
             return st;
+        }
+        /* the tensor-type file is llama.cpp's: not beside a recipe for another format */
+        if (!args->types_path && args->target && strcmp(args->target, "gguf")) {
+            fr_info("wrote '%s'", args->out_path);
+            return FR_OK;
         }
         types = args->types_path ? NULL : tensor_types_path(args->out_path);
         if (!args->types_path && !types) {
@@ -641,6 +657,27 @@ static fr_status store_result(int argc, char **argv, const allocate_args *args,
     return FR_OK;
 }
 
+/* --target: the writer's rule on every measured pair, the ones it cannot
+ * store left out of the allocation, and how many said. */
+static fr_status apply_target(allocate_args *args, const fr_dataset *ds, cli_target *tg)
+{
+    fr_error err;
+    fr_status st = cli_target_build(args->target, ds, args->model_path, tg, &err);
+    if (st != FR_OK) {
+        fr_error_log("%s", err.msg);
+        return st;
+    }
+    args->aopt.storable = tg->storable;
+    if (tg->n_refused)
+        fr_info("--target %s: %zu (tensor, configuration) pair%s of %zu tensor%s left out, "
+                "e.g. %s",
+                args->target, tg->n_refused, tg->n_refused == 1 ? "" : "s", tg->n_tensors_hit,
+                tg->n_tensors_hit == 1 ? "" : "s", tg->example);
+    else
+        fr_info("--target %s: every measured pair can be written", args->target);
+    return FR_OK;
+}
+
 int cmd_allocate(int argc, char **argv)
 {
     allocate_args args;
@@ -661,6 +698,8 @@ int cmd_allocate(int argc, char **argv)
     fr_alloc_problem prob;
     fr_allocation a;
     fr_mixed_curve curve;
+    cli_target target;
+    memset(&target, 0, sizeof target);
     memset(&prob, 0, sizeof prob);
     memset(&a, 0, sizeof a);
     memset(&curve, 0, sizeof curve);
@@ -685,6 +724,8 @@ int cmd_allocate(int argc, char **argv)
     }
     if (!args.objective_given)
         resolve_objective(&args, &ds, alpha);
+    if (args.target && (st = apply_target(&args, &ds, &target)) != FR_OK)
+        goto finish;
     if ((st = fr_alloc_prepare_objective(&ds, &ix, &args.aopt, &args.obj, &prob, &err)) != FR_OK) {
         if (st == FR_E_USAGE)
             cli_usage_error(argv[0], "%s", err.msg);
@@ -699,6 +740,13 @@ int cmd_allocate(int argc, char **argv)
                 prob.n_dropped, prob.n_dropped == 1 ? "" : "s", prob.dropped_example,
                 prob.n_dropped == 1 ? "has" : "have", fr_metric_name(args.aopt.metric),
                 prob.n_dropped == 1 ? "is" : "are");
+    if (prob.n_unstorable)
+        fr_warn("%zu selected tensor%s (e.g. '%s') %s nothing --target %s can store and %s left "
+                "as %s, outside the budget (as --exclude would leave %s)",
+                prob.n_unstorable, prob.n_unstorable == 1 ? "" : "s", prob.unstorable_example,
+                prob.n_unstorable == 1 ? "has" : "have", args.target,
+                prob.n_unstorable == 1 ? "is" : "are", prob.n_unstorable == 1 ? "it is" : "they are",
+                prob.n_unstorable == 1 ? "it" : "them");
     if (args.llama_mix >= 0) {
         st = run_llama_mix(&args, &prob);
         goto finish;
@@ -710,6 +758,7 @@ int cmd_allocate(int argc, char **argv)
 finish:
     rc = st;
     free(alpha);
+    cli_target_free(&target);
     fr_allocation_free(&a);
     fr_mixed_curve_free(&curve);
     fr_alloc_problem_free(&prob);

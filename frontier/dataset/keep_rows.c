@@ -96,6 +96,48 @@ static fr_ds_result keep_row(const fr_ds_tensor *t, uint32_t keep_id, double out
     return row;
 }
 
+/* The /expert_results keep rows of an expert stack measured with
+ * --split-experts (some expert rows of other configurations exist): one
+ * per expert, a stack's stored bits divided evenly among its experts (every
+ * expert has the same layout), out_sq_ref each expert's from its rows. */
+static fr_status add_expert_keep_rows(fr_dataset *ds, const fr_ds_tensor *t, uint32_t keep_id,
+                                      size_t *added, fr_error *err)
+{
+    uint32_t n_experts = 0;
+    for (size_t r = 0; r < ds->n_expert_results; r++) {
+        const fr_ds_expert_result *x = &ds->expert_results[r];
+        if (x->row.tensor_id != t->tensor_id)
+            continue;
+        if (x->row.config_id == keep_id)
+            return FR_OK; /* there already */
+        if (x->expert + 1 > n_experts)
+            n_experts = x->expert + 1;
+    }
+    if (!n_experts || t->stored_bits % n_experts)
+        return FR_OK;
+    double *ref = malloc(n_experts * sizeof *ref);
+    if (!ref)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    for (uint32_t e = 0; e < n_experts; e++)
+        ref[e] = NAN;
+    for (size_t r = 0; r < ds->n_expert_results; r++) {
+        const fr_ds_expert_result *x = &ds->expert_results[r];
+        if (x->row.tensor_id == t->tensor_id && isnan(ref[x->expert]))
+            ref[x->expert] = x->row.out_sq_ref;
+    }
+    fr_ds_tensor expert = *t;
+    expert.stored_bits = t->stored_bits / n_experts;
+    expert.numel = t->numel / n_experts;
+    fr_status st = FR_OK;
+    for (uint32_t e = 0; e < n_experts && st == FR_OK; e++) {
+        fr_ds_result row = keep_row(&expert, keep_id, ref[e]);
+        if ((st = fr_dataset_add_expert_result(ds, &row, e, err)) == FR_OK)
+            (*added)++;
+    }
+    free(ref);
+    return st;
+}
+
 fr_status fr_dataset_add_keep_rows(fr_dataset *ds, const char *out, size_t *n_added,
                                    fr_error *err)
 {
@@ -129,6 +171,9 @@ fr_status fr_dataset_add_keep_rows(fr_dataset *ds, const char *out, size_t *n_ad
         if ((st = fr_dataset_add_result(ds, &row, err)) == FR_OK)
             added++;
     }
+    for (size_t t = 0; t < ds->n_tensors && st == FR_OK && ds->n_expert_results; t++)
+        if (wants_keep(&ds->tensors[t]))
+            st = add_expert_keep_rows(ds, &ds->tensors[t], keep_id, &added, err);
 done:
     free(has_keep);
     free(out_sq_ref);

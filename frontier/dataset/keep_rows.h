@@ -20,7 +20,9 @@
 /* Adds the keep row of every tensor of ds that has a source format, a
  * stored size and a finite sq_norm (a tensor found to hold NaN or Inf has
  * no rows) and lacks one, and the keep configuration when it is missing;
- * *n_added (may be NULL) counts the rows. A /configs entry named keep that
+ * an expert stack with /expert_results rows (--split-experts) also gets
+ * one keep row per expert there (its stored bits divided evenly among the
+ * experts); *n_added (may be NULL) counts the rows. A /configs entry named keep that
  * is not this one fails with FR_E_MISMATCH; out names the file in that
  * message. */
 fr_status fr_dataset_add_keep_rows(fr_dataset *ds, const char *out, size_t *n_added,

@@ -51,7 +51,7 @@ int main(int argc, char **argv)
                       rel * rel * ds.tensors[t].sq_norm);
         }
     }
-    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0};
+    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0, NULL};
     if (fr_result_index_build(&ds, &ix, &err) != FR_OK || fr_alloc_prepare(&ds, &ix, &opt, &prob, &err) != FR_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;

@@ -272,7 +272,7 @@ static void golden(void)
 {
     fr_dataset ds;
     golden_dataset(&ds);
-    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, "^int"}, 0, NULL, 0, 0};
+    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, "^int"}, 0, NULL, 0, 0, NULL};
     golden_budgets(&ds, &opt);
     golden_fixed(&ds, &opt);
     golden_bad_inputs(&ds, &opt);
@@ -356,7 +356,7 @@ static void random_datasets(void)
         }
         fr_result_index ix;
         fr_alloc_problem prob;
-        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0};
+        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0, NULL};
         CHECK(fr_result_index_build(&ds, &ix, &err) == FR_OK);
         CHECK(fr_alloc_prepare(&ds, &ix, &opt, &prob, &err) == FR_OK);
         double lo = fr_alloc_min_bpw(&prob), hi = (double)prob.max_bits / (double)prob.numel;
@@ -417,7 +417,7 @@ static void sweep(void)
         }
     fr_result_index ix;
     fr_alloc_problem prob;
-    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0};
+    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0, NULL};
     fr_mixed_curve curve;
     CHECK(fr_result_index_build(&ds, &ix, &err) == FR_OK);
     CHECK(fr_alloc_prepare(&ds, &ix, &opt, &prob, &err) == FR_OK);

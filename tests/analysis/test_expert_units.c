@@ -96,7 +96,7 @@ static void check_allocation(const fr_dataset *ds, const fr_result_index *ix, fr
     fr_error err;
     fr_alloc_problem prob;
     fr_allocation al;
-    fr_alloc_options opt = {metric, {NULL, NULL, NULL}, 0, NULL, 0, 1};
+    fr_alloc_options opt = {metric, {NULL, NULL, NULL}, 0, NULL, 0, 1, NULL};
     CHECK_OK(fr_alloc_prepare_objective(ds, ix, &opt, obj, &prob, &err), err);
     CHECK(prob.n_tensors == NU);
     CHECK(prob.numel == NT * 64);
@@ -163,7 +163,7 @@ int main(void)
 
     /* default: expert 10 alone gets b at 4.6 bits per weight */
     {
-        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0};
+        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0, NULL};
         fr_alloc_problem prob;
         fr_allocation al;
         CHECK_OK(fr_alloc_prepare(&ds, &ix, &opt, &prob, &err), err);
@@ -193,7 +193,7 @@ int main(void)
             partial[t] = 1.0;
         partial[1] = NAN; /* dataset position 1: experts.10.gate_proj */
         fr_alloc_objective obj = {FR_OBJECTIVE_SENSITIVITY, partial, NAN};
-        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 1};
+        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 1, NULL};
         fr_alloc_problem prob;
         CHECK(fr_alloc_prepare_objective(&ds, &ix, &opt, &obj, &prob, &err) == FR_E_USAGE);
         CHECK(strstr(err.msg, "'model.layers.0.mlp.experts.10.gate_proj.weight'") != NULL);
@@ -201,7 +201,7 @@ int main(void)
     /* --fixed over a whole unit pins it; over part of one is refused */
     {
         fr_alloc_fixed all = {"experts\\.[0-9]+\\.gate_proj", "b"}, part = {"experts\\.10\\.", "b"};
-        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 1, &all, 0, 1};
+        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 1, &all, 0, 1, NULL};
         fr_alloc_problem prob;
         fr_allocation al;
         CHECK_OK(fr_alloc_prepare(&ds, &ix, &opt, &prob, &err), err);
@@ -248,7 +248,7 @@ int main(void)
     fx_result(&ds, e0, cb, 512, 0.01);
     CHECK_OK(fr_result_index_build(&ds, &ix, &err), err);
     {
-        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 1};
+        fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 1, NULL};
         fr_alloc_problem prob;
         fr_allocation al;
         CHECK_OK(fr_alloc_prepare(&ds, &ix, &opt, &prob, &err), err);

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
     fr_mixed_curve curve;
     synth_stories(&ds, 1);
     CHECK(fr_result_index_build(&ds, &ix, &err) == FR_OK);
-    fr_alloc_options aopt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0};
+    fr_alloc_options aopt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0, NULL};
     CHECK(fr_alloc_prepare(&ds, &ix, &aopt, &prob, &err) == FR_OK);
     CHECK(fr_alloc_sweep(&prob, 2, 9, 0.05, 1, &curve, &err) == FR_OK);
 

@@ -79,7 +79,7 @@ int main(void)
     fr_allocation a;
     dataset(&ds);
     CHECK(fr_result_index_build(&ds, &ix, &err) == FR_OK);
-    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0};
+    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0, NULL};
     const char *qa = "model.layers.0.self_attn.q_proj.weight", *qb = "model.layers.1.mlp.up_proj.weight";
 
     /* the error objective: B is upgraded */

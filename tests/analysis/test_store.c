@@ -74,7 +74,7 @@ int main(void)
     fr_alloc_problem prob;
     fr_allocation alloc;
     fr_mixed_curve curve, back;
-    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0};
+    fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 0, NULL};
     fr_selection sel = {"a|b", NULL, NULL};
     CHECK(fr_result_index_build(&ds, &ix, &err) == FR_OK);
     CHECK(fr_pareto_compute(&ds, &ix, &sel, FR_BY_CLASS, FR_METRIC_REL_ERR, &p, &err) == FR_OK);

@@ -21,7 +21,11 @@ F16), as a release would ship it. On it:
   type with the rel_err the sweep measured; kept ones are in the report;
 - quantize with each tensor's own type gives back the released bytes;
   --config leaves the embedding (not selected) as released;
-- refusals: `keep` for a tensor the model lacks (2).
+- refusals: `keep` for a tensor the model lacks (2);
+- expert stacks: data/tiny-moe.gguf released in Q8_0 and swept with
+  --split-experts has a keep row per expert in /expert_results (its share
+  of the stack's stored bits, rel_err 0) besides the stack's own;
+  mpirun -n 2 (when installed) writes the same keep rows as one process.
 
 GGUF files are read with the standard library (struct), so only h5py and
 numpy are needed; exits 77 without them.
@@ -306,6 +310,60 @@ def check_own_type(frontier, released, files, work):
         fail(f"keep for a missing tensor: {r.stderr.strip()}")
 
 
+def check_experts(frontier, data, work):
+    moe = work / "moe-q8_0.gguf"
+    run(frontier, "-q", "quantize", data / "tiny-moe.gguf", "--config", "ggml-q8_0",
+        "--format", "gguf", "-o", moe)
+    out = work / "moe.h5"
+    run(frontier, "-q", "sweep", moe, "--quantizers", "ggml-q4_0", "--split-experts", "-o", out)
+    with h5py.File(out, "r") as f:
+        names = [c.decode() if isinstance(c, bytes) else c for c in f["configs"]["name"]]
+        keep_id = int(f["configs"]["config_id"][names.index("keep")])
+        tensors = {int(t["tensor_id"]): t for t in f["tensors"][:]}
+        res = f["results"][:]
+        ex = f["expert_results"][:]
+    stacks = {int(r["tensor_id"]) for r in ex}
+    if not stacks:
+        fail("--split-experts: no /expert_results rows")
+    for tid in sorted(stacks):
+        t = tensors[tid]
+        kept = ex[(ex["tensor_id"] == tid) & (ex["config_id"] == keep_id)]
+        measured = {int(e) for e in ex[ex["tensor_id"] == tid]["expert"]}
+        whole = res[(res["tensor_id"] == tid) & (res["config_id"] == keep_id)]
+        if len(whole) != 1:
+            fail(f"{t['name']}: {len(whole)} keep rows in /results")
+            continue
+        if sorted(int(e) for e in kept["expert"]) != sorted(measured):
+            fail(f"{t['name']}: keep rows for experts {sorted(kept['expert'])}, "
+                 f"measured {sorted(measured)}")
+            continue
+        if (kept["rel_err"] != 0).any() or \
+                int(kept["total_bits"].sum()) != int(whole[0]["total_bits"]):
+            fail(f"{t['name']}: expert keep rows {kept[['total_bits', 'rel_err']]}")
+    ok(f"--split-experts: keep rows for every expert of {len(stacks)} stacks")
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        print("SKIP (part): no mpirun, the MPI sweep's keep rows are not checked")
+        return
+    out2 = work / "moe-mpi.h5"
+    r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-n", "2", str(frontier),
+                        "-q", "sweep", str(moe), "--quantizers", "ggml-q4_0", "-o", str(out2)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"SKIP (part): mpirun -n 2 could not run here ({r.returncode}): "
+              f"{r.stderr.strip()[-200:]}")
+        return
+    with h5py.File(out2, "r") as f:
+        names = [c.decode() if isinstance(c, bytes) else c for c in f["configs"]["name"]]
+        kid = int(f["configs"]["config_id"][names.index("keep")]) if "keep" in names else -1
+        n_keep = int((f["results"][:]["config_id"] == kid).sum())
+    n_want = int((res["config_id"] == keep_id).sum())
+    if n_keep != n_want:
+        fail(f"mpirun -n 2: {n_keep} keep rows, one process {n_want}")
+    else:
+        ok(f"mpirun -n 2: the same {n_keep} keep rows")
+
+
 def main():
     frontier, data, work = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     shutil.rmtree(work, ignore_errors=True)
@@ -318,6 +376,7 @@ def main():
     run_h5 = check_sweep(frontier, released, files, work)
     check_allocate_quantize(frontier, released, files, run_h5, work)
     check_own_type(frontier, released, files, work)
+    check_experts(frontier, data, work)
     if failures:
         print(f"quantized_source: {failures} failure(s)")
         return 1
