@@ -68,6 +68,7 @@ const char *fr_status_name(fr_status code)
     case FR_E_DEVICE: return "device error";
     case FR_E_NOMEM: return "out of memory";
     case FR_E_MISMATCH: return "mismatch";
+    case FR_E_UNSUPPORTED: return "not in this build";
     case FR_E_INTERRUPT: return "interrupted";
     }
     return "unknown error";

@@ -25,6 +25,7 @@ typedef enum fr_status {
     FR_E_DEVICE = 7,    /* the GPU was asked for and failed or is absent */
     FR_E_NOMEM = 8,     /* out of memory */
     FR_E_MISMATCH = 9,  /* datasets disagree (merge, --resume on another run) */
+    FR_E_UNSUPPORTED = 10, /* this build lacks what the command needs (sensitivity without libllama) */
     FR_E_INTERRUPT = 130 /* interrupted by a signal */
 } fr_status;
 

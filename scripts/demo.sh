@@ -9,7 +9,10 @@
 #      of bits per weight)
 #   3. frontier pareto --by class (the same per tensor class) / allocate
 #      --budget 3.5 --summary / allocate --sweep-budgets
-#      (the full tables: pareto --verbose, allocate without --summary)
+#      (the full tables: pareto --verbose, allocate without --summary); the
+#      allocation is given no sensitivity, so it minimises weight error and
+#      allocate warns that this can be worse than a uniform configuration
+#      (docs/analysis.md, "The objective"; the warning stays on the screen)
 #   4. frontier export ... -> out/demo/stories260K-frontier.png and .pdf, and the
 #      output-error frontier out/demo/stories260K-out-frontier.png
 # Outputs go to out/demo/ (git-ignored);
@@ -72,5 +75,5 @@ fi
 
 echo
 echo "dataset: $OUT/run.h5 (schema: docs/dataset.md; h5dump -H $OUT/run.h5 shows it)"
-echo "recipe:  $OUT/recipe.json (each tensor's configuration; allocate without --summary prints them)"
+echo "recipe:  $OUT/recipe.json (each tensor's configuration, by weight error: see allocate's warning; allocate without --summary prints them)"
 echo "figures: $figures"

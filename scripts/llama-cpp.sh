@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The pinned llama.cpp that frontier's llama.cpp test group and engine
-# measurements use: the copy vendored in the llama-cpp-python 0.3.36 source
-# distribution on PyPI (its vendor/llama.cpp), built once into a cache and
-# reused. Nothing else of llama-cpp-python is built or installed.
+# The pinned llama.cpp that frontier's llama.cpp test group, engine
+# measurements and `frontier sensitivity` (its static libllama, found by
+# frontier/engine/llama.cmake) use: the copy vendored in the
+# llama-cpp-python 0.3.36 source distribution on PyPI (its vendor/llama.cpp),
+# built once into a cache and reused. Nothing else of llama-cpp-python is
+# built or installed.
 #
 #   scripts/llama-cpp.sh [--cache DIR] [--jobs N] [--print-dir] [--source FILE]
 #

@@ -234,6 +234,8 @@ fr_status fr_alloc_prepare_objective(const fr_dataset *ds, const fr_result_index
     prob->metric = opt->metric;
     prob->objective = obj->objective;
     prob->max_nodes = opt->max_nodes;
+    prob->default_sensitivity =
+        obj->objective == FR_OBJECTIVE_SENSITIVITY ? obj->default_sensitivity : NAN;
     if ((unsigned)opt->metric >= FR_METRIC_COUNT)
         return fr_fail(err, FR_E_USAGE, "unknown metric");
     if ((st = fr_selector_init(&sel, &opt->selection, err)) != FR_OK)
@@ -585,6 +587,21 @@ fr_status fr_alloc_read_sensitivity(const fr_dataset *ds, const char *calib_path
     }
     fr_calib_close(cf);
     return st;
+}
+
+const char *fr_alloc_objective_name(const fr_alloc_problem *prob)
+{
+    if (prob->objective == FR_OBJECTIVE_SENSITIVITY)
+        return "sensitivity";
+    return prob->metric == FR_METRIC_OUT_REL_ERR ? "output_error" : "weight_error";
+}
+
+size_t fr_alloc_count_sensitivity(const fr_dataset *ds, const double *alpha)
+{
+    size_t n = 0;
+    for (size_t t = 0; alpha && t < ds->n_tensors; t++)
+        n += ds->tensors[t].numel > 0 && !isnan(alpha[t]);
+    return n;
 }
 
 double fr_alloc_predicted_uniform(const fr_dataset *ds, const fr_result_index *ix,

@@ -35,7 +35,7 @@ typedef struct fr_alloc_fixed {
  * (FR_OBJECTIVE_SENSITIVITY) the predicted KL divergence
  * sum_t alpha_t * err_t^2, err_t the tensor's relative error for the metric
  * (rel_err, or out_rel_err) and alpha_t its sensitivity (docs/analysis.md,
- * "allocate --objective sensitivity"). */
+ * "The objective"). */
 typedef enum fr_objective { FR_OBJECTIVE_ERROR = 0, FR_OBJECTIVE_SENSITIVITY = 1 } fr_objective;
 
 typedef struct fr_alloc_options {
@@ -106,6 +106,10 @@ typedef struct fr_alloc_problem {
                             * (opt->storable): left as they are, outside the budget */
     const char *unstorable_example;
     uint64_t max_nodes;
+    double default_sensitivity; /* the objective's alpha for tensors without one (NaN: none) */
+    const char *sensitivity_source; /* where the alphas came from (the --calib file), NULL:
+                                     * none; set by the caller after preparing, written into
+                                     * the recipe (fr_allocation_write_json) */
 } fr_alloc_problem;
 
 /* Fails with FR_E_USAGE for a --fixed configuration not in the dataset or
@@ -119,6 +123,17 @@ fr_status fr_alloc_prepare_objective(const fr_dataset *ds, const fr_result_index
                                      const fr_alloc_options *opt, const fr_alloc_objective *obj,
                                      fr_alloc_problem *prob, fr_error *err);
 void fr_alloc_problem_free(fr_alloc_problem *prob);
+
+/* What prob minimises, as the recipe's "objective" and allocate's summary
+ * name it: "sensitivity" (the predicted KL divergence), else the metric's
+ * squared error, "output_error" for out_rel_err and "weight_error" for
+ * rel_err and sqnr_db. */
+const char *fr_alloc_objective_name(const fr_alloc_problem *prob);
+
+/* Tensors of ds (with elements) that have a measured sensitivity in
+ * alpha[ds->n_tensors] (fr_alloc_read_sensitivity): what allocate's default
+ * objective looks for. */
+size_t fr_alloc_count_sensitivity(const fr_dataset *ds, const double *alpha);
 
 /* Configuration c on item i: its summed bits, err and norm terms, and the
  * objective's cost (alpha weighted under the sensitivity objective). 0 when

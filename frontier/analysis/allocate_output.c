@@ -71,16 +71,12 @@ void fr_gguf_tensor_name(const char *name, char *buf, size_t size)
 
 /* ---- the recipe ---- */
 
-fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
-                                   const char *dataset_path, const char *path, fr_error *err)
-{
-    return fr_allocation_write_recipe(a, prob->ds, dataset_path, NULL, NULL, path, err);
-}
-
-fr_status fr_allocation_write_recipe(const fr_allocation *a, const fr_dataset *ds,
-                                     const char *dataset_path, const char *llama_mix,
-                                     const char *const *llama_types, const char *path,
-                                     fr_error *err)
+/* The recipe of a's choices over ds; prob (NULL: a llama-quantize mix,
+ * which minimised nothing) says the objective. */
+static fr_status write_recipe(const fr_allocation *a, const fr_dataset *ds,
+                              const fr_alloc_problem *prob, const char *dataset_path,
+                              const char *llama_mix, const char *const *llama_types,
+                              const char *path, fr_error *err)
 {
     /* each tensor's error: rel_err under sqnr_db (a tensor's SQNR adds nothing) */
     fr_metric shown = a->metric == FR_METRIC_SQNR_DB ? FR_METRIC_REL_ERR : a->metric;
@@ -90,6 +86,10 @@ fr_status fr_allocation_write_recipe(const fr_allocation *a, const fr_dataset *d
         .dataset = dataset_path,
         .llama_mix = llama_mix,
         .metric = fr_metric_name(a->metric),
+        .objective = prob ? fr_alloc_objective_name(prob) : NULL,
+        .sensitivity_source = prob ? prob->sensitivity_source : NULL,
+        .default_sensitivity = prob ? prob->default_sensitivity : NAN,
+        .predicted_kl = a->objective == FR_OBJECTIVE_SENSITIVITY ? a->cost_sum : NAN,
         .error_name = fr_metric_name(shown),
         .budget_bits_per_weight = a->budget,
         .capacity_bits = a->capacity_bits,
@@ -128,6 +128,20 @@ fr_status fr_allocation_write_recipe(const fr_allocation *a, const fr_dataset *d
     fr_status st = fr_recipe_write(&r, path, err);
     free(r.tensors);
     return st;
+}
+
+fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
+                                   const char *dataset_path, const char *path, fr_error *err)
+{
+    return write_recipe(a, prob->ds, prob, dataset_path, NULL, NULL, path, err);
+}
+
+fr_status fr_allocation_write_recipe(const fr_allocation *a, const fr_dataset *ds,
+                                     const char *dataset_path, const char *llama_mix,
+                                     const char *const *llama_types, const char *path,
+                                     fr_error *err)
+{
+    return write_recipe(a, ds, NULL, dataset_path, llama_mix, llama_types, path, err);
 }
 
 /* ---- the llama.cpp tensor-type file and the tables ---- */

@@ -13,14 +13,16 @@
 #include "core/error.h"
 #include "frontier/analysis/allocate.h"
 
-/* The recipe JSON (docs/analysis.md; frontier/recipe/recipe.h): totals and
- * tensor -> configuration. */
+/* The recipe JSON (docs/analysis.md; frontier/recipe/recipe.h): totals,
+ * the objective prob minimised (with prob->sensitivity_source) and tensor ->
+ * configuration. */
 fr_status fr_allocation_write_json(const fr_allocation *a, const fr_alloc_problem *prob,
                                    const char *dataset_path, const char *path, fr_error *err);
 
-/* The same for choices over ds; llama_mix (NULL: none) names the
- * llama-quantize stock mix the choices are and llama_types[n_choices] the
- * type each tensor is stored as (frontier/analysis/llama_mix.h). */
+/* The same for choices over ds, without an objective (none is written);
+ * llama_mix (NULL: none) names the llama-quantize stock mix the choices are
+ * and llama_types[n_choices] the type each tensor is stored as
+ * (frontier/analysis/llama_mix.h). */
 fr_status fr_allocation_write_recipe(const fr_allocation *a, const fr_dataset *ds,
                                      const char *dataset_path, const char *llama_mix,
                                      const char *const *llama_types, const char *path,

@@ -492,7 +492,10 @@ fr_status fr_store_allocation(fr_store *s, const fr_allocation *a, const fr_allo
         !attr_f64(g, "value", a->value) || !attr_f64(g, "lower_bound", a->lower_bound_value) ||
         !attr_f64(g, "err_sum", a->err_sum) || !attr_f64(g, "norm_sum", a->norm_sum) ||
         !attr_u64(g, "optimal", (uint64_t)a->stats.optimal) ||
-        !attr_u64(g, "search_states", a->stats.nodes)) {
+        !attr_u64(g, "search_states", a->stats.nodes) ||
+        !attr_str(g, "objective", fr_alloc_objective_name(prob)) ||
+        !attr_str(g, "sensitivity_source",
+                  prob->objective == FR_OBJECTIVE_SENSITIVITY ? prob->sensitivity_source : "")) {
         st = fr_fail(err, FR_E_OUTPUT, "cannot write attributes of %s in '%s'", name, s->path);
         goto done;
     }

@@ -16,6 +16,7 @@ int cmd_export(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
+int cmd_sensitivity(int argc, char **argv);
 
 /* Prints "frontier <cmd>: <msg>" style usage errors and returns FR_E_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

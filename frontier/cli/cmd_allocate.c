@@ -54,13 +54,18 @@ static void print_help(FILE *out)
             "         [--configs REGEX] [--fixed REGEX=CONFIG]... [--tensor-types FILE]\n"
             "         [--max-states N] [--summary] [--no-store] [--expert-units]\n"
             "         [--target gguf|compressed-tensors|dequantized]\n"
-            "         [--objective error|sensitivity --calib FILE [--default-sensitivity X]]\n"
+            "         [--objective auto|error|sensitivity] [--calib FILE]\n"
+            "         [--default-sensitivity X]\n"
             "\n"
             "Chooses one configuration per tensor so that the total size stays within\n"
             "BITS bits per weight (sum of total_bits <= floor(BITS x sum of parameters))\n"
-            "and the aggregated error is least: sum ||dW||^2 for rel_err and sqnr_db,\n"
-            "sum of the output error terms for out_rel_err. The solution is exact (an\n"
-            "LP bound, reduced-cost fixing and a bounded search; docs/analysis.md).\n"
+            "and the objective is least: by default the predicted KL divergence when\n"
+            "--calib holds measured sensitivities, else the aggregated error (sum\n"
+            "||dW||^2 for rel_err and sqnr_db, sum of the output error terms for\n"
+            "out_rel_err), with a warning: less weight error can be a worse model than\n"
+            "a uniform configuration. The summary and the recipe name the objective.\n"
+            "The solution is exact (an LP bound, reduced-cost fixing and a bounded\n"
+            "search; docs/analysis.md).\n"
             "\n"
             "  --budget BITS          bits per weight to meet\n"
             "  --sweep-budgets LO..HI[:STEP]  every budget from LO to HI (STEP 0.1) and\n"
@@ -82,11 +87,17 @@ static void print_help(FILE *out)
             "  --tensor-types FILE    where the llama-quantize --tensor-type-file goes\n"
             "                         (default: the recipe's name with .tensor-types.txt)\n"
             "  --metric M             rel_err (default), out_rel_err, sqnr_db\n"
-            "  --objective O          error (default: the metric's squared error) or\n"
-            "                         sensitivity: the predicted KL divergence\n"
-            "                         sum_t alpha_t err_t^2 (err = rel_err or out_rel_err)\n"
+            "  --objective O          auto (default): sensitivity when the --calib file\n"
+            "                         has a <module>.sensitivity for a tensor of RUN.h5\n"
+            "                         (the dataset stores none), else error, warning\n"
+            "                         that no sensitivity was measured; error: the\n"
+            "                         metric's squared error (weight error, output error\n"
+            "                         for out_rel_err); sensitivity: the predicted KL\n"
+            "                         divergence sum_t alpha_t err_t^2 (err = rel_err or\n"
+            "                         out_rel_err)\n"
             "  --calib FILE           calibration file with <module>.sensitivity (alpha_t;\n"
-            "                         examples/calibration/capture.py writes them)\n"
+            "                         frontier sensitivity MODEL.gguf and\n"
+            "                         examples/calibration/capture.py write them)\n"
             "  --default-sensitivity X  alpha of tensors without one (else they are refused)\n"
             "  --include/--exclude REGEX  tensors allocated (the rest are not counted)\n"
             "  --configs REGEX        configurations allowed\n"
@@ -200,6 +211,7 @@ typedef struct allocate_args {
     size_t n_fixed;
     double budget, lo, hi, step;
     int have_budget, have_sweep, summary, store;
+    int objective_given;         /* --objective: else auto (resolve_objective) */
     const char *out_path, *types_path;
     const char *calib_path;      /* --calib: sensitivities */
     int llama_mix;               /* --llama-mix: fr_llama_mix_from_name, -1: none */
@@ -296,12 +308,13 @@ static int parse_args(int argc, char **argv, allocate_args *args)
             break;
         }
         case 'O':
-            if (!strcmp(optarg, "error"))
+            args->objective_given = strcmp(optarg, "auto") != 0;
+            if (!strcmp(optarg, "error") || !strcmp(optarg, "auto"))
                 args->obj.objective = FR_OBJECTIVE_ERROR;
             else if (!strcmp(optarg, "sensitivity"))
                 args->obj.objective = FR_OBJECTIVE_SENSITIVITY;
             else
-                return cli_usage_error(argv[0], "unknown --objective '%s' (error, sensitivity)", optarg);
+                return cli_usage_error(argv[0], "unknown --objective '%s' (auto, error, sensitivity)", optarg);
             break;
         case 'C': args->calib_path = optarg; break;
         case 'L':
@@ -339,16 +352,76 @@ static int parse_args(int argc, char **argv, allocate_args *args)
                                fr_llama_mix_name(args->llama_mix));
     if (args->have_sweep && (args->out_path || args->types_path))
         return cli_usage_error(argv[0], "-o and --tensor-types write one recipe: use them with --budget");
-    if (args->obj.objective == FR_OBJECTIVE_SENSITIVITY && aopt->metric == FR_METRIC_SQNR_DB)
-        return cli_usage_error(argv[0], "--objective sensitivity weights rel_err or out_rel_err, not sqnr_db");
-    if (args->obj.objective != FR_OBJECTIVE_SENSITIVITY && (args->calib_path || !isnan(args->obj.default_sensitivity)))
-        return cli_usage_error(argv[0], "--calib and --default-sensitivity go with --objective sensitivity");
-    if (args->obj.objective == FR_OBJECTIVE_SENSITIVITY && !args->calib_path && isnan(args->obj.default_sensitivity))
+    /* --calib asks for the sensitivity objective unless --objective says otherwise */
+    const int sensitivity = args->objective_given ? args->obj.objective == FR_OBJECTIVE_SENSITIVITY
+                                                  : args->calib_path != NULL;
+    const int default_given = !isnan(args->obj.default_sensitivity);
+    if (sensitivity && aopt->metric == FR_METRIC_SQNR_DB)
+        return cli_usage_error(argv[0], "sensitivities (--calib, --objective sensitivity) weight rel_err or out_rel_err, not sqnr_db");
+    if (args->objective_given && !sensitivity && (args->calib_path || default_given))
+        return cli_usage_error(argv[0], "--objective error reads no sensitivity: --calib and --default-sensitivity go with --objective sensitivity or auto");
+    if (!args->objective_given && default_given && !args->calib_path)
+        return cli_usage_error(argv[0], "--default-sensitivity is for the tensors a --calib file has no sensitivity for (alone: --objective sensitivity)");
+    if (args->objective_given && sensitivity && !args->calib_path && !default_given)
         return cli_usage_error(argv[0], "--objective sensitivity needs --calib FILE (with <module>.sensitivity) or --default-sensitivity X");
     aopt->n_fixed = args->n_fixed;
     aopt->fixed = args->fixed;
     args->path = argv[optind];
     return -1;
+}
+
+/* --objective auto (the default): the sensitivity objective when the
+ * --calib file has a measured sensitivity for a tensor of the dataset (the
+ * dataset stores none), else the metric's error (print_objective warns). */
+static void resolve_objective(allocate_args *args, const fr_dataset *ds, const double *alpha)
+{
+    args->obj.objective =
+        fr_alloc_count_sensitivity(ds, alpha) > 0 ? FR_OBJECTIVE_SENSITIVITY : FR_OBJECTIVE_ERROR;
+}
+
+/* What the allocation minimises and where its sensitivities came from, the
+ * summary's first line; the default objective without a measured
+ * sensitivity warns plainly that it minimises the error alone. */
+static void print_objective(const allocate_args *args, const fr_alloc_problem *prob,
+                            const double *alpha)
+{
+    const char *err = fr_metric_name(prob->metric == FR_METRIC_SQNR_DB ? FR_METRIC_REL_ERR
+                                                                       : prob->metric);
+    if (prob->objective == FR_OBJECTIVE_SENSITIVITY) {
+        size_t members = 0, measured = 0;
+        for (size_t i = 0; i < prob->n_tensors; i++)
+            for (size_t k = 0; k < prob->tensors[i].n_members; k++) {
+                members++;
+                measured += alpha && !isnan(alpha[prob->tensors[i].members[k]]);
+            }
+        printf("objective: sensitivity, the predicted KL divergence sum alpha x %s^2 (alpha "
+               "measured for %zu of %zu tensors%s%s%s",
+               err, measured, members, args->calib_path ? ", from '" : "",
+               args->calib_path ? args->calib_path : "", args->calib_path ? "'" : "");
+        if (measured < members)
+            printf("; %g for the other %zu, --default-sensitivity", prob->default_sensitivity,
+                   members - measured);
+        printf(")\n");
+        return;
+    }
+    const char *what = prob->metric == FR_METRIC_OUT_REL_ERR ? "output error" : "weight error";
+    printf("objective: %s, sum of the squared %s (%s)\n", fr_alloc_objective_name(prob), err,
+           args->objective_given ? "--objective error" : "no measured sensitivity");
+    if (args->objective_given)
+        return;
+    const char *result = args->have_budget ? "recipe" : "curve";
+    if (args->calib_path)
+        fr_warn("'%s' holds no <module>.sensitivity for a tensor of '%s': this %s minimises "
+                "%s, which can be worse than a uniform configuration on a real model "
+                "(docs/analysis.md, \"The objective\")",
+                args->calib_path, args->path, result, what);
+    else
+        fr_warn("no measured sensitivity (run `frontier sensitivity MODEL.gguf --text FILE -o "
+                "sens.safetensors`, or examples/calibration/capture.py on a Hugging Face model, "
+                "and pass --calib sens.safetensors): this %s minimises %s, which can be "
+                "worse than a uniform configuration on a real model (docs/analysis.md, \"The "
+                "objective\")",
+                result, what);
 }
 
 /* A failure of the analysis said the way of its kind: a usage error (a
@@ -552,7 +625,8 @@ static void predict_measured(const fr_measured *m, void *ctx, double *metric_val
 }
 
 static fr_status run_budget(const char *cmd, const allocate_args *args,
-                            const fr_alloc_problem *prob, fr_allocation *a)
+                            const fr_alloc_problem *prob, const double *alpha,
+                            fr_allocation *a)
 {
     fr_error err;
     fr_status st = fr_alloc_solve(prob, args->budget, a, &err);
@@ -560,6 +634,7 @@ static fr_status run_budget(const char *cmd, const allocate_args *args,
         report(cmd, st, &err);
         return st;
     }
+    print_objective(args, prob, alpha);
     fr_allocation_print(stdout, a, prob, !args->summary);
     if (prob->objective == FR_OBJECTIVE_SENSITIVITY)
         printf("predicted KL divergence (sum of alpha x %s^2): %.6g\n",
@@ -587,7 +662,8 @@ static fr_status run_budget(const char *cmd, const allocate_args *args,
 
 /* --sweep-budgets: the mixed-precision curve and its table. */
 static fr_status run_sweep(const char *cmd, const allocate_args *args,
-                           const fr_alloc_problem *prob, fr_mixed_curve *curve)
+                           const fr_alloc_problem *prob, const double *alpha,
+                           fr_mixed_curve *curve)
 {
     fr_error err;
     fr_status st = fr_alloc_sweep(prob, args->lo, args->hi, args->step, 1, curve, &err);
@@ -595,6 +671,7 @@ static fr_status run_sweep(const char *cmd, const allocate_args *args,
         report(cmd, st, &err);
         return st;
     }
+    print_objective(args, prob, alpha);
     fr_mixed_curve_print(stdout, curve);
     return FR_OK;
 }
@@ -697,6 +774,8 @@ int cmd_allocate(int argc, char **argv)
         }
         args.obj.sensitivity = alpha;
     }
+    if (!args.objective_given)
+        resolve_objective(&args, &ds, alpha);
     if (args.target && (st = apply_target(&args, &ds, &target)) != FR_OK)
         goto finish;
     if ((st = fr_alloc_prepare_objective(&ds, &ix, &args.aopt, &args.obj, &prob, &err)) != FR_OK) {
@@ -706,6 +785,8 @@ int cmd_allocate(int argc, char **argv)
             fr_error_log("'%s': %s", args.path, err.msg);
         goto finish;
     }
+    if (prob.objective == FR_OBJECTIVE_SENSITIVITY)
+        prob.sensitivity_source = args.calib_path;
     if (prob.n_dropped)
         fr_warn("%zu selected tensor%s (e.g. '%s') %s no %s result and %s left out of the allocation",
                 prob.n_dropped, prob.n_dropped == 1 ? "" : "s", prob.dropped_example,
@@ -722,8 +803,8 @@ int cmd_allocate(int argc, char **argv)
         st = run_llama_mix(&args, &prob);
         goto finish;
     }
-    st = args.have_budget ? run_budget(argv[0], &args, &prob, &a)
-                          : run_sweep(argv[0], &args, &prob, &curve);
+    st = args.have_budget ? run_budget(argv[0], &args, &prob, alpha, &a)
+                          : run_sweep(argv[0], &args, &prob, alpha, &curve);
     if (st == FR_OK && args.store)
         st = store_result(argc, argv, &args, &prob, &a, &curve);
 finish:

@@ -28,6 +28,7 @@ static const struct command commands[] = {
     {"quantize", cmd_quantize, "write a recipe or one configuration as a deployable checkpoint"},
     {"annotate", cmd_annotate, "store measured model quality (KL divergence, perplexity) in a dataset"},
     {"evaluate", cmd_evaluate, "quantize, measure with llama.cpp (KL divergence, perplexity) and store it"},
+    {"sensitivity", cmd_sensitivity, "per-tensor sensitivity (KL per squared error) of a GGUF model through llama.cpp"},
 };
 
 static void print_help(FILE *out)
@@ -58,7 +59,8 @@ static void print_help(FILE *out)
             "  0 success            1 failure           2 usage error\n"
             "  3 i/o error          4 malformed input   5 output error\n"
             "  6 plugin error       7 device error      8 out of memory\n"
-            "  9 datasets disagree  130 interrupted\n"
+            "  9 datasets disagree  10 not in this build (sensitivity without libllama)\n"
+            "  130 interrupted\n"
             "\n"
             "frontier %s; docs/ holds the formats, the dataset schema and the plugin ABI\n",
             FRONTIER_VERSION);

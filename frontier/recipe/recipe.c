@@ -123,6 +123,8 @@ fr_status fr_recipe_read(const char *path, unsigned flags, fr_recipe *out, fr_er
     out->error_name = "rel_err";
     const cJSON *bpw = cJSON_GetObjectItemCaseSensitive(root, "bits_per_weight");
     out->bits_per_weight = cJSON_IsNumber(bpw) ? bpw->valuedouble : NAN;
+    const cJSON *objective = cJSON_GetObjectItemCaseSensitive(root, "objective");
+    out->objective = cJSON_IsString(objective) ? objective->valuestring : NULL;
     size_t n = (size_t)cJSON_GetArraySize(map);
     if (!(out->tensors = calloc(n ? n : 1, sizeof *out->tensors))) {
         fr_recipe_free(out);
@@ -187,6 +189,16 @@ fr_status fr_recipe_write(const fr_recipe *r, const char *path, fr_error *err)
     if (r->llama_mix)
         cJSON_AddStringToObject(root, "llama_mix", r->llama_mix);
     cJSON_AddStringToObject(root, "metric", r->metric);
+    if (r->objective) {
+        cJSON_AddStringToObject(root, "objective", r->objective);
+        cJSON_AddItemToObject(root, "sensitivity_source",
+                              r->sensitivity_source ? cJSON_CreateString(r->sensitivity_source)
+                                                    : cJSON_CreateNull());
+        if (!strcmp(r->objective, "sensitivity")) {
+            cJSON_AddItemToObject(root, "default_sensitivity", json_number(r->default_sensitivity));
+            cJSON_AddItemToObject(root, "predicted_kl", json_number(r->predicted_kl));
+        }
+    }
     cJSON_AddItemToObject(root, "budget_bits_per_weight", json_number(r->budget_bits_per_weight));
     cJSON_AddNumberToObject(root, "capacity_bits", (double)r->capacity_bits);
     cJSON_AddNumberToObject(root, "total_bits", (double)r->total_bits);

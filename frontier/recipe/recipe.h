@@ -8,8 +8,9 @@
  *   "recipe"   the map tensor -> configuration, what quantize applies
  *   "tensors"  per tensor: name, class, config, family, llama_cpp_type,
  *              numel, total_bits, bits_per_weight, its error, err_term, fixed
- *   "format": "frontier-recipe", "version": 1, "dataset", "metric" and the
- *              allocation's totals
+ *   "format": "frontier-recipe", "version": 1, "dataset", "metric",
+ *              "objective" (what the allocation minimised, with where its
+ *              sensitivities came from) and the allocation's totals
  */
 #ifndef FR_RECIPE_H
 #define FR_RECIPE_H
@@ -43,11 +44,23 @@ typedef struct fr_recipe {
     /* the allocation's totals, written beside the map (names as
      * docs/analysis.md gives them); read back, only bits_per_weight (NAN
      * when absent) and error_name ("rel_err", the one quantize compares
-     * its own with) */
+     * its own with) and objective */
     const char *dataset;       /* the dataset the allocation was solved on */
     const char *llama_mix;     /* a llama-quantize stock mix ("Q4_K_M": allocate --llama-mix),
                                 * NULL for an allocation (not written then) */
     const char *metric;        /* "rel_err", "out_rel_err" or "sqnr_db" */
+    /* what the allocation minimised: "sensitivity", "weight_error" or
+     * "output_error" (fr_alloc_objective_name); NULL: not written (a
+     * llama-quantize mix). Read back (NULL when the file has none: files
+     * from before it) */
+    const char *objective;
+    /* under "sensitivity": the calibration file the alphas were read from
+     * (NULL: none, written as null), the alpha given to tensors without one
+     * (NaN: none) and the predicted KL divergence sum alpha err^2. Written
+     * beside any objective: sensitivity_source null says none was used */
+    const char *sensitivity_source;
+    double default_sensitivity;
+    double predicted_kl;
     const char *error_name;    /* each tensor's error: "rel_err" or "out_rel_err" */
     double budget_bits_per_weight;
     uint64_t capacity_bits, total_bits, numel;

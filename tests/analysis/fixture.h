@@ -37,6 +37,18 @@ static inline void fx_init(fr_dataset *ds)
     ds->devices = fx_strdup("cpu");
 }
 
+/* The text of a file the test wrote (a recipe), at most size - 1 bytes;
+ * "" when it cannot be read (the parse that follows then fails). */
+static inline char *fx_read_text(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    return buf;
+}
+
 /* Exits on failure: a fixture that cannot be built is no test. */
 static inline void fx_ok(fr_status st, const fr_error *err)
 {

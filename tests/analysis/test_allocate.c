@@ -179,6 +179,7 @@ static void recipe_read_back(const char *json_path, const fr_allocation *a, cons
     }
     CHECK(r.bits_per_weight == a->bits_per_weight);
     CHECK(!strcmp(r.error_name, "rel_err"));
+    CHECK(r.objective && !strcmp(r.objective, "weight_error"));
     fr_recipe_free(&r);
 
     char bare[256];
@@ -194,7 +195,7 @@ static void recipe_read_back(const char *json_path, const fr_allocation *a, cons
     CHECK(fr_recipe_read(bare, FR_RECIPE_UNTAGGED, &r, &err) == FR_OK);
     CHECK(r.n_tensors == 2 && !strcmp(r.tensors[0].name, "w") && r.tensors[0].config == NULL &&
           !strcmp(r.tensors[1].config, "int4-g32-sym") && isnan(r.tensors[1].error) &&
-          isnan(r.bits_per_weight));
+          isnan(r.bits_per_weight) && r.objective == NULL);
     fr_recipe_free(&r);
     unlink(bare);
     snprintf(bare, sizeof bare, "%s/none.json", dir);
@@ -220,13 +221,8 @@ static void golden_recipe_files(const fr_dataset *ds, const fr_alloc_options *op
     size_t unmapped = 99;
     CHECK(fr_allocation_write_tensor_types(&a, &prob, types_path, &unmapped, &err) == FR_OK);
     CHECK(unmapped == 1); /* int2-g32-sym has no GGML type */
-    FILE *f = fopen(json_path, "r");
     char buf[8192];
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-    cJSON *root = cJSON_Parse(buf);
+    cJSON *root = cJSON_Parse(fx_read_text(json_path, buf, sizeof buf));
     CHECK(root != NULL);
     if (root) {
         cJSON *recipe = cJSON_GetObjectItem(root, "recipe");
@@ -237,6 +233,11 @@ static void golden_recipe_files(const fr_dataset *ds, const fr_alloc_options *op
         CHECK_NEAR(cJSON_GetObjectItem(root, "bits_per_weight")->valuedouble, 2.5, 1e-15);
         CHECK_NEAR(cJSON_GetObjectItem(root, "rel_err")->valuedouble, sqrt(0.1), 1e-12);
         CHECK(cJSON_IsTrue(cJSON_GetObjectItem(root, "optimal")));
+        /* the objective minimised, and no sensitivity behind it */
+        CHECK(cJSON_IsString(cJSON_GetObjectItem(root, "objective")) &&
+              !strcmp(cJSON_GetObjectItem(root, "objective")->valuestring, "weight_error"));
+        CHECK(cJSON_IsNull(cJSON_GetObjectItem(root, "sensitivity_source")));
+        CHECK(cJSON_GetObjectItem(root, "predicted_kl") == NULL);
         cJSON *tensors = cJSON_GetObjectItem(root, "tensors");
         CHECK(cJSON_GetArraySize(tensors) == 2);
         cJSON *t0 = cJSON_GetArrayItem(tensors, 0);
@@ -244,12 +245,7 @@ static void golden_recipe_files(const fr_dataset *ds, const fr_alloc_options *op
         CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(tensors, 1), "llama_cpp_type")));
         cJSON_Delete(root);
     }
-    f = fopen(types_path, "r");
-    n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-    CHECK(!strcmp(buf, "^blk\\.0\\.attn_q\\.weight$=q4_0\n"));
+    CHECK(!strcmp(fx_read_text(types_path, buf, sizeof buf), "^blk\\.0\\.attn_q\\.weight$=q4_0\n"));
     recipe_read_back(json_path, &a, ds, dir);
     fr_allocation_free(&a);
     fr_alloc_problem_free(&prob);

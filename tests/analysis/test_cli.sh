@@ -109,6 +109,61 @@ PY
 expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 -o "$tmp/recipe.json"
 grep -q "optimal" "$tmp/out" || fail "allocation not proven optimal"
 [ -f "$tmp/recipe.tensor-types.txt" ] || fail "no tensor-type file"
+# the default objective (docs/analysis.md, "The objective"): without a
+# measured sensitivity, the weight error, said in the summary, in the recipe
+# (checked below) and plainly on stderr
+grep -q "^objective: weight_error, sum of the squared rel_err (no measured sensitivity)$" "$tmp/out" ||
+  { cat "$tmp/out"; fail "allocate's summary does not name the weight-error objective"; }
+expect_err "warning: no measured sensitivity (run \`frontier sensitivity MODEL.gguf --text FILE -o sens.safetensors\`"
+expect_err "this recipe minimises weight error, which can be worse than a uniform configuration on a real model"
+# with --calib holding sensitivities (the shipped capture.py file), the
+# default is the sensitivity objective: the same recipe as asking for it
+calib=$data/stories260K/calib.safetensors
+expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 --calib "$calib" --no-store -o "$tmp/sens.json"
+grep -q "^objective: sensitivity, the predicted KL divergence sum alpha x rel_err^2 (alpha measured for 36 of 36 tensors, from '$calib')$" "$tmp/out" ||
+  { cat "$tmp/out"; fail "allocate --calib: the summary does not name the sensitivity objective"; }
+grep -q "^predicted KL divergence" "$tmp/out" || fail "allocate --calib: no predicted KL divergence"
+grep -Eq "no measured sensitivity|holds no <module>.sensitivity" "$tmp/err" &&
+  { cat "$tmp/err"; fail "allocate --calib warns of no sensitivity"; }
+expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 --objective sensitivity --calib "$calib" --no-store \
+  -o "$tmp/sens-asked.json"
+# --objective error: the weight error, asked for, without the warning
+expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 --objective error --no-store --summary
+grep -q "^objective: weight_error, sum of the squared rel_err (--objective error)$" "$tmp/out" ||
+  { cat "$tmp/out"; fail "allocate --objective error: the summary"; }
+grep -q "no measured sensitivity" "$tmp/err" && { cat "$tmp/err"; fail "allocate --objective error warns"; }
+# a --calib file without sensitivities (the shipped one less its
+# <module>.sensitivity tensors): the weight error, with a warning naming it
+python3 - "$calib" "$tmp/stats.safetensors" <<'PY' || fail "cannot write a calibration file without sensitivities"
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+head, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+out, blob = {"__metadata__": head.pop("__metadata__")}, b""
+for name, t in sorted(head.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+    if not name.endswith(".sensitivity"):
+        lo, hi = t["data_offsets"]
+        out[name] = dict(t, data_offsets=[len(blob), len(blob) + hi - lo])
+        blob += data[lo:hi]
+h = json.dumps(out).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(h)) + h + blob)
+PY
+expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 --calib "$tmp/stats.safetensors" --no-store --summary
+grep -q "^objective: weight_error, .*(no measured sensitivity)$" "$tmp/out" ||
+  { cat "$tmp/out"; fail "allocate --calib without sensitivities: the summary"; }
+expect_err "'$tmp/stats.safetensors' holds no <module>.sensitivity for a tensor of '$tmp/run.h5': this recipe minimises weight error"
+python3 - "$tmp/recipe.json" "$tmp/sens.json" "$tmp/sens-asked.json" "$calib" <<'PY' ||
+import json, sys
+plain, sens, asked = (json.load(open(p)) for p in sys.argv[1:4])
+assert plain["objective"] == "weight_error" and plain["sensitivity_source"] is None, plain
+assert "predicted_kl" not in plain, plain
+assert sens["objective"] == "sensitivity" and sens["sensitivity_source"] == sys.argv[4], sens
+assert sens["predicted_kl"] > 0 and sens["default_sensitivity"] is None, sens
+assert sens["recipe"] == asked["recipe"], "auto with --calib differs from --objective sensitivity"
+assert sens["recipe"] != plain["recipe"], "the sensitivity objective changed nothing"
+PY
+  fail "the recipes do not record their objective"
 expect 0 "$bin" allocate "$tmp/run.h5" --budget 5 --configs '^(int8-g32-sym|int4-g32-sym|int4-g32-asym|int5-g32-sym|int5-g32-asym|mxfp4)$' \
   --fixed 'embed=int8-g32-sym' -o "$tmp/llama.json"
 [ "$(wc -l <"$tmp/llama.tensor-types.txt")" = 36 ] || fail "llama.cpp file should list all 36 tensors"
@@ -185,6 +240,7 @@ try:
             check(g in fr, "/frontier/" + g)
         a = fr["allocation_3.5"]
         check(a.attrs["metric"] == "rel_err" and abs(a.attrs["budget"] - 3.5) < 1e-12, "allocation attrs")
+        check(a.attrs["objective"] in ("weight_error", b"weight_error"), "allocation objective")
         check("allocate" in a.attrs["command_line"], "command line recorded")
         check(len(a["tensors"]) == 36, "allocation table")
         check(fr["pareto_class_rel_err"].attrs["by"] == "class", "pareto attrs")
@@ -210,6 +266,16 @@ expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --sweep-budgets 2..8
 expect 2 "$bin" allocate "$tmp/run.h5" --sweep-budgets 8..2
 expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --include '('
 expect_err "invalid regex '('"
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --objective bogus
+expect_err "unknown --objective 'bogus' (auto, error, sensitivity)"
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --objective error --calib "$calib"
+expect_err "--objective error reads no sensitivity"
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --default-sensitivity 1
+expect_err "--default-sensitivity is for the tensors a --calib file has no sensitivity for"
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --calib "$calib" --metric sqnr_db
+expect_err "not sqnr_db"
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --objective sensitivity
+expect_err "--objective sensitivity needs --calib FILE"
 expect 2 "$bin" pareto "$tmp/run.h5" --metric bogus
 expect 2 "$bin" pareto "$tmp/run.h5" --by bogus
 expect 2 "$bin" export "$tmp/run.h5" --format bogus -o "$tmp/x"

@@ -16,6 +16,7 @@
      analysis    recipe, dataset
      recipe      dataset
      exec        dataset
+     engine      (core/ and below only)
      model       (core/ and below only)
      dataset     (core/ and below only)
 
@@ -46,13 +47,15 @@ import sys
 
 # room -> the rooms it may include directly
 BELOW = {
-    "cli": ("sweep", "checkpoint", "analysis", "export", "exec", "model", "dataset", "recipe"),
+    "cli": ("sweep", "checkpoint", "analysis", "export", "engine", "exec", "model", "dataset",
+            "recipe"),
     "export": ("analysis", "dataset"),
     "sweep": ("exec", "model", "dataset"),
     "checkpoint": ("recipe", "exec", "model", "dataset"),
     "analysis": ("recipe", "dataset"),
     "recipe": ("dataset",),
     "exec": ("dataset",),
+    "engine": (),
     "model": (),
     "dataset": (),
 }
