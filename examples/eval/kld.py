@@ -113,6 +113,8 @@ def main():
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--calib", help="calibration statistics for frontier quantize (a recipe "
+                    "or configuration that needs them: GPTQ, AWQ, imatrix)")
     ap.add_argument("-o", "--output", help="JSON output (default stdout)")
     args = ap.parse_args()
 
@@ -148,6 +150,8 @@ def main():
             ckpt = os.path.join(tmp, "q")
             cmd = [args.frontier, "quantize", args.model, "-o", ckpt, "--format", "dequantized",
                    "--summary"]
+            if args.calib:
+                cmd += ["--calib", args.calib]
             if args.recipe:
                 cmd += ["--recipe", args.recipe]
                 source = {"recipe": args.recipe, "recipe_sha256": capture.sha256_file(args.recipe)}

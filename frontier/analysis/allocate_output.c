@@ -195,9 +195,13 @@ void fr_allocation_print(FILE *out, const fr_allocation *a, const fr_alloc_probl
     fprintf(out, "budget %.4g bits per weight over %zu tensors (%llu parameters): capacity %llu bits\n",
             a->budget, a->n_choices, (unsigned long long)a->numel,
             (unsigned long long)a->capacity_bits);
-    fprintf(out, "achieved %.6f bits per weight (%llu bits), %s %.6g (lower bound %.6g)%s\n",
-            a->bits_per_weight, (unsigned long long)a->total_bits, m, a->value,
-            a->lower_bound_value,
+    /* the bound is on the objective's metric; under sensitivity (the
+     * predicted KL) there is none on the error shown here */
+    char bound[48] = "";
+    if (!isnan(a->lower_bound_value))
+        snprintf(bound, sizeof bound, " (lower bound %.6g)", a->lower_bound_value);
+    fprintf(out, "achieved %.6f bits per weight (%llu bits), %s %.6g%s%s\n",
+            a->bits_per_weight, (unsigned long long)a->total_bits, m, a->value, bound,
             a->stats.optimal ? ", optimal" : ", NOT proven optimal: search limit reached");
     if (!per_tensor)
         return;
