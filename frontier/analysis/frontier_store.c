@@ -587,6 +587,45 @@ done:
     return ok;
 }
 
+/* Opens the dataset at path read-only and, when it has one, its group
+ * STORE_ROOT/name (*g -1 and FR_OK when absent). The caller closes both. */
+static fr_status open_stored(const char *path, const char *name, hid_t *file, hid_t *g,
+                             fr_error *err)
+{
+    char full[256];
+    snprintf(full, sizeof full, STORE_ROOT "/%s", name);
+    *g = -1;
+    hid_t fapl = ds_fapl();
+    *file = fapl < 0 ? H5I_INVALID_HID : H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (*file < 0)
+        return fr_fail(err, FR_E_IO, "cannot open '%s' as HDF5", path);
+    if (H5Lexists(*file, STORE_ROOT, H5P_DEFAULT) > 0 && H5Lexists(*file, full, H5P_DEFAULT) > 0 &&
+        (*g = H5Gopen2(*file, full, H5P_DEFAULT)) < 0)
+        return fr_fail(err, FR_E_FORMAT, "'%s': %s cannot be opened", path, full);
+    return FR_OK;
+}
+
+/* Closes what a reader opened (a negative id: not open) and restores
+ * HDF5's error printing. */
+static void close_stored(hid_t *ids, size_t n, H5E_auto2_t old_func, void *old_data)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0)
+            continue;
+        switch (H5Iget_type(ids[i])) {
+        case H5I_DATATYPE: H5Tclose(ids[i]); break;
+        case H5I_DATASPACE: H5Sclose(ids[i]); break;
+        case H5I_DATASET: H5Dclose(ids[i]); break;
+        case H5I_GROUP: H5Gclose(ids[i]); break;
+        case H5I_FILE: H5Fclose(ids[i]); break;
+        default: break;
+        }
+    }
+    hdf5_restore(old_func, old_data);
+}
+
 fr_status fr_store_read_mixed_curve(const char *path, fr_mixed_curve *out, int *found,
                                     fr_error *err)
 {
@@ -597,19 +636,9 @@ fr_status fr_store_read_mixed_curve(const char *path, fr_mixed_curve *out, int *
     memset(out, 0, sizeof *out);
     *found = 0;
     hdf5_quiet(&old_func, &old_data);
-    hid_t fapl = ds_fapl();
-    file = fapl < 0 ? H5I_INVALID_HID : H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    if (file < 0) {
-        st = fr_fail(err, FR_E_IO, "cannot open '%s' as HDF5", path);
-        goto done;
-    }
-    if (H5Lexists(file, STORE_ROOT, H5P_DEFAULT) <= 0 ||
-        H5Lexists(file, STORE_ROOT "/mixed_curve", H5P_DEFAULT) <= 0)
-        goto done;
-    g = H5Gopen2(file, STORE_ROOT "/mixed_curve", H5P_DEFAULT);
     char metric[64] = "";
+    if ((st = open_stored(path, "mixed_curve", &file, &g, err)) != FR_OK || g < 0)
+        goto done;
     if (g < 0 || !read_attr_str(g, "metric", metric, sizeof metric) ||
         fr_metric_from_name(metric) < 0 ||
         !read_attr_num(g, "numel", H5T_NATIVE_UINT64, &out->numel) ||
@@ -641,20 +670,122 @@ fr_status fr_store_read_mixed_curve(const char *path, fr_mixed_curve *out, int *
     out->n_points = (size_t)dims[0];
     *found = 1;
 done:
-    if (type >= 0)
-        H5Tclose(type);
-    if (space >= 0)
-        H5Sclose(space);
-    if (dset >= 0)
-        H5Dclose(dset);
-    if (g >= 0)
-        H5Gclose(g);
-    if (file >= 0)
-        H5Fclose(file);
-    hdf5_restore(old_func, old_data);
+    close_stored((hid_t[]){type, space, dset, g, file}, 5, old_func, old_data);
     if (st != FR_OK) {
         fr_mixed_curve_free(out);
         *found = 0;
     }
+    return st;
+}
+
+/* ---- measured sensitivities: /frontier/sensitivity ---- */
+
+typedef struct sens_row {
+    const char *tensor;
+    double alpha, residual;
+} sens_row;
+
+static const col_desc sens_cols[] = {
+    COL(sens_row, tensor, COL_STR),
+    COL(sens_row, alpha, COL_F64),
+    COL(sens_row, residual, COL_F64),
+};
+
+fr_status fr_store_sensitivity(fr_store *s, const fr_stored_sensitivity *sens,
+                               const char *command_line, fr_error *err)
+{
+    hid_t g = fresh_group(s, "sensitivity", err);
+    if (g < 0)
+        return FR_E_OUTPUT;
+    fr_status st = FR_OK;
+    sens_row *rows = calloc(sens->n + 1, sizeof *rows);
+    if (!rows) {
+        H5Gclose(g);
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < sens->n; i++)
+        rows[i] = (sens_row){sens->names[i], sens->alpha[i], sens->residual[i]};
+    time_t now = time(NULL);
+    struct tm tmv;
+    char created[32] = "";
+    if (gmtime_r(&now, &tmv))
+        strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    if (!attr_str(g, "kind", "sensitivity") || !attr_str(g, "model", sens->model) ||
+        !attr_str(g, "text", sens->text) || !attr_str(g, "perturbation", sens->perturbation) ||
+        !attr_str(g, "engine", sens->engine) || !attr_str(g, "command_line", command_line) ||
+        !attr_str(g, "created", created) || !attr_str(g, "tool_version", FRONTIER_VERSION))
+        st = fr_fail(err, FR_E_OUTPUT, "cannot write attributes of " STORE_ROOT
+                     "/sensitivity in '%s'", s->path);
+    if (st == FR_OK)
+        st = write_table(s, g, "tensors", rows, sens->n, sizeof *rows, sens_cols, N_COLS(sens_cols),
+                         err);
+    free(rows);
+    H5Gclose(g);
+    return st;
+}
+
+/* The row of the dataset tensor a stored name denotes: the same name, or
+ * (a name without ".weight") that name with it. -1: none. */
+static long ds_tensor_of(const fr_dataset *ds, const char *name)
+{
+    size_t l = strlen(name);
+    for (size_t t = 0; t < ds->n_tensors; t++) {
+        const char *n = ds->tensors[t].name;
+        if (!strcmp(n, name) ||
+            (!strncmp(n, name, l) && !strcmp(n + l, ".weight")))
+            return (long)t;
+    }
+    return -1;
+}
+
+fr_status fr_store_read_sensitivity(const char *path, const fr_dataset *ds, double *alpha,
+                                    size_t *n_found, char *text, size_t text_len,
+                                    fr_error *err)
+{
+    fr_status st = FR_OK;
+    H5E_auto2_t old_func;
+    void *old_data;
+    hid_t file = -1, g = -1, dset = -1, space = -1, type = -1, str = -1;
+    sens_row *rows = NULL;
+    hsize_t dims[1] = {0};
+    *n_found = 0;
+    if (text_len)
+        text[0] = '\0';
+    for (size_t t = 0; t < ds->n_tensors; t++)
+        alpha[t] = NAN;
+    hdf5_quiet(&old_func, &old_data);
+    if ((st = open_stored(path, "sensitivity", &file, &g, err)) != FR_OK || g < 0)
+        goto done;
+    dset = H5Dopen2(g, "tensors", H5P_DEFAULT);
+    if (dset < 0 || (space = H5Dget_space(dset)) < 0 || H5Sget_simple_extent_ndims(space) != 1 ||
+        H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+        st = fr_fail(err, FR_E_FORMAT, "'%s': " STORE_ROOT "/sensitivity is malformed", path);
+        goto done;
+    }
+    if (text_len)
+        read_attr_str(g, "text", text, text_len);
+    rows = calloc(dims[0] + 1, sizeof *rows);
+    if (!rows || (str = ds_string_type()) < 0 ||
+        (type = compound_type(sizeof *rows, sens_cols, N_COLS(sens_cols), str)) < 0) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    if (dims[0] && H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
+        st = fr_fail(err, FR_E_FORMAT, "'%s': cannot read " STORE_ROOT "/sensitivity/tensors",
+                     path);
+        goto done;
+    }
+    for (hsize_t i = 0; i < dims[0]; i++) {
+        long t = rows[i].tensor ? ds_tensor_of(ds, rows[i].tensor) : -1;
+        if (t >= 0 && isnan(alpha[t]) && isfinite(rows[i].alpha) && rows[i].alpha >= 0) {
+            alpha[t] = rows[i].alpha;
+            (*n_found)++;
+        }
+    }
+    if (dims[0])
+        H5Dvlen_reclaim(type, space, H5P_DEFAULT, rows);
+done:
+    free(rows);
+    close_stored((hid_t[]){type, str, space, dset, g, file}, 6, old_func, old_data);
     return st;
 }

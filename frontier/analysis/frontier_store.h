@@ -44,6 +44,29 @@ fr_status fr_store_mixed_curve(fr_store *store, const fr_mixed_curve *c,
 fr_status fr_store_read_mixed_curve(const char *path, fr_mixed_curve *out, int *found,
                                     fr_error *err);
 
+/* Per-tensor sensitivities measured by an engine (frontier sensitivity
+ * --dataset): /frontier/sensitivity, a `tensors` table (tensor, alpha,
+ * residual) and attributes saying what they were measured on. */
+typedef struct fr_stored_sensitivity {
+    size_t n;
+    const char *const *names; /* the model's tensor names */
+    const double *alpha, *residual;
+    const char *model;        /* "file sha256 <hex>" */
+    const char *text;         /* the text measured on: "file (N bytes, sha256 <hex>)" */
+    const char *perturbation; /* what each tensor was perturbed with */
+    const char *engine;       /* the engine and its settings */
+} fr_stored_sensitivity;
+fr_status fr_store_sensitivity(fr_store *store, const fr_stored_sensitivity *sens,
+                               const char *command_line, fr_error *err);
+
+/* Reads /frontier/sensitivity of the dataset at path into alpha[t] for
+ * each of ds's tensors (by name, or name + ".weight"; NaN where none);
+ * *n_found counts them, 0 (and FR_OK) when the file stores none. text
+ * (may be NULL with text_len 0): the `text` attribute. */
+fr_status fr_store_read_sensitivity(const char *path, const fr_dataset *ds, double *alpha,
+                                    size_t *n_found, char *text, size_t text_len,
+                                    fr_error *err);
+
 /* Name of a stored group (without "/frontier/"): "pareto_class_rel_err". */
 void fr_store_pareto_name(const fr_pareto *p, char *buf, size_t size);
 void fr_store_allocation_name(double budget, char *buf, size_t size);

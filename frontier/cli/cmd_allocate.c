@@ -214,6 +214,9 @@ typedef struct allocate_args {
     int objective_given;         /* --objective: else auto (resolve_objective) */
     const char *out_path, *types_path;
     const char *calib_path;      /* --calib: sensitivities */
+    const char *sens_source;     /* where the sensitivities came from: --calib, or the
+                                  * dataset's /frontier/sensitivity (sens_text) */
+    char sens_text[1400];
     int llama_mix;               /* --llama-mix: fr_llama_mix_from_name, -1: none */
     const char *model_path;      /* --model: what the mix's rules and --target read */
     const char *target;          /* --target FORMAT: only pairs its writer stores */
@@ -362,17 +365,44 @@ static int parse_args(int argc, char **argv, allocate_args *args)
         return cli_usage_error(argv[0], "--objective error reads no sensitivity: --calib and --default-sensitivity go with --objective sensitivity or auto");
     if (!args->objective_given && default_given && !args->calib_path)
         return cli_usage_error(argv[0], "--default-sensitivity is for the tensors a --calib file has no sensitivity for (alone: --objective sensitivity)");
-    if (args->objective_given && sensitivity && !args->calib_path && !default_given)
-        return cli_usage_error(argv[0], "--objective sensitivity needs --calib FILE (with <module>.sensitivity) or --default-sensitivity X");
     aopt->n_fixed = args->n_fixed;
     aopt->fixed = args->fixed;
     args->path = argv[optind];
     return -1;
 }
 
+/* Without --calib: the sensitivities `frontier sensitivity --dataset`
+ * stored in the dataset, when it holds any for its tensors (*alpha then
+ * allocated and set as the objective's). */
+static fr_status dataset_sensitivity(allocate_args *args, const fr_dataset *ds, double **alpha)
+{
+    fr_error err;
+    double *a = malloc((ds->n_tensors + 1) * sizeof *a);
+    if (!a) {
+        fr_error_log("out of memory");
+        return FR_E_NOMEM;
+    }
+    size_t n = 0;
+    char text[1024];
+    fr_status st = fr_store_read_sensitivity(args->path, ds, a, &n, text, sizeof text, &err);
+    if (st != FR_OK || n == 0) {
+        if (st != FR_OK)
+            fr_error_log("%s", err.msg);
+        free(a);
+        return st;
+    }
+    snprintf(args->sens_text, sizeof args->sens_text, "%s:/frontier/sensitivity, measured on %s",
+             args->path, text[0] ? text : "an unrecorded text");
+    args->sens_source = args->sens_text;
+    args->obj.sensitivity = a;
+    *alpha = a;
+    return FR_OK;
+}
+
 /* --objective auto (the default): the sensitivity objective when the
- * --calib file has a measured sensitivity for a tensor of the dataset (the
- * dataset stores none), else the metric's error (print_objective warns). */
+ * --calib file, or else the dataset (/frontier/sensitivity), has a measured
+ * sensitivity for a tensor of the dataset, else the metric's error
+ * (print_objective warns). */
 static void resolve_objective(allocate_args *args, const fr_dataset *ds, const double *alpha)
 {
     args->obj.objective =
@@ -396,8 +426,8 @@ static void print_objective(const allocate_args *args, const fr_alloc_problem *p
             }
         printf("objective: sensitivity, the predicted KL divergence sum alpha x %s^2 (alpha "
                "measured for %zu of %zu tensors%s%s%s",
-               err, measured, members, args->calib_path ? ", from '" : "",
-               args->calib_path ? args->calib_path : "", args->calib_path ? "'" : "");
+               err, measured, members, args->sens_source ? ", from '" : "",
+               args->sens_source ? args->sens_source : "", args->sens_source ? "'" : "");
         if (measured < members)
             printf("; %g for the other %zu, --default-sensitivity", prob->default_sensitivity,
                    members - measured);
@@ -417,8 +447,8 @@ static void print_objective(const allocate_args *args, const fr_alloc_problem *p
                 args->calib_path, args->path, result, what);
     else
         fr_warn("no measured sensitivity (run `frontier sensitivity MODEL.gguf --text FILE -o "
-                "sens.safetensors`, or examples/calibration/capture.py on a Hugging Face model, "
-                "and pass --calib sens.safetensors): this %s minimises %s, which can be "
+                "sens.safetensors --dataset RUN.h5`, or examples/calibration/capture.py on a "
+                "Hugging Face model and pass --calib): this %s minimises %s, which can be "
                 "worse than a uniform configuration on a real model (docs/analysis.md, \"The "
                 "objective\")",
                 result, what);
@@ -773,6 +803,17 @@ int cmd_allocate(int argc, char **argv)
             goto finish;
         }
         args.obj.sensitivity = alpha;
+        args.sens_source = args.calib_path;
+    }
+    if (!args.calib_path && (!args.objective_given || args.obj.objective == FR_OBJECTIVE_SENSITIVITY) &&
+        (st = dataset_sensitivity(&args, &ds, &alpha)) != FR_OK)
+        goto finish;
+    if (args.objective_given && args.obj.objective == FR_OBJECTIVE_SENSITIVITY && !alpha &&
+        isnan(args.obj.default_sensitivity)) {
+        st = cli_usage_error(argv[0], "--objective sensitivity needs --calib FILE (with "
+                             "<module>.sensitivity), sensitivities stored in '%s' (frontier "
+                             "sensitivity --dataset) or --default-sensitivity X", args.path);
+        goto finish;
     }
     if (!args.objective_given)
         resolve_objective(&args, &ds, alpha);
@@ -786,7 +827,7 @@ int cmd_allocate(int argc, char **argv)
         goto finish;
     }
     if (prob.objective == FR_OBJECTIVE_SENSITIVITY)
-        prob.sensitivity_source = args.calib_path;
+        prob.sensitivity_source = args.sens_source;
     if (prob.n_dropped)
         fr_warn("%zu selected tensor%s (e.g. '%s') %s no %s result and %s left out of the allocation",
                 prob.n_dropped, prob.n_dropped == 1 ? "" : "s", prob.dropped_example,

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/registry.h"
+#include "frontier/analysis/frontier_store.h"
 #include "frontier/analysis/pareto.h"
 #include "frontier/dataset/source_identity.h"
 #include "frontier/engine/llama_lm.h"
@@ -57,6 +58,9 @@ static void print_usage(FILE *out)
             "  --text FILE            the text (its first S x T tokens; BOS first when the\n"
             "                         model adds one)\n"
             "  -o, --output FILE      the calibration file to write (.safetensors)\n"
+            "  --dataset RUN.h5       also store them in a dataset swept from this model\n"
+            "                         (/frontier/sensitivity, with the text and the\n"
+            "                         perturbation): allocate then uses them without --calib\n"
             "  --sequences S          sequences (default %d)\n"
             "  --seq-len T            tokens per sequence (default %d)\n"
             "  --perturb quant|gaussian  the perturbation: the quantization error of\n"
@@ -99,6 +103,9 @@ static void print_usage(FILE *out)
 
 typedef struct args {
     const char *model, *text, *output, *config, *levels, *include, *exclude;
+    const char *dataset; /* --dataset: also stored there (/frontier/sensitivity) */
+    int argc;
+    char **argv;
     fr_sens_options o;
     int threads, check, force, verbose;
 } args;
@@ -159,6 +166,7 @@ static int parse_option(int c, const char *cmd, args *a)
         a->o.noise = strcmp(optarg, "quant") ? FR_SENS_GAUSSIAN : FR_SENS_QUANT;
         break;
     case 'c': a->config = optarg; break;
+    case 'D': a->dataset = optarg; break;
     case 'l': a->levels = optarg; break;
     case 's':
         if (!parse_int64(optarg, 0, &v))
@@ -195,6 +203,7 @@ static int parse_args(int argc, char **argv, args *a)
         {"threads", required_argument, NULL, 'j'},  {"no-check", no_argument, NULL, 'n'},
         {"force", no_argument, NULL, 'f'},          {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},        {"help", no_argument, NULL, 'h'},
+        {"dataset", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     *a = (args){.o = {.n_sequences = DEFAULT_SEQUENCES, .seq_len = DEFAULT_SEQ_LEN,
@@ -392,6 +401,48 @@ static fr_status describe(const args *a, fr_llama *m, size_t text_len, double ch
     return FR_OK;
 }
 
+/* --dataset: the measured alphas into /frontier/sensitivity of the dataset
+ * (all or nothing: frontier/analysis/frontier_store.h). */
+static fr_status store_in_dataset(const args *a, const fr_lm *lm, const fr_sens_result *res,
+                                  const texts *t, fr_error *err)
+{
+    const char **names = calloc(lm->n_tensors + 1, sizeof *names);
+    double *alpha = calloc(lm->n_tensors + 1, sizeof *alpha);
+    double *residual = calloc(lm->n_tensors + 1, sizeof *residual);
+    char *cmdline = cli_command_line(a->argc, a->argv);
+    fr_status st = FR_OK;
+    if (!names || !alpha || !residual || !cmdline) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < lm->n_tensors; i++) {
+        if (!res[i].measured)
+            continue;
+        names[n] = lm->tensors[i].name;
+        alpha[n] = res[i].alpha;
+        residual[n++] = res[i].residual;
+    }
+    fr_stored_sensitivity sens = {.n = n, .names = names, .alpha = alpha, .residual = residual,
+                                  .model = t->model, .text = t->text, .perturbation = t->noise,
+                                  .engine = t->engine};
+    fr_store *store = NULL;
+    if ((st = fr_store_begin(a->dataset, &store, err)) != FR_OK)
+        goto done;
+    if ((st = fr_store_sensitivity(store, &sens, cmdline, err)) != FR_OK) {
+        fr_store_abort(store);
+        goto done;
+    }
+    if ((st = fr_store_commit(store, err)) == FR_OK)
+        fr_info("stored %zu sensitivities in '%s' (/frontier/sensitivity)", n, a->dataset);
+done:
+    free(names);
+    free(alpha);
+    free(residual);
+    free(cmdline);
+    return st;
+}
+
 static void print_summary(const args *a, const fr_lm *lm, const fr_sens_result *res,
                           const fr_sens_summary *sum)
 {
@@ -454,7 +505,8 @@ static fr_status measure(args *a, fr_llama *m, const char *text, size_t len, fr_
                                  .noise = t->noise, .fidelity = t->fidelity, .tool = t->tool,
                                  .n_sequences = a->o.n_sequences, .seq_len = a->o.seq_len,
                                  .seed = (unsigned long long)a->o.seed};
-            if ((st = fr_sens_write(a->output, lm, res, &a->o, &sum, &meta, err)) == FR_OK)
+            if ((st = fr_sens_write(a->output, lm, res, &a->o, &sum, &meta, err)) == FR_OK &&
+                (!a->dataset || (st = store_in_dataset(a, lm, res, t, err)) == FR_OK))
                 print_summary(a, lm, res, &sum);
         }
     }
@@ -482,6 +534,10 @@ static int run(args *a, const char *cmd)
     a->o.reg = &reg;
     if (!a->force && access(a->output, F_OK) == 0) {
         st = fr_fail(&err, FR_E_OUTPUT, "'%s' already exists (--force replaces it)", a->output);
+    } else if (a->dataset && access(a->dataset, R_OK | W_OK) != 0) {
+        /* before the measurement, not after it */
+        st = fr_fail(&err, FR_E_IO, "--dataset '%s' cannot be read and written: %s", a->dataset,
+                     strerror(errno));
     } else if ((st = read_text(a->text, &text, &len, &err)) == FR_OK) {
         fr_llama_options lo = {.threads = a->threads, .n_ctx = a->o.seq_len, .verbose = a->verbose};
         if ((st = fr_llama_open(a->model, &lo, &m, &err)) == FR_OK)
@@ -506,6 +562,8 @@ int cmd_sensitivity(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc != FR_OK)
         return rc < 0 ? FR_OK : rc;
+    a.argc = argc;
+    a.argv = argv;
 #ifdef FRONTIER_HAVE_LLAMA
     return run(&a, argv[0]);
 #else

@@ -114,7 +114,7 @@ grep -q "optimal" "$tmp/out" || fail "allocation not proven optimal"
 # (checked below) and plainly on stderr
 grep -q "^objective: weight_error, sum of the squared rel_err (no measured sensitivity)$" "$tmp/out" ||
   { cat "$tmp/out"; fail "allocate's summary does not name the weight-error objective"; }
-expect_err "warning: no measured sensitivity (run \`frontier sensitivity MODEL.gguf --text FILE -o sens.safetensors\`"
+expect_err "warning: no measured sensitivity (run \`frontier sensitivity MODEL.gguf --text FILE -o sens.safetensors --dataset RUN.h5\`"
 expect_err "this recipe minimises weight error, which can be worse than a uniform configuration on a real model"
 # with --calib holding sensitivities (the shipped capture.py file), the
 # default is the sensitivity objective: the same recipe as asking for it

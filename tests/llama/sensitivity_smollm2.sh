@@ -16,7 +16,9 @@
 #     conversion (llama-quantize --allow-requantize IN OUT f16), every
 #     tensor finding its alpha (no --default-sensitivity);
 #   - a second run with --levels gives the same alpha for a tensor within
-#     the response's curvature, and Gaussian noise runs.
+#     the response's curvature, and Gaussian noise runs; that run's --dataset
+#     stores its two alphas in the dataset (/frontier/sensitivity, with the
+#     text), which allocate then takes without --calib.
 # Exits 77 (skipped) without python3, llama-quantize or the wheel.
 set -euo pipefail
 frontier=$1 llama_quantize=$2 cache=$3 repo=$4 work=$5
@@ -100,6 +102,7 @@ allocate() { # the default objective: the sensitivities of --calib
 if "$frontier" sweep "$model" -o "$work/run-q4_1.h5" --quantizers "$configs" --include "$include" \
      >"$work/sweep-q4_1.log" 2>&1 && allocate "$work/run-q4_1.h5" >"$work/allocate.out" 2>&1; then
   echo "== allocate on the sweep of the Q4_1 GGUF itself"
+  run_h5=$work/run-q4_1.h5
 else
   why=$(tail -1 "$work/allocate.out" 2>/dev/null || true)
   echo "== not on the Q4_1 GGUF itself (sweep: $(tail -1 "$work/sweep-q4_1.log"); allocate: ${why:-not run}): its F16 conversion"
@@ -108,16 +111,32 @@ else
   "$frontier" -q sweep "$work/smollm2-f16.gguf" -o "$work/run-f16.h5" --quantizers "$configs" \
     --include "$include"
   allocate "$work/run-f16.h5" >"$work/allocate.out" 2>&1 || { cat "$work/allocate.out"; exit 1; }
+  run_h5=$work/run-f16.h5
 fi
 cat "$work/allocate.out"
 grep -qi "kl" "$work/allocate.out" || { echo "FAIL: allocate printed no predicted KL divergence"; exit 1; }
 grep -q "^objective: sensitivity, .* from '$sens')" "$work/allocate.out" ||
   { echo "FAIL: allocate's default objective is not the measured sensitivity"; exit 1; }
 
-echo "== levels and Gaussian noise on two tensors"
+echo "== levels and Gaussian noise on two tensors; the first stored in the dataset (--dataset)"
 "$frontier" -q sensitivity "$model" --text "$text" -o "$work/levels.safetensors" \
   --include '^blk\.15\.(attn_v|ffn_down)' --sequences 1 --seq-len 96 --threads 1 --levels 0.02,0.05 \
-  >"$work/levels.out"
+  --dataset "$run_h5" >"$work/levels.out"
+"$frontier" allocate "$run_h5" --budget 5 --objective sensitivity --default-sensitivity 1 --summary \
+  --no-store >"$work/allocate-ds.out" 2>&1 || { cat "$work/allocate-ds.out"; exit 1; }
+grep -q "^objective: sensitivity, .* measured for 2 of 22 tensors, from '$run_h5:/frontier/sensitivity, measured on architecture.md" \
+  "$work/allocate-ds.out" ||
+  { cat "$work/allocate-ds.out"; echo "FAIL: allocate does not take the dataset's stored sensitivities"; exit 1; }
+python3 - "$run_h5" <<'EOF'
+import sys, h5py
+g = h5py.File(sys.argv[1], "r")["frontier/sensitivity"]
+names = sorted(n.decode() if isinstance(n, bytes) else n for n in g["tensors"]["tensor"])
+assert names == ["blk.15.attn_v.weight", "blk.15.ffn_down.weight"], names
+assert all(a > 0 for a in g["tensors"]["alpha"]), g["tensors"][:]
+text = g.attrs["text"]
+assert "architecture.md" in (text.decode() if isinstance(text, bytes) else text), text
+print("ok: /frontier/sensitivity holds the two tensors' alphas and the text they were measured on")
+EOF
 "$frontier" -q sensitivity "$model" --text "$text" -o "$work/gauss.safetensors" \
   --include '^blk\.15\.(attn_v|ffn_down)' --sequences 1 --seq-len 96 --threads 1 --perturb gaussian \
   --levels 0.02,0.05 >"$work/gauss.out"
