@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""The commands on a compressed-tensors release (docs/quantized-sources.md,
+"compressed-tensors").
+
+The releases are made by frontier itself (`frontier quantize --format
+compressed-tensors`): data/tiny-moe in nvfp4 with the attention left bf16
+(3-D expert stacks, per-expert 2-D tensors, the router), and
+data/stories260K with only the attention in int4-g32-asym. On each:
+
+- inspect: one row per logical weight, no member (`*_packed`, `*_scale`,
+  ...) listed; --json's source_format and stored_bits (all members' bytes
+  x 8, read here from the safetensors header);
+- sweep: /tensors source_format and stored_bits as inspect says, no member
+  measured; one `keep` row per quantized tensor (its stored bits, rel_err 0)
+  and none for the float ones; nvfp4 on the nvfp4 release gives back the
+  release (rel_err 0); --resume adds nothing;
+- a compressed-tensors release that lies (a member missing) is exit 4
+  naming the file and the tensor.
+
+Only numpy and h5py are needed; exits 77 without them.
+
+usage: ct_source_cli.py FRONTIER DATA_DIR WORK_DIR
+"""
+import json
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cli_check  # noqa: E402
+from cli_check import fail, run  # noqa: E402
+
+try:
+    import h5py
+    import numpy as np  # noqa: F401  (h5py needs it)
+except ImportError as e:
+    print(f"SKIP: numpy and h5py are needed ({e})", flush=True)
+    sys.exit(77)
+
+MEMBERS = ("_packed", "_scale", "_global_scale", "_zero_point", "_g_idx", "_shape")
+
+
+def header(path):
+    raw = Path(path).read_bytes()
+    (n,) = struct.unpack_from("<Q", raw, 0)
+    h = json.loads(raw[8:8 + n])
+    h.pop("__metadata__", None)
+    return h
+
+
+def logical(name):
+    for s in MEMBERS:
+        if name.endswith(s) and name[:-len(s)].endswith(("weight", "_proj")):
+            return name[:-len(s)]
+    return None
+
+
+def expected_bits(release):
+    """{logical weight: all its members' bytes x 8} from the header."""
+    h = header(release / "model.safetensors")
+    bits = {}
+    for name, e in h.items():
+        lg = logical(name)
+        if lg is None and e["dtype"].startswith("F8") and name + "_scale" in h:
+            lg = name
+        if lg is not None:
+            bits[lg] = bits.get(lg, 0) + 8 * (e["data_offsets"][1] - e["data_offsets"][0])
+    return bits
+
+
+def check_release(frontier, release, label, quantizers, own):
+    bits = expected_bits(release)
+    r = run(frontier, "inspect", release)
+    for line in r.stdout.splitlines():
+        name = line.split(" ")[0]
+        if logical(name) and name not in bits:
+            fail(f"{label}: inspect lists member '{name}'")
+    js = json.loads(run(frontier, "inspect", release, "--json").stdout)
+    listed = {t["name"]: t for t in js["tensors"]}
+    for lg, b in bits.items():
+        t = listed.get(lg)
+        if t is None:
+            fail(f"{label}: '{lg}' not listed")
+        elif t["stored_bits"] != b or not t["source_format"]:
+            fail(f"{label}: '{lg}' stored_bits {t['stored_bits']} (want {b}), "
+                 f"format '{t['source_format']}'")
+    for name, t in listed.items():
+        if name not in bits and t["source_format"]:
+            fail(f"{label}: float tensor '{name}' has format '{t['source_format']}'")
+    out = release.parent / f"{label}.h5"
+    run(frontier, "sweep", release, "--quantizers", quantizers, "-o", out, "--device", "cpu",
+        "--quiet")
+    with h5py.File(out) as f:
+        tensors = f["tensors"][:]
+        configs = [c["name"].decode() for c in f["configs"][:]]
+        results = f["results"][:]
+    keep = configs.index("keep") if "keep" in configs else -1
+    if keep < 0:
+        fail(f"{label}: no keep configuration")
+    by_id = {int(t["tensor_id"]): t for t in tensors}
+    keeps = [x for x in results if x["config_id"] == keep]
+    for t in tensors:
+        name = t["name"].decode()
+        fmt = t["source_format"].decode()
+        if logical(name) and name not in bits:
+            fail(f"{label}: member '{name}' measured")
+        want = listed[name]["source_format"]
+        if fmt != want or (fmt and int(t["stored_bits"]) != bits[name]):
+            fail(f"{label}: /tensors '{name}' format '{fmt}' bits {t['stored_bits']}, "
+                 f"inspect '{want}' {bits.get(name)}")
+    keep_names = sorted(by_id[int(x["tensor_id"])]["name"].decode() for x in keeps)
+    if keep_names != sorted(bits):
+        fail(f"{label}: keep rows on {keep_names}, expected {sorted(bits)}")
+    for x in keeps:
+        t = by_id[int(x["tensor_id"])]
+        if x["rel_err"] != 0 or int(x["total_bits"]) != int(t["stored_bits"]):
+            fail(f"{label}: keep row of '{t['name'].decode()}': rel_err {x['rel_err']}, "
+                 f"bits {x['total_bits']}")
+    if own:
+        oid = configs.index(own)
+        for x in results:
+            t = by_id[int(x["tensor_id"])]
+            if x["config_id"] == oid and t["name"].decode() in bits and x["rel_err"] != 0:
+                fail(f"{label}: {own} on '{t['name'].decode()}' rel_err {x['rel_err']}, not 0")
+    run(frontier, "sweep", release, "--quantizers", quantizers, "-o", out, "--device", "cpu",
+        "--resume", "--quiet")
+    with h5py.File(out) as f:
+        again = [x for x in f["results"][:] if x["config_id"] == keep]
+    if len(again) != len(keeps):
+        fail(f"{label}: --resume: {len(again)} keep rows, was {len(keeps)}")
+    print(f"ok: {label}: {len(bits)} folded tensors, {len(keeps)} keep rows", flush=True)
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    frontier, data, work = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    moe = work / "moe-nvfp4"
+    run(frontier, "quantize", data / "tiny-moe", "--config", "nvfp4", "--format",
+        "compressed-tensors", "--exclude", "self_attn", "--no-fused-global-scale", "-o", moe)
+    check_release(frontier, moe, "moe-nvfp4", "nvfp4,int4-g32-sym", "nvfp4")
+    attn = work / "stories-attn-int4"
+    run(frontier, "quantize", data / "stories260K", "--config", "int4-g32-asym", "--format",
+        "compressed-tensors", "--include", "self_attn", "-o", attn)
+    check_release(frontier, attn, "stories-attn-int4", "int4-g32-asym,fp8-e4m3-channel", None)
+    # a member missing: exit 4 naming the file and the tensor
+    bad = work / "bad"
+    shutil.copytree(moe, bad)
+    st = bad / "model.safetensors"
+    raw = st.read_bytes()
+    name = b"model.layers.1.mlp.experts.2.up_proj.weight_global_scale"
+    st.write_bytes(raw.replace(name, name[:-1] + b"X"))
+    r = run(frontier, "inspect", bad, expect=4)
+    if "model.layers.1.mlp.experts.2.up_proj.weight" not in r.stderr or str(st) not in r.stderr:
+        fail(f"bad release: '{r.stderr.strip()}' names neither the tensor nor the file")
+    print(f"failures: {cli_check.failures}", flush=True)
+    return 1 if cli_check.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
