@@ -194,6 +194,7 @@ typedef struct ct_entry {
     fr_tensor member[M_COUNT]; /* name NULL: absent; M_PACKED: the FP8 weight itself too */
     fr_tensor list[M_COUNT];   /* the members present, for fr_ct_source_members */
     size_t n_list;
+    char *group;           /* the config group's key, or NULL */
 } ct_entry;
 
 typedef struct ct_state {
@@ -209,6 +210,8 @@ static void ct_state_free(void *p)
     for (size_t i = 0; i < cs->n; i++)
         for (int m = 0; m < M_COUNT; m++)
             free(cs->entries[i].member[m].name);
+    for (size_t i = 0; i < cs->n; i++)
+        free(cs->entries[i].group);
     free(cs->entries);
     free(cs);
 }
@@ -258,15 +261,31 @@ static fr_status ct_decode_rows(const fr_source *src, const fr_tensor *t, int64_
     return FR_OK;
 }
 
-const fr_tensor *fr_ct_source_members(const fr_source *src, const fr_tensor *t, size_t *n_out)
+static const ct_entry *entry_of(const fr_source *src, const fr_tensor *t)
 {
     const ct_state *cs = src->decode_state;
-    *n_out = 0;
     if (t->encoding != FR_ENC_MEMBERS || src->decode_rows != ct_decode_rows || !cs ||
         t->synthetic_id >= cs->n)
         return NULL;
-    *n_out = cs->entries[t->synthetic_id].n_list;
-    return cs->entries[t->synthetic_id].list;
+    return &cs->entries[t->synthetic_id];
+}
+
+const fr_tensor *fr_ct_source_members(const fr_source *src, const fr_tensor *t, size_t *n_out)
+{
+    const ct_entry *en = entry_of(src, t);
+    *n_out = en ? en->n_list : 0;
+    return en ? en->list : NULL;
+}
+
+int fr_ct_source_origin(const fr_source *src, const fr_tensor *t, fr_ct_kind *kind,
+                        const char **group)
+{
+    const ct_entry *en = entry_of(src, t);
+    if (!en)
+        return 0;
+    *kind = en->view.kind;
+    *group = en->group;
+    return 1;
 }
 
 /* ---- quantization_config ---- */
@@ -671,6 +690,7 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
     lt->scale_tensor = -1;
     en->experts = experts;
     en->n_list = 0;
+    en->group = grp && grp->string ? strdup(grp->string) : NULL;
     for (int k = 0; k < M_COUNT; k++) {
         if (!m[k])
             continue;
@@ -801,8 +821,10 @@ fr_status fr_ct_source_attach(fr_source *src, fr_error *err)
 done:
     if (cs) {
         /* nothing attached: the entries' member names still belong to the list */
-        for (size_t i = 0; i < cs->n; i++)
+        for (size_t i = 0; i < cs->n; i++) {
             free(lts[i].name);
+            free(cs->entries[i].group);
+        }
         free(cs->entries);
         free(cs);
     }

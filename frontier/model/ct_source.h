@@ -67,8 +67,18 @@ float fr_load_as_f32(fr_dtype dtype, const uint8_t *p);
  * FR_E_FORMAT naming the file and the tensor. */
 fr_status fr_ct_source_attach(fr_source *src, fr_error *err);
 
+/* The most members one weight has (weight_packed, weight_scale,
+ * weight_global_scale, weight_zero_point, weight_g_idx, weight_shape). */
+#define FR_CT_MAX_MEMBERS 6
+
 /* The members of a folded tensor t of src (names and views into the
- * files), n_out of them; NULL for any other tensor. */
+ * files, in the order above), n_out of them; NULL for any other tensor. */
 const fr_tensor *fr_ct_source_members(const fr_source *src, const fr_tensor *t, size_t *n_out);
+
+/* Where a folded tensor t of src comes from: its format and the key of
+ * the config group of quantization_config that targets it (NULL when none
+ * does). 0 for any other tensor. */
+int fr_ct_source_origin(const fr_source *src, const fr_tensor *t, fr_ct_kind *kind,
+                        const char **group);
 
 #endif

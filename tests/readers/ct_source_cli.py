@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cli_check  # noqa: E402
-from cli_check import fail, run  # noqa: E402
+from cli_check import fail, ok, run  # noqa: E402
 
 try:
     import h5py
@@ -143,6 +143,37 @@ def main():
     run(frontier, "quantize", data / "tiny-moe", "--config", "nvfp4", "--format",
         "compressed-tensors", "--exclude", "self_attn", "--no-fused-global-scale", "-o", moe)
     check_release(frontier, moe, "moe-nvfp4", "nvfp4,int4-g32-sym", "nvfp4")
+    # quantize --recipe on the release: kept weights are their members byte for byte
+    recipe = {"model.layers.0.mlp.experts.gate_up_proj": "keep",
+              "model.layers.1.mlp.experts.0.up_proj.weight": "keep",
+              "model.layers.0.self_attn.q_proj.weight": "int4-g32-sym",
+              "model.layers.1.mlp.gate.weight": "nvfp4"}
+    (work / "recipe.json").write_text(json.dumps({"format": "frontier-recipe", "recipe": recipe}))
+    out = work / "moe-requantized"
+    run(frontier, "quantize", moe, "--recipe", work / "recipe.json", "-o", out)
+    rel_raw, out_raw = (moe / "model.safetensors").read_bytes(), (out / "model.safetensors").read_bytes()
+    rel_h, out_h = header(moe / "model.safetensors"), header(out / "model.safetensors")
+
+    def member_bytes(raw, h, name):
+        (n,) = struct.unpack_from("<Q", raw, 0)
+        b, e = h[name]["data_offsets"]
+        return raw[8 + n + b:8 + n + e]
+
+    for name in rel_h:
+        lg = logical(name) or name
+        if lg == "model.layers.0.self_attn.q_proj.weight":
+            continue
+        if name not in out_h or member_bytes(rel_raw, rel_h, name) != member_bytes(out_raw, out_h, name):
+            fail(f"quantize --recipe: '{name}' not copied byte for byte")
+    report = json.loads((out / "quantize_report.json").read_text())
+    kept = sorted(t["name"] for t in report["tensors"] if t["config"] == "keep")
+    if kept != sorted(k for k, v in recipe.items() if v == "keep"):
+        fail(f"quantize --recipe: report keeps {kept}")
+    groups = json.loads((out / "config.json").read_text())["quantization_config"]["config_groups"]
+    fmts = sorted(g["format"] for g in groups.values())
+    if fmts != ["nvfp4-pack-quantized", "nvfp4-pack-quantized", "pack-quantized"]:
+        fail(f"quantize --recipe: config groups {fmts}")
+    ok(f"quantize --recipe: {len(kept)} kept weights copied member by member, groups {fmts}")
     attn = work / "stories-attn-int4"
     run(frontier, "quantize", data / "stories260K", "--config", "int4-g32-asym", "--format",
         "compressed-tensors", "--include", "self_attn", "-o", attn)

@@ -165,6 +165,86 @@ static void check_case(const char *data, const char *work, const ccase *cc)
     fr_source_close(raw);
 }
 
+/* ---- quantize on a release: what it does not select is copied as released ---- */
+
+static void check_requantize(const char *work)
+{
+    char rel[4096], out[4096];
+    snprintf(rel, sizeof rel, "%s/moe-nvfp4", work);
+    snprintf(out, sizeof out, "%s/moe-nvfp4-attn-int4", work);
+    fr_quantize_options o = {.model = rel, .out = out, .config = "int4-g32-sym",
+                             .include = "self_attn", .format = FR_QFORMAT_COMPRESSED_TENSORS,
+                             .force = 1, .fused_global_scale = 0};
+    fr_quantize_summary sum;
+    fr_error err = {0};
+    fr_status st = fr_quantize(&reg, &o, &sum, &err);
+    CHECK_MSG(st == FR_OK && sum.n_quantized == 8, "re-quantizing a release: %s", err.msg);
+    if (st != FR_OK)
+        return;
+    fr_source *in = NULL, *back = NULL, *in_raw = NULL, *back_raw = NULL;
+    if (fr_block_source_open(rel, &in, &err) != FR_OK ||
+        fr_block_source_open(out, &back, &err) != FR_OK ||
+        fr_source_open(rel, &in_raw, &err) != FR_OK ||
+        fr_source_open(out, &back_raw, &err) != FR_OK) {
+        CHECK_MSG(0, "reopening: %s", err.msg);
+        return;
+    }
+    size_t kept = 0, requantized = 0;
+    for (size_t i = 0; i < in->n_tensors; i++) {
+        const fr_tensor *t = &in->tensors[i];
+        long j = fr_test_find(back, t->name);
+        CHECK_MSG(j >= 0, "'%s' missing", t->name);
+        if (j < 0)
+            continue;
+        const fr_tensor *u = &back->tensors[j];
+        float *w = fr_test_load(in, t), *got = fr_test_load(back, u);
+        float *want = malloc((size_t)t->numel * sizeof *want);
+        int64_t at = 0;
+        if (strstr(t->name, "self_attn")) {
+            /* the release's bf16 attention, now int4 */
+            requantized++;
+            fr_test_quantize(&reg, "int4-g32-sym", w, want, t->shape[0], t->shape[1], t->name);
+            CHECK_MSG(!strcmp(fr_tensor_source_format(u), "pack-quantized int4 g32 sym") &&
+                          same_bits(got, want, t->numel, &at),
+                      "'%s' re-quantized: element %lld", t->name, (long long)at);
+        } else if (t->encoding == FR_ENC_MEMBERS) {
+            /* kept: the same values, the same members byte for byte */
+            kept++;
+            CHECK_MSG(!strcmp(fr_tensor_source_format(u), fr_tensor_source_format(t)) &&
+                          same_bits(got, w, t->numel, &at) &&
+                          fr_tensor_stored_bits(u) == fr_tensor_stored_bits(t),
+                      "'%s' kept: element %lld", t->name, (long long)at);
+            size_t nm = 0;
+            const fr_tensor *m = fr_ct_source_members(in, t, &nm);
+            for (size_t k = 0; k < nm; k++) {
+                long a = fr_test_find(in_raw, m[k].name), b = fr_test_find(back_raw, m[k].name);
+                CHECK_MSG(a >= 0 && b >= 0 &&
+                              in_raw->tensors[a].nbytes == back_raw->tensors[b].nbytes &&
+                              !strcmp(in_raw->tensors[a].dtype_name, back_raw->tensors[b].dtype_name) &&
+                              !memcmp(fr_tensor_raw(in_raw, &in_raw->tensors[a]),
+                                      fr_tensor_raw(back_raw, &back_raw->tensors[b]),
+                                      in_raw->tensors[a].nbytes),
+                          "member '%s' not copied byte for byte", m[k].name);
+            }
+        }
+        free(w);
+        free(got);
+        free(want);
+    }
+    CHECK_MSG(kept == 16 && requantized == 8, "%zu kept, %zu re-quantized", kept, requantized);
+    /* the release's group beside the new one */
+    fr_ct_kind kind;
+    const char *group = NULL;
+    long j = fr_test_find(back, "model.layers.0.mlp.experts.gate_up_proj");
+    CHECK_MSG(j >= 0 && fr_ct_source_origin(back, &back->tensors[j], &kind, &group) &&
+                  kind == FR_CT_NVFP4 && group && !strcmp(group, "released_group_0"),
+              "the kept stack's group: %s", group ? group : "(none)");
+    fr_source_close(in);
+    fr_source_close(back);
+    fr_source_close(in_raw);
+    fr_source_close(back_raw);
+}
+
 /* ---- bad files: the nvfp4 release with one header name or config changed ---- */
 
 static void spit(const char *path, const char *b, size_t n)
@@ -268,6 +348,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(argv[1], work, &cases[i]);
 
+    check_requantize(work);
     char rel[4096];
     snprintf(rel, sizeof rel, "%s/moe-nvfp4", work);
     const char *L = "model.layers.1.mlp.experts.0.down_proj.weight";
