@@ -523,6 +523,11 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
     }
     if (cols <= 0 || rows <= 0 || experts < 0 || (pd == 3 && experts == 0))
         return BAD("cannot read '%s': '%s' has an empty shape", file, logical);
+    int64_t numel;
+    if (cols > ((int64_t)1 << 48) || __builtin_mul_overflow(rows, cols, &numel) ||
+        __builtin_mul_overflow(numel, experts ? experts : 1, &numel))
+        return BAD("cannot read '%s': '%s' says %lld columns, more than its members can hold",
+                   file, logical, (long long)cols);
     fr_ct_view *v = &en->view;
     memset(v, 0, sizeof *v);
     v->kind = kind;
@@ -682,7 +687,7 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
         lt->shape[d++] = experts;
     lt->shape[d++] = rows;
     lt->shape[d] = cols;
-    lt->numel = (experts ? experts : 1) * rows * cols;
+    lt->numel = numel;
     lt->cls = fr_classify(lt->name, lt->ndim);
     lt->file = p->file;
     lt->offset = 0;

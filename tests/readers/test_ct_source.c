@@ -302,6 +302,46 @@ static void check_bad(const char *work, const char *from, const char *label, con
     fr_source_close(s);
 }
 
+/* The int4 release with one weight_shape saying 2^60 columns: refused on
+ * open, naming the file and the tensor, nothing computed from it. */
+static void check_bad_shape(const char *work)
+{
+    char from[4096], dir[4096], src[4200], dst[4200];
+    snprintf(from, sizeof from, "%s/int4-g32-sym", work);
+    snprintf(dir, sizeof dir, "%s/bad-weight-shape", work);
+    mkdir(dir, 0777);
+    const char *files[] = {"model.safetensors", "config.json"};
+    for (int k = 0; k < 2; k++) {
+        size_t n;
+        snprintf(src, sizeof src, "%s/%s", from, files[k]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, files[k]);
+        char *b = fr_test_slurp(src, &n);
+        CHECK_MSG(b != NULL, "cannot read '%s'", src);
+        if (!b)
+            return;
+        if (k == 0) {
+            fr_source *raw = NULL;
+            fr_error err;
+            CHECK_OK(fr_source_open(src, &raw, &err), err);
+            long i = raw ? fr_test_find(raw, "model.layers.0.self_attn.q_proj.weight_shape") : -1;
+            CHECK_MSG(i >= 0, "no weight_shape");
+            if (i >= 0) /* columns: the second int64 */
+                memcpy(b + raw->tensors[i].offset + 8, "\0\0\0\0\0\0\0\x10", 8);
+            fr_source_close(raw);
+        }
+        spit(dst, b, n);
+        free(b);
+    }
+    fr_source *s = NULL;
+    fr_error err = {0};
+    fr_status st = fr_block_source_open(dir, &s, &err);
+    CHECK_MSG(st == FR_E_FORMAT && !s && strstr(err.msg, "model.safetensors") &&
+                  strstr(err.msg, "model.layers.0.self_attn.q_proj.weight"),
+              "bad-weight-shape: status %d, '%s'", (int)st, err.msg);
+    printf("bad-weight-shape: %s\n", err.msg);
+    fr_source_close(s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -369,6 +409,7 @@ int main(int argc, char **argv)
               "weight_packed", "the format needs");
     check_bad(work, rel, "bad-config-group", "config.json", "\"group_size\":\t32",
               "\"group_size\":\t64", "weight_scale", "the format needs");
+    check_bad_shape(work);
     fr_registry_free(&reg);
     return fr_test_finish("readers.ct_source");
 }
