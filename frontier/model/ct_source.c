@@ -767,7 +767,8 @@ fr_status fr_ct_source_attach(fr_source *src, fr_error *err)
         const fr_tensor *t = &src->tensors[i];
         if (role[i])
             continue;
-        for (int k = 1; k < M_COUNT; k++) {
+        /* (weight_shape alone is also a sparse format's member: not checked) */
+        for (int k = 1; k < M_SHAPE; k++) {
             size_t l = strlen(t->name), s = strlen(member_suffix[k]);
             if (l > s + 6 && !strcmp(t->name + l - s, member_suffix[k]) &&
                 !strncmp(t->name + l - s - 6, "weight", 6)) {

@@ -57,6 +57,7 @@ static int is_member_name(const char *name)
 typedef struct ccase {
     const char *label, *model, *config, *exclude, *include, *format;
     int quantized; /* tensors expected folded */
+    uint64_t shard_bytes; /* --max-shard-size, 0: one file */
 } ccase;
 
 static void check_case(const char *data, const char *work, const ccase *cc)
@@ -67,7 +68,7 @@ static void check_case(const char *data, const char *work, const ccase *cc)
     fr_quantize_options o = {.model = model, .out = out, .config = cc->config,
                              .exclude = cc->exclude, .include = cc->include,
                              .format = FR_QFORMAT_COMPRESSED_TENSORS, .force = 1,
-                             .fused_global_scale = 0};
+                             .fused_global_scale = 0, .max_shard_bytes = cc->shard_bytes};
     fr_quantize_summary sum;
     fr_error err = {0};
     fr_status st = fr_quantize(&reg, &o, &sum, &err);
@@ -83,6 +84,8 @@ static void check_case(const char *data, const char *work, const ccase *cc)
         fr_source_close(back);
         return;
     }
+    CHECK_MSG(!cc->shard_bytes || back->n_files > 1, "%s: %zu file(s), not sharded", cc->label,
+              back->n_files);
     size_t folded = 0;
     for (size_t i = 0; i < back->n_tensors; i++) {
         const fr_tensor *t = &back->tensors[i];
@@ -355,35 +358,38 @@ int main(int argc, char **argv)
     /* stories260K: 36 matrices, 7 of them down_proj (172 columns: no whole
      * groups of 16, 32 or 64), the embedding and output copied */
     const ccase cases[] = {
-        {"nvfp4", "stories260K", "nvfp4", "down_proj", NULL, "nvfp4-pack-quantized", 30},
-        {"mxfp4", "stories260K", "mxfp4", "down_proj", NULL, "mxfp4-pack-quantized", 30},
+        {"nvfp4", "stories260K", "nvfp4", "down_proj", NULL, "nvfp4-pack-quantized", 30, 0},
+        {"mxfp4", "stories260K", "mxfp4", "down_proj", NULL, "mxfp4-pack-quantized", 30, 0},
         {"int4-g32-sym", "stories260K", "int4-g32-sym", "down_proj", NULL,
-         "pack-quantized int4 g32 sym", 30},
+         "pack-quantized int4 g32 sym", 30, 0},
         {"int4-g32-asym", "stories260K", "int4-g32-asym", "down_proj", NULL,
-         "pack-quantized int4 g32 asym", 30},
+         "pack-quantized int4 g32 asym", 30, 0},
+        /* sharded: model.safetensors.index.json, config.json beside it */
+        {"int4-g32-asym-sharded", "stories260K", "int4-g32-asym", "down_proj", NULL,
+         "pack-quantized int4 g32 asym", 30, 60000},
         {"int3-g64-sym", "stories260K", "int3-g64-sym", "down_proj", NULL,
-         "pack-quantized int3 g64 sym", 30},
+         "pack-quantized int3 g64 sym", 30, 0},
         {"int5-gC-asym", "stories260K", "int5-gC-asym", NULL, NULL,
-         "pack-quantized int5 channel asym", 35},
+         "pack-quantized int5 channel asym", 35, 0},
         {"int2-g32-asym", "stories260K", "int2-g32-asym", "down_proj", NULL,
-         "pack-quantized int2 g32 asym", 30},
+         "pack-quantized int2 g32 asym", 30, 0},
         {"int8-gC-sym", "stories260K", "int8-gC-sym", NULL, NULL, "pack-quantized int8 channel sym",
-         35},
+         35, 0},
         {"fp8-tensor", "stories260K", "fp8-e4m3-tensor", NULL, NULL, "float-quantized fp8 tensor",
-         35},
+         35, 0},
         {"fp8-channel", "stories260K", "fp8-e4m3-channel", NULL, NULL,
-         "float-quantized fp8 channel", 35},
+         "float-quantized fp8 channel", 35, 0},
         {"fp8-block128", "stories260K", "fp8-e4m3-block128", NULL, NULL,
-         "float-quantized fp8 block 128x128", 35},
+         "float-quantized fp8 block 128x128", 35, 0},
         /* a partial release: attention quantized, the MLP as it was */
         {"int4-g32-sym-attn", "stories260K", "int4-g32-sym", NULL, "self_attn",
-         "pack-quantized int4 g32 sym", 20},
+         "pack-quantized int4 g32 sym", 20, 0},
         /* tiny-moe: layer 0 3-D stacks, layer 1 per-expert 2-D; attention bf16 */
-        {"moe-nvfp4", "tiny-moe", "nvfp4", "self_attn", NULL, "nvfp4-pack-quantized", 16},
+        {"moe-nvfp4", "tiny-moe", "nvfp4", "self_attn", NULL, "nvfp4-pack-quantized", 16, 0},
         {"moe-int4-g32-asym", "tiny-moe", "int4-g32-asym", "self_attn", NULL,
-         "pack-quantized int4 g32 asym", 16},
+         "pack-quantized int4 g32 asym", 16, 0},
         {"moe-fp8-channel", "tiny-moe", "fp8-e4m3-channel", "self_attn", NULL,
-         "float-quantized fp8 channel", 16},
+         "float-quantized fp8 channel", 16, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(argv[1], work, &cases[i]);
