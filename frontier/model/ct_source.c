@@ -44,9 +44,13 @@ static uint32_t get_le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* b-bit value i of a run of little-endian int32 words (dense packing). */
-static uint32_t unpack_bits(const uint8_t *words, int64_t i, int bits)
+/* b-bit value i of a run of little-endian int32 words: dense packing, or
+ * per_word values a word (ct_view.per_word). */
+static uint32_t unpack_bits(const uint8_t *words, int64_t i, int bits, int per_word)
 {
+    if (per_word)
+        return (get_le32(words + (uint64_t)(i / per_word) * 4) >> ((i % per_word) * bits)) &
+               ((1u << bits) - 1u);
     uint64_t bit = (uint64_t)i * (uint64_t)bits;
     const uint8_t *w = words + (bit / 32) * 4;
     uint32_t off = (uint32_t)(bit % 32);
@@ -114,7 +118,8 @@ static fr_status decode_row(const fr_ct_view *v, int64_t r, float *out, fr_error
         return FR_OK;
     case FR_CT_PACK: {
         const int bits = v->bits, offset = 1 << (bits - 1);
-        const int64_t words_per_row = (cols * bits + 31) / 32;
+        const int64_t words_per_row =
+            v->per_word ? (cols + v->per_word - 1) / v->per_word : (cols * bits + 31) / 32;
         const uint8_t *row_words = v->packed + r * words_per_row * 4;
         const unsigned gsz = v->gidx ? fr_dtype_size(v->gidx_dtype) : 0;
         const unsigned zsz = v->zero && !v->zp_packed ? fr_dtype_size(v->zp_dtype) : 0;
@@ -124,12 +129,16 @@ static fr_status decode_row(const fr_ct_view *v, int64_t r, float *out, fr_error
                 return fr_fail(err, FR_E_FORMAT, "weight_g_idx[%lld] = %lld is not a group (0..%lld)",
                                (long long)c, (long long)g, (long long)v->scale_cols - 1);
             float sc = fr_load_as_f32(v->scale_dtype, v->scale + (r * v->scale_cols + g) * ss);
-            int q = (int)unpack_bits(row_words, c, bits) - offset;
+            int q = (int)unpack_bits(row_words, c, bits, v->per_word) - offset;
             int z = 0;
             if (v->zero && v->zp_packed) {
                 /* column g of the zero points, packed along rows: word (k, g) */
                 uint64_t bit = (uint64_t)r * (uint64_t)bits, k = bit / 32;
                 uint32_t off = (uint32_t)(bit % 32);
+                if (v->per_word) {
+                    k = (uint64_t)(r / v->per_word);
+                    off = (uint32_t)((r % v->per_word) * bits);
+                }
                 const uint8_t *w = v->zero + (k * (uint64_t)v->scale_cols + (uint64_t)g) * 4;
                 uint64_t zv = get_le32(w) >> off;
                 if (off + (uint32_t)bits > 32)
@@ -195,6 +204,7 @@ typedef struct ct_entry {
     fr_tensor list[M_COUNT];   /* the members present, for fr_ct_source_members */
     size_t n_list;
     char *group;           /* the config group's key, or NULL */
+    int no_gidx;           /* weight_g_idx holds -1: column order, the member not read */
 } ct_entry;
 
 typedef struct ct_state {
@@ -247,7 +257,7 @@ static fr_status ct_decode_rows(const fr_source *src, const fr_tensor *t, int64_
         v.scale = member_bytes(src, &en->member[M_SCALE], e, en->experts);
         v.global = member_bytes(src, &en->member[M_GLOBAL], e, en->experts);
         v.zero = member_bytes(src, &en->member[M_ZERO], e, en->experts);
-        v.gidx = member_bytes(src, &en->member[M_GIDX], e, en->experts);
+        v.gidx = en->no_gidx ? NULL : member_bytes(src, &en->member[M_GIDX], e, en->experts);
         fr_status st = fr_ct_decode_rows(&v, r, r + upto, dst + i * cols, err);
         if (st != FR_OK) {
             if (en->experts)
@@ -584,6 +594,11 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
         v->scale_dtype = m[M_SCALE]->dtype;
         sh[0] = rows;
         sh[1] = cdiv(cols * bits, 32);
+        /* a width only the 32/b-per-word packing gives: that packing */
+        if (32 % bits && p->shape[pd - 1] != sh[1] && p->shape[pd - 1] == cdiv(cols, 32 / bits)) {
+            v->per_word = 32 / bits;
+            sh[1] = cdiv(cols, v->per_word);
+        }
         if ((st = check_dtype(src, logical, p, p->dtype == FR_DTYPE_I32, "I32", err)) != FR_OK ||
             (st = check_member(src, logical, p, experts, 2, sh, err)) != FR_OK)
             return st;
@@ -593,7 +608,7 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
             return st;
         if (m[M_ZERO] && !symmetric) {
             const fr_tensor *z = m[M_ZERO];
-            int64_t packed_rows = cdiv(rows * bits, 32);
+            int64_t packed_rows = v->per_word ? cdiv(rows, v->per_word) : cdiv(rows * bits, 32);
             int zd = z->ndim - (experts ? 1 : 0);
             v->zp_packed = z->dtype == FR_DTYPE_I32 && zd == 2 && z->shape[z->ndim - 2] == packed_rows &&
                            packed_rows != rows;
@@ -609,6 +624,12 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
             if ((st = check_dtype(src, logical, m[M_GIDX], m[M_GIDX]->dtype == FR_DTYPE_I32 || m[M_GIDX]->dtype == FR_DTYPE_I64, "I32", err)) != FR_OK ||
                 (st = check_member(src, logical, m[M_GIDX], experts, 1, &n1, err)) != FR_OK)
                 return st;
+            /* a -1 anywhere: g_idx not initialised, column order (compressed-tensors'
+             * _process_quantization, is_column_order) */
+            const uint8_t *gb = src->files[m[M_GIDX]->file].base + m[M_GIDX]->offset;
+            size_t gs = fr_dtype_size(m[M_GIDX]->dtype);
+            for (int64_t i = 0; i < m[M_GIDX]->numel && !en->no_gidx; i++)
+                en->no_gidx = load_int(m[M_GIDX]->dtype, gb + (size_t)i * gs) == -1;
         }
         snprintf(label, sizeof label, "INT%d", bits);
         char g[16];
@@ -617,7 +638,7 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
         else
             snprintf(g, sizeof g, "g%d", gsize);
         snprintf(fmt, sizeof fmt, "pack-quantized int%d %s %s%s", bits, g,
-                 symmetric ? "sym" : "asym", m[M_GIDX] ? " g_idx" : "");
+                 symmetric ? "sym" : "asym", m[M_GIDX] && !en->no_gidx ? " g_idx" : "");
         break;
     }
     case FR_CT_FP8: {

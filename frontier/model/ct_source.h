@@ -40,6 +40,10 @@ typedef struct fr_ct_view {
     fr_dtype scale_dtype; /* F8_E4M3, F16, BF16, F32; MXFP4: U8 (E8M0 exponents) */
     fr_dtype elem_dtype;  /* FP8: F8_E4M3 or F8_E5M2 */
     fr_dtype global_dtype;/* NVFP4: weight_global_scale's dtype */
+    int per_word;         /* PACK: 0 dense packing (value i at bit i*b, across words), or
+                             32/b values a word (compressed-tensors' pack_to_int32 of 2025:
+                             value i at word i/(32/b), bit (i%(32/b))*b); the same for
+                             2, 4 and 8 bits */
     int zp_packed;        /* PACK asym: 1 zero points packed along dim 0 in int32 words
                              (as weights), 0 one signed element of zp_dtype per (row, group) */
     fr_dtype zp_dtype;

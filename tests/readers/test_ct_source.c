@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "core/safetensors_write.h"
 #include "core/source.h"
 #include "frontier/checkpoint/quantize.h"
 #include "frontier/exec/builtins.h"
@@ -345,6 +346,131 @@ static void check_bad_shape(const char *work)
     fr_source_close(s);
 }
 
+/* ---- a hand-made int3 release: 32/b values a word, g_idx, unpacked shapes ---- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int k = 0; k < 4; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Two int3 asym weights [R, C] with groups of 16, packed 10 a word
+ * (compressed-tensors' pack_to_int32 of 2025), zero points packed the same
+ * way along rows: "a" with an activation-order g_idx (column c in group
+ * (c * 3) % G), "b" with a g_idx of -1 (column order). W is computed here
+ * from the codes: (q - z) * s. */
+static void check_hand_made(const char *work)
+{
+    enum { R = 12, C = 64, B = 3, PF = 10, G = C / 16 };
+    const int64_t wpr = (C + PF - 1) / PF, zr = (R + PF - 1) / PF;
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/hand-int3", work);
+    mkdir(dir, 0777);
+    static uint8_t packed[2][R * ((C + PF - 1) / PF) * 4], zp[2][((R + PF - 1) / PF) * G * 4];
+    static uint8_t scale[2][R * G * 2], gidx[2][C * 4], shape[2][16];
+    static float want[2][R * C];
+    uint64_t seed = 7;
+    memset(packed, 0, sizeof packed);
+    memset(zp, 0, sizeof zp);
+    for (int w = 0; w < 2; w++) {
+        int z[R][G];
+        float sc[R][G];
+        for (int r = 0; r < R; r++)
+            for (int g = 0; g < G; g++) {
+                z[r][g] = (int)(fr_test_splitmix64(&seed) % 8);
+                /* an fp16 scale: k / 64 */
+                sc[r][g] = (float)(1 + fr_test_splitmix64(&seed) % 200) / 64.0f;
+                uint16_t h = 0;
+                float a = sc[r][g];
+                int e = 0;
+                float m = frexpf(a, &e); /* normal fp16 */
+                h = (uint16_t)((e - 1 + 15) << 10 | (uint16_t)((m * 2.0f - 1.0f) * 1024.0f));
+                scale[w][(r * G + g) * 2] = (uint8_t)h;
+                scale[w][(r * G + g) * 2 + 1] = (uint8_t)(h >> 8);
+                uint8_t *wd = zp[w] + ((r / PF) * G + g) * 4;
+                put32(wd, get32(wd) | (uint32_t)z[r][g] << ((r % PF) * B));
+            }
+        for (int c = 0; c < C; c++)
+            put32(gidx[w] + 4 * c, w == 0 ? (uint32_t)((c * 3) % G) : 0xffffffffu);
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++) {
+                int q = (int)(fr_test_splitmix64(&seed) % 8);
+                uint8_t *wd = packed[w] + (r * wpr + c / PF) * 4;
+                put32(wd, get32(wd) | (uint32_t)q << ((c % PF) * B));
+                int g = w == 0 ? (c * 3) % G : c / 16;
+                want[w][r * C + c] = (float)((q - 4) - (z[r][g] - 4)) * sc[r][g];
+            }
+        put32(shape[w], R);
+        put32(shape[w] + 8, C);
+    }
+    static const char *const names[2] = {"model.layers.0.mlp.a_proj", "model.layers.0.mlp.b_proj"};
+    char ename[2][5][96];
+    fr_st_entry e[10];
+    const char *sfx[5] = {"weight_packed", "weight_scale", "weight_zero_point", "weight_g_idx",
+                          "weight_shape"};
+    const char *dt[5] = {"I32", "F16", "I32", "I32", "I64"};
+    const int64_t shp[5][2] = {{R, wpr}, {R, G}, {zr, G}, {C, 0}, {2, 0}};
+    const uint64_t nb[5] = {sizeof packed[0], sizeof scale[0], sizeof zp[0], sizeof gidx[0], 16};
+    for (int w = 0; w < 2; w++)
+        for (int k = 0; k < 5; k++) {
+            snprintf(ename[w][k], sizeof ename[w][k], "%s.%s", names[w], sfx[k]);
+            e[w * 5 + k] = (fr_st_entry){.name = ename[w][k], .dtype = dt[k],
+                                         .ndim = shp[k][1] ? 2 : 1, .nbytes = nb[k]};
+            e[w * 5 + k].shape[0] = shp[k][0];
+            e[w * 5 + k].shape[1] = shp[k][1];
+        }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    fr_st_writer *wr;
+    fr_error err;
+    CHECK_OK(fr_st_writer_begin(path, e, 10, NULL, 0, &wr, &err), err);
+    const uint8_t *bufs[2][5] = {{packed[0], scale[0], zp[0], gidx[0], shape[0]},
+                                 {packed[1], scale[1], zp[1], gidx[1], shape[1]}};
+    for (int w = 0; w < 2; w++)
+        for (int k = 0; k < 5; k++)
+            CHECK_OK(fr_st_writer_write(wr, bufs[w][k], nb[k], &err), err);
+    CHECK_OK(fr_st_writer_finish(wr, &err), err);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    /* targets a class name, as llm-compressor writes them */
+    static const char config[] =
+        "{\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": "
+        "\"pack-quantized\", \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], "
+        "\"weights\": {\"num_bits\": 3, \"type\": \"int\", \"symmetric\": false, "
+        "\"strategy\": \"group\", \"group_size\": 16, \"actorder\": \"group\"}}}}}";
+    spit(path, config, sizeof config - 1);
+    fr_source *src = NULL;
+    CHECK_OK(fr_block_source_open(dir, &src, &err), err);
+    if (!src)
+        return;
+    CHECK_MSG(src->n_tensors == 2, "hand-made: %zu tensors listed", src->n_tensors);
+    const char *fmt[2] = {"pack-quantized int3 g16 asym g_idx", "pack-quantized int3 g16 asym"};
+    for (int w = 0; w < 2; w++) {
+        char lname[128];
+        snprintf(lname, sizeof lname, "%s.weight", names[w]);
+        long i = fr_test_find(src, lname);
+        CHECK_MSG(i >= 0, "hand-made: '%s' not listed", lname);
+        if (i < 0)
+            continue;
+        const fr_tensor *t = &src->tensors[i];
+        float *got = fr_test_load(src, t);
+        int64_t at = 0;
+        CHECK_MSG(!strcmp(fr_tensor_source_format(t), fmt[w]) && t->numel == R * C &&
+                      same_bits(got, want[w], R * C, &at),
+                  "hand-made '%s' (%s): element %lld: %g, want %g", lname,
+                  fr_tensor_source_format(t), (long long)at, got[at], want[w][at]);
+        uint64_t bytes = 0;
+        for (int k = 0; k < 5; k++)
+            bytes += nb[k];
+        CHECK_EQ_U64(fr_tensor_stored_bits(t), bytes * 8);
+        free(got);
+    }
+    fr_source_close(src);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -416,6 +542,7 @@ int main(int argc, char **argv)
     check_bad(work, rel, "bad-config-group", "config.json", "\"group_size\":\t32",
               "\"group_size\":\t64", "weight_scale", "the format needs");
     check_bad_shape(work);
+    check_hand_made(work);
     fr_registry_free(&reg);
     return fr_test_finish("readers.ct_source");
 }
