@@ -740,12 +740,21 @@ fr_status fr_ct_source_attach(fr_source *src, fr_error *err)
     fr_status st = FR_OK;
     const size_t n = src->n_tensors;
     fold_ctx c = {src, qc, fr_source_sorted_by_name(src)};
+    /* at most one entry per "_packed" or F8 tensor (an entry holds its members) */
+    size_t cand = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fr_tensor *t = &src->tensors[i];
+        size_t l = strlen(t->name);
+        cand += (l > 7 && !strcmp(t->name + l - 7, "_packed")) || t->dtype == FR_DTYPE_F8_E4M3 ||
+                t->dtype == FR_DTYPE_F8_E5M2;
+    }
     int *role = calloc(n, sizeof *role); /* 0 kept, 1 a logical weight's first member, 2 folded */
     long *slot = malloc(n * sizeof *slot);
     ct_state *cs = calloc(1, sizeof *cs);
-    fr_tensor *lts = calloc(n, sizeof *lts);
+    fr_tensor *lts = calloc(cand ? cand : 1, sizeof *lts);
     fr_tensor *out = NULL;
-    if (!c.sorted || !role || !slot || !cs || !lts || !(cs->entries = calloc(n, sizeof *cs->entries))) {
+    if (!c.sorted || !role || !slot || !cs || !lts ||
+        !(cs->entries = calloc(cand ? cand : 1, sizeof *cs->entries))) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory reading '%s'", src->path);
         goto done;
     }
