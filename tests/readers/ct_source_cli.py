@@ -15,11 +15,14 @@ data/stories260K with only the attention in int4-g32-asym. On each:
   and none for the float ones; nvfp4 on the nvfp4 release gives back the
   release (rel_err 0); --resume adds nothing;
 - a compressed-tensors release that lies (a member missing) is exit 4
-  naming the file and the tensor.
+  naming the file and the tensor;
+- with the emulated-device CLI (FRONTIER_EMU, optional 4th argument): a
+  --device cuda sweep runs the folded tensors on the device (decoded to
+  float32 on the host) with the CPU's rows (rel_err within 1e-7).
 
 Only numpy and h5py are needed; exits 77 without them.
 
-usage: ct_source_cli.py FRONTIER DATA_DIR WORK_DIR
+usage: ct_source_cli.py FRONTIER DATA_DIR WORK_DIR [FRONTIER_EMU]
 """
 import json
 import shutil
@@ -132,8 +135,33 @@ def check_release(frontier, release, label, quantizers, own):
     print(f"ok: {label}: {len(bits)} folded tensors, {len(keeps)} keep rows", flush=True)
 
 
+def check_device(emu, release, work):
+    """--device cuda on the emulated device: folded tensors on cuda:0, rows as the CPU's."""
+    rows = {}
+    for dev in ("cpu", "cuda"):
+        out = work / f"device-{dev}.h5"
+        run(emu, "sweep", release, "--quantizers", "nvfp4,int4-g32-sym", "-o", out,
+            "--device", dev, "--quiet")
+        with h5py.File(out) as f:
+            fmt = {int(t["tensor_id"]): t["source_format"].decode() for t in f["tensors"][:]}
+            rows[dev] = {(int(x["tensor_id"]), int(x["config_id"])):
+                         (float(x["rel_err"]), x["device"].decode(), fmt[int(x["tensor_id"])])
+                         for x in f["results"][:]}
+    on_device = 0
+    for k, (err, device, fmt) in rows["cuda"].items():
+        ref = rows["cpu"][k][0]
+        if abs(err - ref) > 1e-7 * max(abs(ref), 1e-30):
+            fail(f"--device cuda: row {k} rel_err {err}, cpu {ref}")
+        if fmt and device:
+            on_device += device == "cuda:0"
+            if device != "cuda:0":
+                fail(f"--device cuda: folded tensor row {k} ran on '{device}'")
+    ok(f"--device cuda (emulated): {on_device} rows of folded tensors on the device, "
+       f"rows as the CPU's")
+
+
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         print(__doc__, file=sys.stderr)
         return 2
     frontier, data, work = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
@@ -178,6 +206,8 @@ def main():
     run(frontier, "quantize", data / "stories260K", "--config", "int4-g32-asym", "--format",
         "compressed-tensors", "--include", "self_attn", "-o", attn)
     check_release(frontier, attn, "stories-attn-int4", "int4-g32-asym,fp8-e4m3-channel", None)
+    if len(sys.argv) == 5:
+        check_device(sys.argv[4], moe, work)
     # a member missing: exit 4 naming the file and the tensor
     bad = work / "bad"
     shutil.copytree(moe, bad)
