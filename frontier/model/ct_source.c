@@ -500,7 +500,9 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
     static const char *const need_name[M_COUNT] = {"", "weight_scale", "weight_global_scale",
                                                    "weight_zero_point", "", "weight_shape"};
     int need[M_COUNT] = {0, 1, kind == FR_CT_NVFP4, 0, 0, kind == FR_CT_PACK};
-    const int symmetric = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(w, "symmetric"));
+    /* symmetric as the group says; without a group, as the members say */
+    const cJSON *sym = cJSON_GetObjectItemCaseSensitive(w, "symmetric");
+    const int symmetric = cJSON_IsBool(sym) ? cJSON_IsTrue(sym) : !m[M_ZERO];
     if (kind == FR_CT_PACK && !symmetric)
         need[M_ZERO] = 1;
     for (int k = 0; k < M_COUNT; k++)
