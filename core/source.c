@@ -560,6 +560,8 @@ void fr_source_close(fr_source *src)
     cJSON_Delete(src->metadata);
     if (src->impl_free)
         src->impl_free(src->impl);
+    if (src->decode_state_free)
+        src->decode_state_free(src->decode_state);
     free(src->path);
     free(src);
 }
@@ -635,14 +637,23 @@ static float convert_bits(fr_dtype dtype, uint64_t bits)
 
 int fr_tensor_is_block_quantized(const fr_tensor *t)
 {
+    if (t->encoding == FR_ENC_MEMBERS)
+        return !t->skip_reason;
     return t->dtype == FR_DTYPE_QUANT && t->block_elems > 0 && t->block_bytes > 0 &&
            !t->skip_reason && t->encoding == FR_ENC_RAW;
+}
+
+const char *fr_tensor_source_format(const fr_tensor *t)
+{
+    if (!fr_tensor_is_block_quantized(t))
+        return "";
+    return t->encoding == FR_ENC_MEMBERS ? t->source_format : t->dtype_name;
 }
 
 uint64_t fr_tensor_stored_bits(const fr_tensor *t)
 {
     uint64_t bytes = t->nbytes, bits;
-    if (t->encoding != FR_ENC_RAW)
+    if (t->encoding != FR_ENC_RAW && t->encoding != FR_ENC_MEMBERS)
         bytes = (uint64_t)t->numel * fr_dtype_size(t->dtype);
     return __builtin_mul_overflow(bytes, (uint64_t)8, &bits) ? 0 : bits;
 }
@@ -677,6 +688,32 @@ static fr_status load_blocks(const fr_source *src, const fr_tensor *t, const cha
     return src->decode_blocks(t, p, n, dst, err);
 }
 
+/* Elements [begin, begin + n) of a folded tensor through its source's
+ * decode_rows: whole rows of its last dimension (the end excepted). */
+static fr_status load_members(const fr_source *src, const fr_tensor *t, const char *file,
+                              int64_t begin, int64_t n, float *dst, fr_error *err)
+{
+    if (t->skip_reason)
+        return fr_fail(err, FR_E_FORMAT, "cannot load '%s' from '%s': %s", t->name, file,
+                       t->skip_reason);
+    if (!src->decode_rows)
+        return fr_fail(err, FR_E_FAIL, "cannot load '%s' from '%s': no decoder for %s here",
+                       t->name, file, t->dtype_name);
+    if (begin < 0 || n < 0 || begin > t->numel || n > t->numel - begin)
+        return fr_fail(err, FR_E_FAIL,
+                       "cannot load elements [%lld, %lld) of '%s' from '%s': it has %lld",
+                       (long long)begin, (long long)(begin + n), t->name, file,
+                       (long long)t->numel);
+    int64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
+    if (row > 0 && (begin % row != 0 || (n % row != 0 && begin + n != t->numel)))
+        return fr_fail(err, FR_E_FAIL,
+                       "cannot load elements [%lld, %lld) of '%s' from '%s': not whole rows of %lld",
+                       (long long)begin, (long long)(begin + n), t->name, file, (long long)row);
+    if (n == 0)
+        return FR_OK;
+    return src->decode_rows(src, t, begin, n, dst, err);
+}
+
 fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *dst, fr_error *err)
 {
     const char *file = (t->file >= 0 && (size_t)t->file < src->n_files) ? src->files[t->file].path
@@ -688,6 +725,8 @@ fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *ds
                            t->name, src->path);
         return src->generate_f32(src, t, dst, err);
     }
+    if (t->encoding == FR_ENC_MEMBERS)
+        return load_members(src, t, file, 0, t->numel, dst, err);
     const int blocks = fr_tensor_is_block_quantized(t);
     if (t->skip_reason || (!fr_dtype_is_float(t->dtype) && !blocks))
         return fr_fail(err, FR_E_FORMAT, "cannot load '%s' from '%s': %s %s", t->name, file,
@@ -750,7 +789,8 @@ const void *fr_tensor_raw(const fr_source *src, const fr_tensor *t)
 
 static void release_bytes(const fr_source *src, const fr_tensor *t, uint64_t offset, uint64_t nbytes)
 {
-    if (t->encoding == FR_ENC_SYNTHETIC || t->file < 0 || (size_t)t->file >= src->n_files)
+    /* a folded tensor's offset is no place in a file (its members are) */
+    if (t->encoding == FR_ENC_SYNTHETIC || t->encoding == FR_ENC_MEMBERS || t->file < 0 || (size_t)t->file >= src->n_files)
         return;
     const fr_mapped_file *f = &src->files[t->file];
     /* MADV_DONTNEED on anonymous memory would zero the caller's bytes */
@@ -793,6 +833,8 @@ fr_status fr_tensor_load_f32_range(const fr_source *src, const fr_tensor *t, int
 {
     const char *file = (t->file >= 0 && (size_t)t->file < src->n_files) ? src->files[t->file].path
                                                                           : src->path;
+    if (t->encoding == FR_ENC_MEMBERS)
+        return load_members(src, t, file, begin, n, dst, err);
     if (t->encoding != FR_ENC_RAW)
         return fr_fail(err, FR_E_FORMAT,
                        "cannot load rows of '%s' from '%s': its encoding cannot be read by range",

@@ -31,7 +31,10 @@ typedef enum fr_source_kind {
 typedef enum fr_encoding {
     FR_ENC_RAW = 0,       /* packed little-endian elements of dtype (zero-copy) */
     FR_ENC_VARINT = 1,    /* protobuf packed varints (ONNX int32_data holding F16/BF16 bits) */
-    FR_ENC_SYNTHETIC = 2  /* generated on demand (see synthetic.h) */
+    FR_ENC_SYNTHETIC = 2, /* generated on demand (see synthetic.h) */
+    FR_ENC_MEMBERS = 3    /* one logical weight decoded from several stored tensors (a
+                             compressed-tensors weight_packed, weight_scale, ...) by the
+                             source's decode_rows hook; nbytes: all its members' bytes */
 } fr_encoding;
 
 typedef struct fr_tensor {
@@ -48,7 +51,8 @@ typedef struct fr_tensor {
     fr_encoding encoding;
     const char *skip_reason;  /* non-NULL: listed but not quantizable (static string) */
     int scale_tensor;         /* index of a checkpoint's dequantization scale for F8 tensors, or -1 */
-    uint64_t synthetic_id;    /* FR_ENC_SYNTHETIC: index of the generator entry */
+    uint64_t synthetic_id;    /* FR_ENC_SYNTHETIC: index of the generator entry;
+                                 FR_ENC_MEMBERS: index of the decoder's entry */
     /* A block format (dtype FR_DTYPE_QUANT, FR_ENC_RAW: GGUF's Q4_K, ...):
      * whole blocks of block_elems elements in block_bytes bytes along each
      * row; block_type is the reader's id of the format (GGUF: the
@@ -57,6 +61,10 @@ typedef struct fr_tensor {
     uint32_t block_type;
     uint32_t block_elems;
     uint32_t block_bytes;
+    /* FR_ENC_MEMBERS: the stored format as the dataset records it
+     * ("nvfp4-pack-quantized", "pack-quantized int4 g128 sym"); "" otherwise
+     * (a block tensor's format is its dtype_name). */
+    char source_format[48];
 } fr_tensor;
 
 typedef struct fr_mapped_file {
@@ -89,6 +97,14 @@ typedef struct fr_source {
      * block-quantized tensors stay listed, not readable. */
     fr_status (*decode_blocks)(const fr_tensor *t, const uint8_t *blocks, int64_t n, float *dst,
                                fr_error *err);
+    /* Hook for FR_ENC_MEMBERS tensors: decodes elements [begin, begin + n)
+     * of t (whole rows of its last dimension, the end excepted) into dst.
+     * Set with the tensors by the layer that folds them
+     * (frontier/model/ct_source.c); NULL: such tensors cannot be loaded. */
+    fr_status (*decode_rows)(const struct fr_source *src, const fr_tensor *t, int64_t begin,
+                             int64_t n, float *dst, fr_error *err);
+    void *decode_state;                   /* what decode_rows reads (its tensors' members) */
+    void (*decode_state_free)(void *state); /* called by fr_source_close */
 } fr_source;
 
 /* Opens a .safetensors file, a folder (model.safetensors or a sharded
@@ -116,18 +132,24 @@ fr_status fr_tensor_load_f32(const fr_source *src, const fr_tensor *t, float *ds
 /* Converts elements [begin, begin + n) of the tensor (row-major order) to
  * float32 into dst[n], exactly as fr_tensor_load_f32 would: what the CPU
  * executor's row blocks read (--max-memory). Only FR_ENC_RAW tensors of a
- * float dtype can be read by range (FR_E_FORMAT otherwise, naming the
+ * float dtype, block tensors by whole blocks and folded (FR_ENC_MEMBERS)
+ * tensors by whole rows can be read by range (FR_E_FORMAT otherwise, naming the
  * file and tensor); synthetic tensors use fr_synthetic_load_range. */
 fr_status fr_tensor_load_f32_range(const fr_source *src, const fr_tensor *t, int64_t begin,
                                    int64_t n, float *dst, fr_error *err);
 
 /* Nonzero when t is stored in a block format its source decodes (a
- * quantized GGUF tensor with decode_blocks attached): its values are the
- * decoded ones, and it is measured and written like a float tensor. */
+ * quantized GGUF tensor with decode_blocks attached, a compressed-tensors
+ * weight folded from its members): its values are the decoded ones, and it
+ * is measured and written like a float tensor. */
 int fr_tensor_is_block_quantized(const fr_tensor *t);
 
+/* The stored format of a quantized tensor as the dataset records it
+ * ("Q4_1", "nvfp4-pack-quantized"), "" for a tensor of float elements. */
+const char *fr_tensor_source_format(const fr_tensor *t);
+
 /* Bits the checkpoint stores for t's values: its bytes x 8 for a block
- * format (scales included), numel x the element width for an element
+ * format (scales included; all members of a folded weight), numel x the element width for an element
  * dtype; 0 when unknown (a ggml type newer than the reader's table). */
 uint64_t fr_tensor_stored_bits(const fr_tensor *t);
 

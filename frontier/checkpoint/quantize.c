@@ -661,7 +661,7 @@ static size_t stack_parts(const qtensor *q, fr_ct_part *parts, size_t n)
 /* Step 3: the output tensors and their shards. */
 static fr_status plan_entries(plan *p, fr_error *err)
 {
-    size_t cap = p->n_qt * FR_CT_MAX_PARTS + 1;
+    size_t cap = p->n_qt * (FR_CT_MAX_MEMBERS > FR_CT_MAX_PARTS ? FR_CT_MAX_MEMBERS : FR_CT_MAX_PARTS) + 1;
     p->entries = calloc(cap, sizeof *p->entries);
     p->entry_names = calloc(cap, sizeof *p->entry_names);
     if (!p->entries || !p->entry_names)
@@ -695,6 +695,27 @@ static fr_status plan_entries(plan *p, fr_error *err)
                 for (int d = 0; d < parts[k].ndim; d++)
                     e->shape[d] = parts[k].shape[d];
                 e->nbytes = parts[k].nbytes;
+            }
+        } else if (q->t->encoding == FR_ENC_MEMBERS) {
+            /* a compressed-tensors weight of the release, copied: its members as stored */
+            size_t nm = 0;
+            const fr_tensor *m = fr_ct_source_members(p->src, q->t, &nm);
+            if (!m || p->opt->format != FR_QFORMAT_COMPRESSED_TENSORS)
+                return fr_fail(err, FR_E_USAGE,
+                               "tensor '%s' (%s, %s) can be copied only to compressed-tensors "
+                               "output; select it or write --format compressed-tensors",
+                               q->t->name, q->t->dtype_name, fr_tensor_source_format(q->t));
+            for (size_t k = 0; k < nm; k++) {
+                fr_st_entry *e = &p->entries[p->n_entries];
+                char *name = strdup(m[k].name);
+                if (!name)
+                    return fr_fail(err, FR_E_NOMEM, "out of memory");
+                p->entry_names[p->n_entries++] = name;
+                e->name = name;
+                e->dtype = m[k].dtype_name;
+                e->ndim = m[k].ndim;
+                memcpy(e->shape, m[k].shape, sizeof e->shape);
+                e->nbytes = m[k].nbytes;
             }
         } else {
             fr_st_entry *e = &p->entries[p->n_entries];
@@ -993,13 +1014,26 @@ done:
     return st;
 }
 
+static fr_status copy_bytes(plan *p, const fr_tensor *t, fr_st_writer *wr, fr_error *err)
+{
+    const void *raw = fr_tensor_raw(p->src, t);
+    if (!raw && t->nbytes)
+        return fr_fail(err, FR_E_IO, "cannot read tensor '%s' of '%s'", t->name, p->opt->model);
+    fr_status st = fr_st_writer_write(wr, raw, (size_t)t->nbytes, err);
+    fr_tensor_release(p->src, t);
+    return st;
+}
+
 static fr_status emit_copy(plan *p, const qtensor *q, fr_st_writer *wr, fr_error *err)
 {
-    const void *raw = fr_tensor_raw(p->src, q->t);
-    if (!raw && q->t->nbytes)
-        return fr_fail(err, FR_E_IO, "cannot read tensor '%s' of '%s'", q->t->name, p->opt->model);
-    fr_status st = fr_st_writer_write(wr, raw, (size_t)q->t->nbytes, err);
-    fr_tensor_release(p->src, q->t);
+    if (q->t->encoding != FR_ENC_MEMBERS)
+        return copy_bytes(p, q->t, wr, err);
+    /* a compressed-tensors weight of the release: its members byte for byte */
+    size_t nm = 0;
+    const fr_tensor *m = fr_ct_source_members(p->src, q->t, &nm);
+    fr_status st = FR_OK;
+    for (size_t k = 0; k < nm && st == FR_OK; k++)
+        st = copy_bytes(p, &m[k], wr, err);
     return st;
 }
 
@@ -1175,6 +1209,24 @@ static cJSON *quant_args(const fr_ct_scheme *s, fr_dtype model_dtype)
     return a;
 }
 
+/* Adds a weight's module to a config group's targets (once): the name
+ * before ".weight", or before the parameter of an expert stack
+ * ("mlp.experts" of "mlp.experts.gate_up_proj"). */
+static void add_target(cJSON *grp, const char *tensor)
+{
+    cJSON *targets = cJSON_GetObjectItemCaseSensitive(grp, "targets");
+    const char *last = strrchr(tensor, '.');
+    size_t base = last ? (size_t)(last - tensor) : strlen(tensor);
+    char *module = strndup(tensor, base);
+    int listed = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, targets)
+        listed |= module && cJSON_IsString(it) && !strcmp(it->valuestring, module);
+    if (!listed)
+        cJSON_AddItemToArray(targets, cJSON_CreateString(module ? module : ""));
+    free(module);
+}
+
 static fr_status write_config_json(plan *p, fr_error *err)
 {
     char in[PATH_MAX + 32], out[PATH_MAX + 128];
@@ -1195,7 +1247,8 @@ static fr_status write_config_json(plan *p, fr_error *err)
         cJSON_Delete(root);
         return fr_fail(err, FR_E_FORMAT, "cannot read '%s': not a JSON object", in);
     }
-    cJSON_DeleteItemFromObjectCaseSensitive(root, "quantization_config");
+    /* the release's own groups, for the weights copied as released */
+    cJSON *released = cJSON_DetachItemFromObjectCaseSensitive(root, "quantization_config");
     cJSON *qc = cJSON_AddObjectToObject(root, "quantization_config");
     cJSON_AddStringToObject(qc, "quant_method", "compressed-tensors");
     cJSON *groups = cJSON_CreateObject();
@@ -1229,24 +1282,40 @@ static fr_status write_config_json(plan *p, fr_error *err)
         }
         char name[32];
         snprintf(name, sizeof name, "group_%zu", g);
-        cJSON *targets = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(groups, name), "targets");
-        /* the module: the name before ".weight", or before the parameter
-         * of an expert stack ("mlp.experts" of "mlp.experts.gate_up_proj") */
-        const char *last = strrchr(q->t->name, '.');
-        size_t base = last ? (size_t)(last - q->t->name) : strlen(q->t->name);
-        char *module = strndup(q->t->name, base);
-        int listed = 0;
-        const cJSON *it;
-        cJSON_ArrayForEach(it, targets)
-            listed |= module && cJSON_IsString(it) && !strcmp(it->valuestring, module);
-        if (!listed)
-            cJSON_AddItemToArray(targets, cJSON_CreateString(module ? module : ""));
-        free(module);
+        add_target(cJSON_GetObjectItemCaseSensitive(groups, name), q->t->name);
     }
     int mixed = 0;
     for (size_t g = 1; g < n_seen; g++)
         mixed |= strcmp(formats[g], formats[0]) != 0;
+    /* weights copied as released keep their release's group (its
+     * QuantizationArgs, activations and format), targets narrowed to them */
+    const cJSON *old_groups = cJSON_GetObjectItemCaseSensitive(released, "config_groups");
+    for (size_t i = 0; i < p->n_qt; i++) {
+        qtensor *q = &p->qt[i];
+        fr_ct_kind kind;
+        const char *from;
+        if (q->ref || !fr_ct_source_origin(p->src, q->t, &kind, &from))
+            continue;
+        char name[160];
+        snprintf(name, sizeof name, "released_%.120s", from ? from : "group");
+        cJSON *grp = cJSON_GetObjectItemCaseSensitive(groups, name);
+        if (!grp) {
+            const cJSON *og = from ? cJSON_GetObjectItemCaseSensitive(old_groups, from) : NULL;
+            grp = og ? cJSON_Duplicate(og, 1) : cJSON_CreateObject();
+            cJSON_DeleteItemFromObjectCaseSensitive(grp, "targets");
+            cJSON_AddArrayToObject(grp, "targets");
+            cJSON_DeleteItemFromObjectCaseSensitive(grp, "format");
+            cJSON_AddStringToObject(grp, "format", fr_ct_format_name(kind));
+            cJSON_AddItemToObject(groups, name, grp);
+            if (n_seen == 0 && !mixed) {
+                formats[0] = fr_ct_format_name(kind);
+                n_seen = 1;
+            }
+            mixed |= strcmp(fr_ct_format_name(kind), formats[0]) != 0;
+        }
+        add_target(grp, q->t->name);
+    }
+    cJSON_Delete(released);
     cJSON_AddStringToObject(qc, "format", mixed ? "mixed-precision" : formats[0]);
     cJSON_AddItemToObject(qc, "config_groups", groups);
     /* modules a target regex might reach but that stay dense: 2-D weights not quantized */
@@ -1255,6 +1324,7 @@ static fr_status write_config_json(plan *p, fr_error *err)
         qtensor *q = &p->qt[i];
         size_t l = strlen(q->t->name);
         if (q->ref || q->t->ndim != 2 || q->t->cls == FR_CLASS_EMBED || l < 7 ||
+            q->t->encoding == FR_ENC_MEMBERS ||
             strcmp(q->t->name + l - 7, ".weight"))
             continue;
         char *module = strndup(q->t->name, l - 7);
@@ -1362,7 +1432,9 @@ static void report_kept(cJSON *arr, const qtensor *q)
     cJSON_AddItemToArray(arr, t);
     cJSON_AddStringToObject(t, "name", q->t->name);
     cJSON_AddStringToObject(t, "config", FR_KEEP_CONFIG);
-    cJSON_AddStringToObject(t, "layout", q->t->dtype_name);
+    cJSON_AddStringToObject(t, "layout", fr_tensor_source_format(q->t)[0]
+                                             ? fr_tensor_source_format(q->t)
+                                             : q->t->dtype_name);
     cJSON_AddNumberToObject(t, "rel_err", 0);
     cJSON_AddNumberToObject(t, "max_abs_err", 0);
     cJSON_AddNumberToObject(t, "rel_err_quantizer", 0);

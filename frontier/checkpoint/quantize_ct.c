@@ -102,18 +102,6 @@ void fr_store_f32_as(fr_dtype dtype, const float *x, size_t n, uint8_t *out)
     }
 }
 
-float fr_load_as_f32(fr_dtype dtype, const uint8_t *p)
-{
-    switch (dtype) {
-    case FR_DTYPE_F16: return fr_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
-    case FR_DTYPE_BF16: return fr_bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
-    case FR_DTYPE_F8_E4M3: return fr_e4m3_to_f32(p[0]);
-    default:
-        return fr_bits_to_f32((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                              (uint32_t)p[3] << 24);
-    }
-}
-
 static void put_le32(uint8_t *p, uint32_t v)
 {
     for (int k = 0; k < 4; k++)
@@ -135,17 +123,6 @@ static void pack_bits(uint8_t *words, int64_t i, int bits, uint32_t value)
     put_le32(w, get_le32(w) | value << off);
     if (off + (uint32_t)bits > 32)
         put_le32(w + 4, get_le32(w + 4) | value >> (32 - off));
-}
-
-static uint32_t unpack_bits(const uint8_t *words, int64_t i, int bits)
-{
-    uint64_t bit = (uint64_t)i * (uint64_t)bits;
-    const uint8_t *w = words + (bit / 32) * 4;
-    uint32_t off = (uint32_t)(bit % 32);
-    uint64_t v = get_le32(w) >> off;
-    if (off + (uint32_t)bits > 32)
-        v |= (uint64_t)get_le32(w + 4) << (32 - off);
-    return (uint32_t)(v & ((1u << bits) - 1u));
 }
 
 /* ---- which configuration has which layout ---- */
@@ -182,17 +159,6 @@ fr_ct_kind fr_ct_scheme_of(const fr_registry *reg, const fr_config_ref *ref, fr_
         break;
     }
     return s->kind;
-}
-
-const char *fr_ct_format_name(fr_ct_kind kind)
-{
-    switch (kind) {
-    case FR_CT_NVFP4: return "nvfp4-pack-quantized";
-    case FR_CT_PACK: return "pack-quantized";
-    case FR_CT_FP8: return "float-quantized";
-    case FR_CT_MXFP4: return "mxfp4-pack-quantized";
-    default: return "dense";
-    }
 }
 
 int fr_ct_scheme_equal(const fr_ct_scheme *a, const fr_ct_scheme *b)
@@ -521,114 +487,48 @@ fr_status fr_ct_encode(const fr_ct_scheme *s, const float *w, int64_t rows, int6
     }
 }
 
-/* ---- decoders ---- */
-
-static fr_status decode_nvfp4(const uint8_t *const *bufs, int64_t rows, int64_t cols, float *out,
-                              fr_error *err)
-{
-    const int64_t groups = ceil_div(cols, FR_NVFP4_GROUP);
-    const float gs = fr_bits_to_f32(get_le32(bufs[2]));
-    if (!(gs > 0.0f) || !isfinite(gs))
-        return fr_fail(err, FR_E_FORMAT, "weight_global_scale %g is not a positive number", gs);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) {
-            int64_t e = r * cols + c;
-            uint8_t nib = (uint8_t)(e % 2 ? bufs[0][e / 2] >> 4 : bufs[0][e / 2] & 0xf);
-            float s = fr_e4m3_to_f32(bufs[1][r * groups + c / FR_NVFP4_GROUP]);
-            if (isnan(s))
-                return fr_fail(err, FR_E_FORMAT, "weight_scale at row %lld is NaN", (long long)r);
-            float v = e2m1_values[nib & 7];
-            out[e] = (nib & 8 ? -v : v) * s / gs;
-        }
-    return FR_OK;
-}
-
-static fr_status decode_mxfp4(const uint8_t *const *bufs, int64_t rows, int64_t cols, float *out,
-                              fr_error *err)
-{
-    const int64_t blocks = cols / FR_MX_BLOCK;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) {
-            int64_t e = r * cols + c;
-            uint8_t nib = (uint8_t)(e % 2 ? bufs[0][e / 2] >> 4 : bufs[0][e / 2] & 0xf);
-            uint8_t x = bufs[1][r * blocks + c / FR_MX_BLOCK];
-            if (x == 0xff) /* E8M0's NaN */
-                return fr_fail(err, FR_E_FORMAT, "weight_scale at row %lld, block %lld is NaN (255)",
-                               (long long)r, (long long)(c / FR_MX_BLOCK));
-            float v = e2m1_values[nib & 7];
-            out[e] = (nib & 8 ? -v : v) * fr_pow2f((int)x - 127);
-        }
-    return FR_OK;
-}
-
-static fr_status decode_pack(const fr_ct_scheme *s, const uint8_t *const *bufs, int64_t rows,
-                             int64_t cols, fr_dtype model_dtype, float *out, fr_error *err)
-{
-    const int bits = s->bits;
-    const int64_t group = s->group_size ? s->group_size : cols;
-    const int64_t groups = pack_groups(s, cols);
-    const int64_t words_per_row = ceil_div(cols * bits, 32);
-    const int offset = 1 << (bits - 1);
-    const fr_dtype sd = fr_ct_pack_scale_dtype(model_dtype);
-    const unsigned ssize = fr_dtype_size(sd);
-    const uint8_t *zp = s->symmetric ? NULL : bufs[2];
-    const uint8_t *shape = bufs[s->symmetric ? 2 : 3];
-    if ((int64_t)(get_le32(shape) | (uint64_t)get_le32(shape + 4) << 32) != rows ||
-        (int64_t)(get_le32(shape + 8) | (uint64_t)get_le32(shape + 12) << 32) != cols)
-        return fr_fail(err, FR_E_FORMAT, "weight_shape does not say [%lld, %lld]",
-                       (long long)rows, (long long)cols);
-    for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *row_words = bufs[0] + r * words_per_row * 4;
-        for (int64_t c = 0; c < cols; c++) {
-            int64_t g = c / group;
-            float sc = fr_load_as_f32(sd, bufs[1] + (size_t)(r * groups + g) * ssize);
-            int q = (int)unpack_bits(row_words, c, bits) - offset;
-            int z = 0;
-            if (zp) {
-                /* column g of the zero points, packed along rows */
-                uint64_t bit = (uint64_t)r * (uint64_t)bits;
-                uint64_t k = bit / 32;
-                uint32_t off = (uint32_t)(bit % 32);
-                uint64_t v = get_le32(zp + (k * (uint64_t)groups + (uint64_t)g) * 4) >> off;
-                if (off + (uint32_t)bits > 32)
-                    v |= (uint64_t)get_le32(zp + ((k + 1) * (uint64_t)groups + (uint64_t)g) * 4)
-                         << (32 - off);
-                z = (int)(v & ((1u << bits) - 1u)) - offset;
-            }
-            out[r * cols + c] = (float)(q - z) * sc;
-        }
-    }
-    (void)err;
-    return FR_OK;
-}
-
-static fr_status decode_fp8(const fr_ct_scheme *s, const uint8_t *const *bufs, int64_t rows,
-                            int64_t cols, float *out, fr_error *err)
-{
-    int64_t tc = ceil_div(cols, FR_FP8_TILE);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) {
-            int64_t k = s->fp8_granularity == FRONTIER_FP8_TENSOR    ? 0
-                        : s->fp8_granularity == FRONTIER_FP8_CHANNEL ? r
-                                                               : (r / FR_FP8_TILE) * tc + c / FR_FP8_TILE;
-            float sc = fr_bits_to_f32(get_le32(bufs[1] + 4 * k));
-            float v = fr_e4m3_to_f32(bufs[0][r * cols + c]);
-            if (isnan(v))
-                return fr_fail(err, FR_E_FORMAT, "NaN code at row %lld, column %lld",
-                               (long long)r, (long long)c);
-            out[r * cols + c] = v * sc;
-        }
-    return FR_OK;
-}
+/* ---- decoding: the source's decoder over the parts' buffers ---- */
 
 fr_status fr_ct_decode(const fr_ct_scheme *s, const uint8_t *const *bufs, int64_t rows,
                        int64_t cols, fr_dtype model_dtype, float *out, fr_error *err)
 {
+    fr_ct_view v = {.kind = s->kind, .rows = rows, .cols = cols, .tile_rows = 1,
+                    .packed = bufs[0], .scale = bufs[1]};
     switch (s->kind) {
-    case FR_CT_NVFP4: return decode_nvfp4(bufs, rows, cols, out, err);
-    case FR_CT_PACK: return decode_pack(s, bufs, rows, cols, model_dtype, out, err);
-    case FR_CT_FP8: return decode_fp8(s, bufs, rows, cols, out, err);
-    case FR_CT_MXFP4: return decode_mxfp4(bufs, rows, cols, out, err);
-    default: return fr_fail(err, FR_E_USAGE, "no compressed-tensors layout");
+    case FR_CT_NVFP4:
+        v.group = FR_NVFP4_GROUP;
+        v.scale_dtype = FR_DTYPE_F8_E4M3;
+        v.global_dtype = FR_DTYPE_F32;
+        v.global = bufs[2];
+        break;
+    case FR_CT_MXFP4:
+        v.group = FR_MX_BLOCK;
+        v.scale_dtype = FR_DTYPE_U8;
+        break;
+    case FR_CT_PACK: {
+        const uint8_t *shape = bufs[s->symmetric ? 2 : 3];
+        if ((int64_t)(get_le32(shape) | (uint64_t)get_le32(shape + 4) << 32) != rows ||
+            (int64_t)(get_le32(shape + 8) | (uint64_t)get_le32(shape + 12) << 32) != cols)
+            return fr_fail(err, FR_E_FORMAT, "weight_shape does not say [%lld, %lld]",
+                           (long long)rows, (long long)cols);
+        v.bits = s->bits;
+        v.group = s->group_size ? s->group_size : cols;
+        v.scale_dtype = fr_ct_pack_scale_dtype(model_dtype);
+        v.zero = s->symmetric ? NULL : bufs[2];
+        v.zp_packed = 1;
+        break;
     }
+    case FR_CT_FP8:
+        v.elem_dtype = FR_DTYPE_F8_E4M3;
+        v.scale_dtype = FR_DTYPE_F32;
+        v.group = s->fp8_granularity == FRONTIER_FP8_BLOCK128 ? FR_FP8_TILE : cols;
+        v.tile_rows = s->fp8_granularity == FRONTIER_FP8_TENSOR    ? rows
+                      : s->fp8_granularity == FRONTIER_FP8_CHANNEL ? 1
+                                                                   : FR_FP8_TILE;
+        break;
+    default:
+        return fr_fail(err, FR_E_USAGE, "no compressed-tensors layout");
+    }
+    v.scale_cols = ceil_div(cols, v.group);
+    return fr_ct_decode_rows(&v, 0, rows, out, err);
 }

@@ -18,14 +18,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/registry.h"
-
-typedef enum fr_ct_kind {
-    FR_CT_NONE = 0,
-    FR_CT_NVFP4,  /* nvfp4-pack-quantized */
-    FR_CT_PACK,   /* pack-quantized: int2..int8, groups or one per row, sym or asym */
-    FR_CT_FP8,    /* float-quantized: fp8 e4m3, tensor / channel / 128x128 block scales */
-    FR_CT_MXFP4   /* mxfp4-pack-quantized: E2M1, one E8M0 scale (uint8) per 32 of a row */
-} fr_ct_kind;
+#include "frontier/model/ct_source.h" /* fr_ct_kind, the decoder */
 
 typedef struct fr_ct_scheme {
     fr_ct_kind kind;
@@ -38,10 +31,6 @@ typedef struct fr_ct_scheme {
 /* The layout of a registered configuration, from its traits' storage:
  * FR_CT_NONE (and *s zeroed) for a configuration that declares none. */
 fr_ct_kind fr_ct_scheme_of(const fr_registry *reg, const fr_config_ref *ref, fr_ct_scheme *s);
-
-/* "nvfp4-pack-quantized", "pack-quantized", "float-quantized",
- * "mxfp4-pack-quantized". */
-const char *fr_ct_format_name(fr_ct_kind kind);
 
 /* Whether two schemes are the same QuantizationArgs (one config group). */
 int fr_ct_scheme_equal(const fr_ct_scheme *a, const fr_ct_scheme *b);
@@ -87,16 +76,15 @@ fr_status fr_ct_encode(const fr_ct_scheme *s, const float *w, int64_t rows, int6
                        uint8_t *const *bufs, fr_error *err);
 
 /* Decodes the parts' bytes back to float32 (what a runtime dequantizes
- * to, computed in float32); FR_E_FORMAT for bytes no encoder writes. */
+ * to, computed in float32: fr_ct_decode_rows, the decoder a
+ * compressed-tensors source is read with); FR_E_FORMAT for bytes no
+ * encoder writes. */
 fr_status fr_ct_decode(const fr_ct_scheme *s, const uint8_t *const *bufs, int64_t rows,
                        int64_t cols, fr_dtype model_dtype, float *out, fr_error *err);
 
 /* float32 -> F32 / F16 / BF16 little-endian bytes, round to nearest even
  * (F16 saturates at 65504, as frontier's fp16 scales do). */
 void fr_store_f32_as(fr_dtype dtype, const float *x, size_t n, uint8_t *out);
-
-/* Exact float32 of one stored element of dtype (F32, F16, BF16, F8_E4M3). */
-float fr_load_as_f32(fr_dtype dtype, const uint8_t *p);
 
 /* The largest magnitude of a tensor's float32 elements (non-finite
  * elements are not counted; the encoder rejects them). */

@@ -31,8 +31,11 @@ static void print_help(FILE *out)
             "totals per class and per dtype; the source's metadata; and the total\n"
             "parameter count. A GGUF tensor in a ggml block type frontier decodes (Q4_0,\n"
             "Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, Q2_K..Q6_K, IQ4_NL, IQ4_XS) is one weight,\n"
-            "its dequantized values (docs/quantized-sources.md). Tensors frontier does\n"
-            "not quantize (integer dtypes, other ggml types) are listed with the reason.\n"
+            "its dequantized values (docs/quantized-sources.md); so is a compressed-tensors\n"
+            "weight (nvfp4-pack-quantized, mxfp4-pack-quantized, pack-quantized,\n"
+            "float-quantized: its weight_packed, weight_scale, ... folded into one row,\n"
+            "bits counting them all). Tensors frontier does not quantize (integer\n"
+            "dtypes, other ggml types) are listed with the reason.\n"
             "\n"
             "MODEL is a .safetensors file, a Hugging Face folder (model.safetensors or a\n"
             "sharded model.safetensors.index.json, with its config.json), a .gguf file\n"
@@ -283,7 +286,8 @@ static cJSON *build_json(const fr_source *src, const struct total *by_class, con
             goto fail;
         /* what the file stores: bits (scales included) and per weight */
         uint64_t bits = fr_tensor_stored_bits(t);
-        if (!cJSON_AddNumberToObject(row, "stored_bits", (double)bits) ||
+        if (!cJSON_AddStringToObject(row, "source_format", fr_tensor_source_format(t)) ||
+            !cJSON_AddNumberToObject(row, "stored_bits", (double)bits) ||
             !cJSON_AddItemToObject(row, "bits_per_weight",
                                    bits && t->numel > 0
                                        ? cJSON_CreateNumber((double)bits / (double)t->numel)

@@ -53,7 +53,8 @@ const char *fr_block_skip_reason(const fr_registry *reg, const fr_config_ref *re
 {
     if (!fr_block_needed(it, max_memory))
         return NULL;
-    if (it->tensor->encoding != FR_ENC_RAW && it->tensor->encoding != FR_ENC_SYNTHETIC)
+    if (it->tensor->encoding != FR_ENC_RAW && it->tensor->encoding != FR_ENC_SYNTHETIC &&
+        it->tensor->encoding != FR_ENC_MEMBERS)
         return "tensor over --max-memory whose encoding (ONNX int32_data) cannot be read by "
                "rows: needs the whole tensor; raise --max-memory";
     fr_block_rule rule;

@@ -235,8 +235,10 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
             } else if (t->encoding == FR_ENC_RAW &&
                        fr_x_device_dtype(t->dtype, &xi->dev_dtype, &xi->esize)) {
                 xi->source = FR_X_RAW;
-            } else if (fr_dtype_is_float(t->dtype)) {
-                /* F8, F64, varint-encoded: converted to float32 on the host */
+            } else if (fr_dtype_is_float(t->dtype) || fr_tensor_is_block_quantized(t)) {
+                /* F8, F64, varint-encoded, a quantized source's tensor (GGUF
+                 * blocks, compressed-tensors members): decoded to float32 on
+                 * the host (docs/quantized-sources.md) */
                 xi->source = FR_X_CONVERT;
                 xi->dev_dtype = FRONTIER_DTYPE_F32;
                 xi->esize = 4;

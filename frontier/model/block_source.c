@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "frontier/model/ct_source.h"
 #include "quantizers/ggml_blocks.h"
 
 /* The types fr_ggml_block_types holds (the ggml family's). */
@@ -61,7 +62,13 @@ void fr_block_source_attach(fr_source *src)
 fr_status fr_block_source_open(const char *path, fr_source **out, fr_error *err)
 {
     fr_status st = fr_source_open(path, out, err);
-    if (st == FR_OK)
-        fr_block_source_attach(*out);
+    if (st != FR_OK)
+        return st;
+    fr_block_source_attach(*out);
+    /* a compressed-tensors checkpoint's quantized weights, one tensor each */
+    if ((st = fr_ct_source_attach(*out, err)) != FR_OK) {
+        fr_source_close(*out);
+        *out = NULL;
+    }
     return st;
 }

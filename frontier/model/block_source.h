@@ -12,8 +12,10 @@
 #include "core/error.h"
 #include "core/source.h"
 
-/* fr_source_open, then fr_block_source_attach: what every command that
- * measures, writes or lists a MODEL opens it with. */
+/* fr_source_open, then fr_block_source_attach and fr_ct_source_attach
+ * (frontier/model/ct_source.h, a compressed-tensors checkpoint's weights
+ * folded): what every command that measures, writes or lists a MODEL
+ * opens it with. */
 fr_status fr_block_source_open(const char *path, fr_source **out, fr_error *err);
 
 /* Makes src's tensors in a decoded block type readable (skip_reason

@@ -48,10 +48,13 @@ void fr_sweep_matrix(const fr_tensor *t, int64_t *rows, int64_t *cols)
 int fr_sweep_expert_stack(const fr_tensor *t)
 {
     /* the experts' bytes are consecutive slices of the stack: raw elements
-     * only (not generated, not varint-encoded) */
-    return t->cls == FR_CLASS_EXPERT && t->ndim == 3 && t->encoding == FR_ENC_RAW &&
+     * only (not generated, not varint-encoded), or a folded stack whose
+     * decoder reads expert e of a view (fr_sweep_expert_view) */
+    return t->cls == FR_CLASS_EXPERT && t->ndim == 3 &&
+           ((t->encoding == FR_ENC_RAW && t->nbytes % (uint64_t)t->shape[0] == 0) ||
+            t->encoding == FR_ENC_MEMBERS) &&
            t->shape[0] >= 1 && t->shape[1] >= 1 && t->shape[2] >= 1 &&
-           t->shape[0] <= UINT32_MAX && t->nbytes % (uint64_t)t->shape[0] == 0;
+           t->shape[0] <= UINT32_MAX;
 }
 
 void fr_sweep_expert_view(const fr_tensor *t, uint32_t e, fr_tensor *v)
@@ -64,6 +67,8 @@ void fr_sweep_expert_view(const fr_tensor *t, uint32_t e, fr_tensor *v)
     for (int d = 2; d < FR_MAX_DIMS; d++)
         v->shape[d] = 0;
     v->numel = t->shape[1] * t->shape[2];
-    v->offset = t->offset + per_expert * e;
+    /* a folded stack's view says its expert by its offset (the stack's is 0;
+     * its members hold the bytes), and stores about 1/E of the members */
+    v->offset = t->encoding == FR_ENC_MEMBERS ? e : t->offset + per_expert * e;
     v->nbytes = per_expert;
 }

@@ -270,7 +270,7 @@ static fr_status plan_tensor_row(builder *b, size_t s, const fr_tensor *t, long 
                         .dtype = (char *)(uintptr_t)(t->dtype_name[0] ? t->dtype_name : fr_dtype_name(t->dtype)),
                         .shape = shape, .numel = (uint64_t)t->numel, .rows = rows,
                         .cols = cols, .sq_norm = NAN,
-                        .source_format = (char *)(uintptr_t)(fr_tensor_is_block_quantized(t) ? t->dtype_name : ""),
+                        .source_format = (char *)(uintptr_t)fr_tensor_source_format(t),
                         .stored_bits = fr_tensor_stored_bits(t)};
     fr_status st = fr_dataset_add_tensor(b->ds, &row, err);
     *at = (long)b->ds->n_tensors - 1;
@@ -700,7 +700,10 @@ fr_status fr_sweep_plan_item_origin(const fr_sweep_item *it, uint64_t *tensor, u
         return fr_fail(err, FR_E_FAIL, "'%s': an item that names no tensor of its source",
                        it->tensor->name);
     *tensor = t;
-    *expert = (uint32_t)((it->tensor->offset - src->tensors[t].offset) / it->tensor->nbytes) + 1;
+    if (it->tensor->encoding == FR_ENC_MEMBERS) /* fr_sweep_expert_view */
+        *expert = (uint32_t)it->tensor->offset + 1;
+    else
+        *expert = (uint32_t)((it->tensor->offset - src->tensors[t].offset) / it->tensor->nbytes) + 1;
     return FR_OK;
 }
 

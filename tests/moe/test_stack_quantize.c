@@ -25,16 +25,9 @@
 #include "frontier/model/tensors.h"
 #include "frontier/sweep/sweep.h"
 #include "frontier/exec/builtins.h"
+#include "source_util.h"
 
 static fr_registry reg;
-
-static long find(const fr_source *s, const char *name)
-{
-    for (size_t i = 0; i < s->n_tensors; i++)
-        if (!strcmp(s->tensors[i].name, name))
-            return (long)i;
-    return -1;
-}
 
 static void check_case(const char *model, const char *work, const char *config, fr_qformat format)
 {
@@ -81,7 +74,7 @@ static void check_case(const char *model, const char *work, const char *config, 
             char name[512];
             const char *suffix = parts[k].suffix + strlen("weight"); /* "_packed" */
             snprintf(name, sizeof name, "%s%s", t->name, suffix);
-            long j = find(back, name);
+            long j = fr_test_find(back, name);
             CHECK_MSG(j >= 0, "%s: no '%s' in the output", config, name);
             if (j < 0)
                 goto next;
@@ -105,7 +98,7 @@ static void check_case(const char *model, const char *work, const char *config, 
         }
         float *deq = NULL;
         if (format == FR_QFORMAT_DEQUANTIZED) {
-            long j = find(back, t->name);
+            long j = fr_test_find(back, t->name);
             CHECK(j >= 0 && back->tensors[j].ndim == 3 && back->tensors[j].shape[0] == E);
             deq = malloc((size_t)(E * per) * sizeof *deq);
             CHECK_OK(fr_tensor_load_f32(back, &back->tensors[j], deq, &err), err);

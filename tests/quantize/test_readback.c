@@ -30,6 +30,7 @@
 #include "frontier/sweep/sweep.h"
 #include "frontier/exec/builtins.h"
 #include "quantizers/nvfp4_group.h"
+#include "source_util.h"
 
 static fr_registry reg;
 
@@ -38,40 +39,12 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static long find(const fr_source *s, const char *name)
-{
-    for (size_t i = 0; i < s->n_tensors; i++)
-        if (!strcmp(s->tensors[i].name, name))
-            return (long)i;
-    return -1;
-}
-
-static float *load(const fr_source *s, const fr_tensor *t)
-{
-    float *w = malloc((size_t)t->numel * sizeof *w);
-    fr_error err;
-    if (!w || fr_tensor_load_f32(s, t, w, &err) != FR_OK) {
-        fprintf(stderr, "cannot load '%s': %s\n", t->name, w ? err.msg : "no memory");
-        exit(1);
-    }
-    return w;
-}
-
 /* The registry's Q(W): what the sweep measures. */
 static float *quantize_ref(const char *config, const float *w, int64_t rows, int64_t cols,
                            const char *name)
 {
-    const fr_config_ref *ref = fr_registry_find_config(&reg, config);
     float *w_hat = malloc((size_t)(rows * cols) * sizeof *w_hat);
-    frontier_call call;
-    fr_error err;
-    fr_call_init(&call, NULL, 0, name, config);
-    if (!ref || fr_quantizer_quantize_cpu(&reg, ref, w, w_hat, rows, cols, NULL, name, &call,
-                                          &err) != FR_OK) {
-        fprintf(stderr, "cannot quantize '%s' as %s\n", name, config);
-        exit(1);
-    }
-    fr_call_release(&call);
+    fr_test_quantize(&reg, config, w, w_hat, rows, cols, name);
     return w_hat;
 }
 
@@ -120,7 +93,7 @@ static float fused_gs(const fr_source *in, const char *name)
         if (!fr_quantize_fused_group(in->tensors[i].name, other, sizeof other) ||
             strcmp(group, other))
             continue;
-        float *w = load(in, &in->tensors[i]);
+        float *w = fr_test_load(in, &in->tensors[i]);
         float a = fr_ct_amax(w, in->tensors[i].numel);
         amax = a > amax ? a : amax;
         members++;
@@ -171,7 +144,7 @@ static void check_case(const char *model, const char *work, const qcase *qc)
                                           t->cls != FR_CLASS_LM_HEAD) &&
                        !(qc->exclude && strstr(t->name, qc->exclude));
         if (!selected) {
-            long j = find(back, t->name);
+            long j = fr_test_find(back, t->name);
             CHECK_MSG(j >= 0, "%s: copied tensor '%s' missing", qc->label, t->name);
             if (j < 0)
                 continue;
@@ -184,7 +157,7 @@ static void check_case(const char *model, const char *work, const qcase *qc)
         n_quantized++;
         int64_t rows, cols;
         fr_sweep_matrix(t, &rows, &cols);
-        float *w = load(in, t);
+        float *w = fr_test_load(in, t);
         /* nvfp4-fused needs the joint amax the tool hands it: computed below
          * from the definition instead */
         float *want = fused_cfg ? malloc((size_t)t->numel * sizeof *want)
@@ -201,14 +174,14 @@ static void check_case(const char *model, const char *work, const qcase *qc)
             n_fused++;
         }
         if (qc->format == FR_QFORMAT_DEQUANTIZED) {
-            long j = find(back, t->name);
+            long j = fr_test_find(back, t->name);
             CHECK_MSG(j >= 0 && back->tensors[j].dtype == t->dtype &&
                           back->tensors[j].ndim == t->ndim &&
                           !memcmp(back->tensors[j].shape, t->shape, sizeof t->shape),
                       "%s: '%s' lost its name, dtype or shape", qc->label, t->name);
             if (j < 0)
                 goto next;
-            float *g = load(back, &back->tensors[j]);
+            float *g = fr_test_load(back, &back->tensors[j]);
             memcpy(got, g, (size_t)t->numel * sizeof *got);
             free(g);
             /* Q(W) after the cast to the input dtype */
@@ -226,7 +199,7 @@ static void check_case(const char *model, const char *work, const qcase *qc)
             for (size_t k = 0; k < np; k++) {
                 char name[1100];
                 snprintf(name, sizeof name, "%s.%s", module, parts[k].suffix);
-                long j = find(back, name);
+                long j = fr_test_find(back, name);
                 CHECK_MSG(j >= 0 && back->tensors[j].nbytes == parts[k].nbytes &&
                               !strcmp(back->tensors[j].dtype_name, parts[k].dtype),
                           "%s: '%s' missing or not %s of %llu bytes", qc->label, name,
@@ -236,7 +209,7 @@ static void check_case(const char *model, const char *work, const qcase *qc)
                 bufs[k] = fr_tensor_raw(back, &back->tensors[j]);
             }
             if (kind != FR_CT_FP8) /* float-quantized keeps the name "weight" (as E4M3) */
-                CHECK_MSG(find(back, t->name) < 0, "%s: '%s' is still dense", qc->label, t->name);
+                CHECK_MSG(fr_test_find(back, t->name) < 0, "%s: '%s' is still dense", qc->label, t->name);
             if (kind == FR_CT_NVFP4 && !isnan(gs))
                 CHECK_MSG(fr_bits_to_f32(le32(bufs[2])) == gs,
                           "%s: '%s' global scale is not the fused group's", qc->label, t->name);
@@ -316,7 +289,7 @@ static void make_bf16(const char *model, const char *dir)
         exit(1);
     }
     for (size_t i = 0; i < in->n_tensors; i++) {
-        float *w = load(in, &in->tensors[i]);
+        float *w = fr_test_load(in, &in->tensors[i]);
         uint8_t *b = malloc((size_t)in->tensors[i].numel * 2);
         fr_store_f32_as(FR_DTYPE_BF16, w, (size_t)in->tensors[i].numel, b);
         CHECK_OK(fr_st_writer_write(wr, b, (size_t)in->tensors[i].numel * 2, &err), err);

@@ -41,6 +41,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cli_check  # noqa: E402
+from cli_check import fail, ok, run  # noqa: E402
+
 try:
     import h5py
     import numpy as np
@@ -58,25 +62,6 @@ RELEASE = {"attn_q": "ggml-q8_0", "attn_k": "ggml-q4_0", "attn_v": "ggml-q4_1",
 
 # the types whose encoders give back the blocks they decode to
 IDEMPOTENT = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "MXFP4")
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print(f"FAIL: {msg}", flush=True)
-
-
-def ok(msg):
-    print(f"ok: {msg}", flush=True)
-
-
-def run(*args, expect=0):
-    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    if r.returncode != expect:
-        fail(f"{' '.join(map(str, args[1:]))}: exit {r.returncode}, expected {expect}\n"
-             f"{r.stderr}")
-    return r
 
 
 def read_gguf(path):
@@ -377,8 +362,8 @@ def main():
     check_allocate_quantize(frontier, released, files, run_h5, work)
     check_own_type(frontier, released, files, work)
     check_experts(frontier, data, work)
-    if failures:
-        print(f"quantized_source: {failures} failure(s)")
+    if cli_check.failures:
+        print(f"quantized_source: {cli_check.failures} failure(s)")
         return 1
     print("quantized_source: all checks passed")
     return 0

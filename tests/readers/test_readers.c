@@ -25,24 +25,12 @@
 #include "check.h"
 #include "core/dtype.h"
 #include "core/source.h"
+#include "source_util.h"
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
+    size_t n;
+    return fr_test_slurp(path, &n);
 }
 
 static const fr_tensor *find(const fr_source *src, const char *name)
