@@ -456,27 +456,35 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* Builds entry en for logical weight `logical` whose members (indices into
- * src->tensors, -1 absent) are idx[]; fills the logical tensor lt. */
-static fr_status fold_one(const fold_ctx *c, const char *logical, const long *idx, ct_entry *en,
-                          fr_tensor *lt, fr_error *err)
-{
-    fr_source *src = c->src;
+/* One logical weight being folded: its members and what they say. */
+typedef struct fold_state {
+    const fold_ctx *c;
+    fr_source *src;
+    const char *logical, *file;
     const fr_tensor *m[M_COUNT];
-    for (int k = 0; k < M_COUNT; k++)
-        m[k] = idx[k] >= 0 ? &src->tensors[idx[k]] : NULL;
-    const fr_tensor *p = m[M_PACKED];
-    const char *file = src->files[p->file].path;
-    char modname[512];
-    snprintf(modname, sizeof modname, "%.*s", (int)module_len(logical), logical);
-    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(c->qc, "config_groups");
-    const cJSON *grp = group_of(groups, modname);
-    const cJSON *w = cJSON_GetObjectItemCaseSensitive(grp, "weights");
-    const char *format = json_str(grp, "format");
+    const fr_tensor *p;           /* the packed (or fp8) weight member */
+    const cJSON *grp, *w;         /* its config group and the group's weights */
+    const char *strategy;
+    fr_ct_kind kind;
+    int symmetric;
+    int pd;                       /* dimensions of p */
+    int64_t experts, rows, cols, numel;
+    ct_entry *en;
+    char label[24], fmt[48];
+} fold_state;
+
+/* The format of the weight (its group's, the config's, or what the members
+ * say) and the members that format needs. */
+static fr_status fold_kind(fold_state *f, fr_error *err)
+{
+    const fr_tensor *const *m = f->m;
+    const fr_tensor *p = f->p;
+    const char *file = f->file, *logical = f->logical;
+    const char *format = json_str(f->grp, "format");
     if (!format || !strcmp(format, "mixed-precision"))
-        format = json_str(c->qc, "format");
+        format = json_str(f->c->qc, "format");
     const int packed = strlen(p->name) > strlen(logical);
-    if (packed && find(c, logical) >= 0)
+    if (packed && find(f->c, logical) >= 0)
         return BAD("cannot read '%s': both '%s' and '%s' are stored", file, logical, p->name);
     fr_ct_kind kind = FR_CT_NONE;
     if (!packed)
@@ -501,15 +509,24 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
                                                    "weight_zero_point", "", "weight_shape"};
     int need[M_COUNT] = {0, 1, kind == FR_CT_NVFP4, 0, 0, kind == FR_CT_PACK};
     /* symmetric as the group says; without a group, as the members say */
-    const cJSON *sym = cJSON_GetObjectItemCaseSensitive(w, "symmetric");
-    const int symmetric = cJSON_IsBool(sym) ? cJSON_IsTrue(sym) : !m[M_ZERO];
-    if (kind == FR_CT_PACK && !symmetric)
+    const cJSON *sym = cJSON_GetObjectItemCaseSensitive(f->w, "symmetric");
+    f->symmetric = cJSON_IsBool(sym) ? cJSON_IsTrue(sym) : !m[M_ZERO];
+    if (kind == FR_CT_PACK && !f->symmetric)
         need[M_ZERO] = 1;
     for (int k = 0; k < M_COUNT; k++)
         if (need[k] && !m[k])
             return BAD("cannot read '%s': '%s' is %s but its %s%s (%s) is missing", file, logical,
                        fr_ct_format_name(kind), logical, member_suffix[k], need_name[k]);
-    /* the logical shape */
+    f->kind = kind;
+    return FR_OK;
+}
+
+/* The logical shape: [experts,] rows x cols, from the packed member and
+ * weight_shape when there is one. */
+static fr_status fold_shape(fold_state *f, fr_error *err)
+{
+    const fr_tensor *p = f->p;
+    const char *file = f->file, *logical = f->logical;
     int64_t experts = 0, rows, cols;
     int pd = p->ndim;
     if (pd != 2 && pd != 3)
@@ -519,9 +536,9 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
     if (pd == 3)
         experts = p->shape[0];
     rows = p->shape[pd - 2];
-    if (m[M_SHAPE]) {
-        const fr_tensor *s = m[M_SHAPE];
-        const uint8_t *b = src->files[s->file].base + s->offset;
+    if (f->m[M_SHAPE]) {
+        const fr_tensor *s = f->m[M_SHAPE];
+        const uint8_t *b = f->src->files[s->file].base + s->offset;
         if (!is_int(s->dtype) || s->numel != pd)
             return BAD("cannot read '%s': '%s' of '%s' is %s %lld elements, not %d integers", file,
                        s->name, logical, s->dtype_name, (long long)s->numel, pd);
@@ -531,7 +548,7 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
                        s->name, logical, p->name);
         cols = load_int(s->dtype, b + (size_t)(pd - 1) * es);
     } else {
-        cols = kind == FR_CT_FP8 ? p->shape[pd - 1] : 2 * p->shape[pd - 1];
+        cols = f->kind == FR_CT_FP8 ? p->shape[pd - 1] : 2 * p->shape[pd - 1];
     }
     if (cols <= 0 || rows <= 0 || experts < 0 || (pd == 3 && experts == 0))
         return BAD("cannot read '%s': '%s' has an empty shape", file, logical);
@@ -540,162 +557,201 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
         __builtin_mul_overflow(numel, experts ? experts : 1, &numel))
         return BAD("cannot read '%s': '%s' says %lld columns, more than its members can hold",
                    file, logical, (long long)cols);
-    fr_ct_view *v = &en->view;
-    memset(v, 0, sizeof *v);
-    v->kind = kind;
-    v->rows = rows;
-    v->cols = cols;
-    v->tile_rows = 1;
-    fr_status st;
-    char label[24], fmt[48];
-    const char *strategy = json_str(w, "strategy");
+    f->pd = pd;
+    f->experts = experts;
+    f->rows = rows;
+    f->cols = cols;
+    f->numel = numel;
+    return FR_OK;
+}
+
+/* The fold state's fields as the locals the view builders below read
+ * (each reads most of them). */
+#define FOLD_LOCALS(f)                                                                       \
+    const fr_tensor *const *m = (f)->m;                                                      \
+    const fr_tensor *p = (f)->p;                                                             \
+    fr_source *src = (f)->src;                                                               \
+    const char *file = (f)->file, *logical = (f)->logical;                                   \
+    const int64_t experts = (f)->experts, rows = (f)->rows, cols = (f)->cols;                \
+    fr_ct_view *v = &(f)->en->view;                                                          \
+    char *label = (f)->label, *fmt = (f)->fmt;                                               \
+    const size_t label_size = sizeof (f)->label, fmt_size = sizeof (f)->fmt;                 \
+    int64_t sh[2];                                                                           \
+    fr_status st = FR_OK
+
+/* nvfp4- and mxfp4-pack-quantized: packed nibbles, group scales (and
+ * NVFP4's global scale). */
+static fr_status view_fp4(fold_state *f, fr_error *err)
+{
+    FOLD_LOCALS(f);
+    const fr_ct_kind kind = f->kind;
     int64_t one = 1;
-    int64_t sh[2];
-    switch (kind) {
-    case FR_CT_NVFP4:
-    case FR_CT_MXFP4: {
-        v->group = kind == FR_CT_NVFP4 ? FR_NVFP4_GROUP : FR_MX_BLOCK;
-        v->scale_cols = cdiv(cols, v->group);
-        v->scale_dtype = m[M_SCALE]->dtype;
-        sh[0] = rows;
-        sh[1] = cols / 2;
-        if ((st = check_dtype(src, logical, p, p->dtype == FR_DTYPE_U8, "U8", err)) != FR_OK ||
-            (st = check_member(src, logical, p, experts, 2, sh, err)) != FR_OK || cols % 2)
-            return st != FR_OK ? st : BAD("cannot read '%s': '%s' has an odd column count %lld", file, logical, (long long)cols);
-        sh[1] = v->scale_cols;
-        if (kind == FR_CT_NVFP4) {
-            st = check_dtype(src, logical, m[M_SCALE], is_float_scale(m[M_SCALE]->dtype), "F8_E4M3", err);
-            if (st == FR_OK)
-                st = check_dtype(src, logical, m[M_GLOBAL], is_float_scale(m[M_GLOBAL]->dtype) && m[M_GLOBAL]->dtype != FR_DTYPE_F8_E4M3, "F32", err);
-            if (st == FR_OK)
-                st = check_member(src, logical, m[M_GLOBAL], experts, 1, &one, err);
-            v->global_dtype = m[M_GLOBAL]->dtype;
-            snprintf(label, sizeof label, "NVFP4");
-        } else {
-            st = check_dtype(src, logical, m[M_SCALE], m[M_SCALE]->dtype == FR_DTYPE_U8, "U8 (E8M0)", err);
-            snprintf(label, sizeof label, "MXFP4");
-        }
+    v->group = kind == FR_CT_NVFP4 ? FR_NVFP4_GROUP : FR_MX_BLOCK;
+    v->scale_cols = cdiv(cols, v->group);
+    v->scale_dtype = m[M_SCALE]->dtype;
+    sh[0] = rows;
+    sh[1] = cols / 2;
+    if ((st = check_dtype(src, logical, p, p->dtype == FR_DTYPE_U8, "U8", err)) != FR_OK ||
+        (st = check_member(src, logical, p, experts, 2, sh, err)) != FR_OK || cols % 2)
+        return st != FR_OK ? st : BAD("cannot read '%s': '%s' has an odd column count %lld", file, logical, (long long)cols);
+    sh[1] = v->scale_cols;
+    if (kind == FR_CT_NVFP4) {
+        st = check_dtype(src, logical, m[M_SCALE], is_float_scale(m[M_SCALE]->dtype), "F8_E4M3", err);
         if (st == FR_OK)
-            st = check_member(src, logical, m[M_SCALE], experts, 2, sh, err);
-        if (st != FR_OK)
-            return st;
-        snprintf(fmt, sizeof fmt, "%s", fr_ct_format_name(kind));
-        break;
-    }
-    case FR_CT_PACK: {
-        int bits = json_int(w, "num_bits", 0);
-        if (bits < 2 || bits > 8)
-            return BAD("cannot read '%s': '%s' is pack-quantized with num_bits %d in config.json "
-                       "(quantization_config); frontier reads 2 to 8",
-                       file, logical, bits);
-        v->bits = bits;
-        int gsize = json_int(w, "group_size", 0);
-        int channel = (strategy && !strcmp(strategy, "channel")) || gsize <= 0;
-        v->group = channel ? cols : gsize;
-        v->scale_cols = channel ? 1 : cdiv(cols, gsize);
-        v->scale_dtype = m[M_SCALE]->dtype;
-        sh[0] = rows;
-        sh[1] = cdiv(cols * bits, 32);
-        /* a width only the 32/b-per-word packing gives: that packing */
-        if (32 % bits && p->shape[pd - 1] != sh[1] && p->shape[pd - 1] == cdiv(cols, 32 / bits)) {
-            v->per_word = 32 / bits;
-            sh[1] = cdiv(cols, v->per_word);
-        }
-        if ((st = check_dtype(src, logical, p, p->dtype == FR_DTYPE_I32, "I32", err)) != FR_OK ||
-            (st = check_member(src, logical, p, experts, 2, sh, err)) != FR_OK)
-            return st;
-        sh[1] = v->scale_cols;
-        if ((st = check_dtype(src, logical, m[M_SCALE], is_float_scale(m[M_SCALE]->dtype), "F16, BF16 or F32", err)) != FR_OK ||
-            (st = check_member(src, logical, m[M_SCALE], experts, 2, sh, err)) != FR_OK)
-            return st;
-        if (m[M_ZERO] && !symmetric) {
-            const fr_tensor *z = m[M_ZERO];
-            int64_t packed_rows = v->per_word ? cdiv(rows, v->per_word) : cdiv(rows * bits, 32);
-            int zd = z->ndim - (experts ? 1 : 0);
-            v->zp_packed = z->dtype == FR_DTYPE_I32 && zd == 2 && z->shape[z->ndim - 2] == packed_rows &&
-                           packed_rows != rows;
-            v->zp_dtype = z->dtype;
-            sh[0] = v->zp_packed ? packed_rows : rows;
-            if ((st = check_dtype(src, logical, z, is_int(z->dtype), "I32 (packed) or I8", err)) != FR_OK ||
-                (st = check_member(src, logical, z, experts, 2, sh, err)) != FR_OK)
-                return st;
-        }
-        if (m[M_GIDX]) {
-            int64_t n1 = cols;
-            v->gidx_dtype = m[M_GIDX]->dtype;
-            if ((st = check_dtype(src, logical, m[M_GIDX], m[M_GIDX]->dtype == FR_DTYPE_I32 || m[M_GIDX]->dtype == FR_DTYPE_I64, "I32", err)) != FR_OK ||
-                (st = check_member(src, logical, m[M_GIDX], experts, 1, &n1, err)) != FR_OK)
-                return st;
-            /* a -1 anywhere: g_idx not initialised, column order (compressed-tensors'
-             * _process_quantization, is_column_order) */
-            const uint8_t *gb = src->files[m[M_GIDX]->file].base + m[M_GIDX]->offset;
-            size_t gs = fr_dtype_size(m[M_GIDX]->dtype);
-            for (int64_t i = 0; i < m[M_GIDX]->numel && !en->no_gidx; i++)
-                en->no_gidx = load_int(m[M_GIDX]->dtype, gb + (size_t)i * gs) == -1;
-        }
-        snprintf(label, sizeof label, "INT%d", bits);
-        char g[16];
-        if (channel)
-            snprintf(g, sizeof g, "channel");
-        else
-            snprintf(g, sizeof g, "g%d", gsize);
-        snprintf(fmt, sizeof fmt, "pack-quantized int%d %s %s%s", bits, g,
-                 symmetric ? "sym" : "asym", m[M_GIDX] && !en->no_gidx ? " g_idx" : "");
-        break;
-    }
-    case FR_CT_FP8: {
-        v->elem_dtype = p->dtype;
-        v->scale_dtype = m[M_SCALE]->dtype;
-        /* without a config group, the scale's shape says which */
-        const char *scope = strategy ? strategy
-                            : m[M_SCALE]->numel == (experts ? experts : 1) ? "tensor"
-                            : m[M_SCALE]->numel == (experts ? experts : 1) * rows ? "channel"
-                                                                                   : "block";
-        if (!strcmp(scope, "tensor")) {
-            v->tile_rows = rows;
-            v->group = cols;
-            v->scale_cols = 1;
-            sh[0] = 1;
-            st = check_member(src, logical, m[M_SCALE], experts, 1, sh, err);
-        } else if (!strcmp(scope, "channel")) {
-            v->group = cols;
-            v->scale_cols = 1;
-            sh[0] = rows;
-            sh[1] = 1;
-            st = check_member(src, logical, m[M_SCALE], experts, 2, sh, err);
-        } else if (!strcmp(scope, "block")) {
-            const cJSON *bs = cJSON_GetObjectItemCaseSensitive(w, "block_structure");
-            int br = cJSON_IsArray(bs) ? cJSON_GetArrayItem(bs, 0) ? cJSON_GetArrayItem(bs, 0)->valueint : 0 : 128;
-            int bc = cJSON_IsArray(bs) ? cJSON_GetArrayItem(bs, 1) ? cJSON_GetArrayItem(bs, 1)->valueint : 0 : 128;
-            if (br <= 0 || bc <= 0)
-                return BAD("cannot read '%s': '%s': block_structure of its config group is not two positive integers",
-                           file, logical);
-            v->tile_rows = br;
-            v->group = bc;
-            v->scale_cols = cdiv(cols, bc);
-            sh[0] = cdiv(rows, br);
-            sh[1] = v->scale_cols;
-            st = check_member(src, logical, m[M_SCALE], experts, 2, sh, err);
-        } else {
-            return BAD("cannot read '%s': '%s' is float-quantized with strategy '%s'; frontier "
-                       "reads tensor, channel and block",
-                       file, logical, scope);
-        }
+            st = check_dtype(src, logical, m[M_GLOBAL], is_float_scale(m[M_GLOBAL]->dtype) && m[M_GLOBAL]->dtype != FR_DTYPE_F8_E4M3, "F32", err);
         if (st == FR_OK)
-            st = check_dtype(src, logical, m[M_SCALE], is_float_scale(m[M_SCALE]->dtype) && m[M_SCALE]->dtype != FR_DTYPE_F8_E4M3, "F32, F16 or BF16", err);
-        if (st != FR_OK)
+            st = check_member(src, logical, m[M_GLOBAL], experts, 1, &one, err);
+        v->global_dtype = m[M_GLOBAL]->dtype;
+        snprintf(label, label_size, "NVFP4");
+    } else {
+        st = check_dtype(src, logical, m[M_SCALE], m[M_SCALE]->dtype == FR_DTYPE_U8, "U8 (E8M0)", err);
+        snprintf(label, label_size, "MXFP4");
+    }
+    if (st == FR_OK)
+        st = check_member(src, logical, m[M_SCALE], experts, 2, sh, err);
+    if (st != FR_OK)
+        return st;
+    snprintf(fmt, fmt_size, "%s", fr_ct_format_name(kind));
+    return FR_OK;
+}
+
+/* pack-quantized int2..8: packed codes, group or channel scales, zero
+ * points when asymmetric, g_idx when present. */
+static fr_status view_pack(fold_state *f, fr_error *err)
+{
+    FOLD_LOCALS(f);
+    const int pd = f->pd;
+    const char *strategy = f->strategy;
+    const cJSON *w = f->w;
+    const int symmetric = f->symmetric;
+    ct_entry *en = f->en;
+    int bits = json_int(w, "num_bits", 0);
+    if (bits < 2 || bits > 8)
+        return BAD("cannot read '%s': '%s' is pack-quantized with num_bits %d in config.json "
+                   "(quantization_config); frontier reads 2 to 8",
+                   file, logical, bits);
+    v->bits = bits;
+    int gsize = json_int(w, "group_size", 0);
+    int channel = (strategy && !strcmp(strategy, "channel")) || gsize <= 0;
+    v->group = channel ? cols : gsize;
+    v->scale_cols = channel ? 1 : cdiv(cols, gsize);
+    v->scale_dtype = m[M_SCALE]->dtype;
+    sh[0] = rows;
+    sh[1] = cdiv(cols * bits, 32);
+    /* a width only the 32/b-per-word packing gives: that packing */
+    if (32 % bits && p->shape[pd - 1] != sh[1] && p->shape[pd - 1] == cdiv(cols, 32 / bits)) {
+        v->per_word = 32 / bits;
+        sh[1] = cdiv(cols, v->per_word);
+    }
+    if ((st = check_dtype(src, logical, p, p->dtype == FR_DTYPE_I32, "I32", err)) != FR_OK ||
+        (st = check_member(src, logical, p, experts, 2, sh, err)) != FR_OK)
+        return st;
+    sh[1] = v->scale_cols;
+    if ((st = check_dtype(src, logical, m[M_SCALE], is_float_scale(m[M_SCALE]->dtype), "F16, BF16 or F32", err)) != FR_OK ||
+        (st = check_member(src, logical, m[M_SCALE], experts, 2, sh, err)) != FR_OK)
+        return st;
+    if (m[M_ZERO] && !symmetric) {
+        const fr_tensor *z = m[M_ZERO];
+        int64_t packed_rows = v->per_word ? cdiv(rows, v->per_word) : cdiv(rows * bits, 32);
+        int zd = z->ndim - (experts ? 1 : 0);
+        v->zp_packed = z->dtype == FR_DTYPE_I32 && zd == 2 && z->shape[z->ndim - 2] == packed_rows &&
+                       packed_rows != rows;
+        v->zp_dtype = z->dtype;
+        sh[0] = v->zp_packed ? packed_rows : rows;
+        if ((st = check_dtype(src, logical, z, is_int(z->dtype), "I32 (packed) or I8", err)) != FR_OK ||
+            (st = check_member(src, logical, z, experts, 2, sh, err)) != FR_OK)
             return st;
-        const char *e = p->dtype == FR_DTYPE_F8_E5M2 ? "fp8-e5m2" : "fp8";
-        snprintf(label, sizeof label, "%s", p->dtype == FR_DTYPE_F8_E5M2 ? "FP8_E5M2" : "FP8_E4M3");
-        if (!strcmp(scope, "block"))
-            snprintf(fmt, sizeof fmt, "float-quantized %s block %lldx%lld", e, (long long)v->tile_rows, (long long)v->group);
-        else
-            snprintf(fmt, sizeof fmt, "float-quantized %s %s", e, scope);
-        break;
     }
-    default:
-        return BAD("cannot read '%s': '%s': no compressed-tensors layout", file, logical);
+    if (m[M_GIDX]) {
+        int64_t n1 = cols;
+        v->gidx_dtype = m[M_GIDX]->dtype;
+        if ((st = check_dtype(src, logical, m[M_GIDX], m[M_GIDX]->dtype == FR_DTYPE_I32 || m[M_GIDX]->dtype == FR_DTYPE_I64, "I32", err)) != FR_OK ||
+            (st = check_member(src, logical, m[M_GIDX], experts, 1, &n1, err)) != FR_OK)
+            return st;
+        /* a -1 anywhere: g_idx not initialised, column order (compressed-tensors'
+         * _process_quantization, is_column_order) */
+        const uint8_t *gb = src->files[m[M_GIDX]->file].base + m[M_GIDX]->offset;
+        size_t gs = fr_dtype_size(m[M_GIDX]->dtype);
+        for (int64_t i = 0; i < m[M_GIDX]->numel && !en->no_gidx; i++)
+            en->no_gidx = load_int(m[M_GIDX]->dtype, gb + (size_t)i * gs) == -1;
     }
+    snprintf(label, label_size, "INT%d", bits);
+    char g[16];
+    if (channel)
+        snprintf(g, sizeof g, "channel");
+    else
+        snprintf(g, sizeof g, "g%d", gsize);
+    snprintf(fmt, fmt_size, "pack-quantized int%d %s %s%s", bits, g,
+             symmetric ? "sym" : "asym", m[M_GIDX] && !en->no_gidx ? " g_idx" : "");
+    return FR_OK;
+}
+
+/* float-quantized: fp8 elements, tensor, channel or block scales. */
+static fr_status view_fp8(fold_state *f, fr_error *err)
+{
+    FOLD_LOCALS(f);
+    const char *strategy = f->strategy;
+    const cJSON *w = f->w;
+    v->elem_dtype = p->dtype;
+    v->scale_dtype = m[M_SCALE]->dtype;
+    /* without a config group, the scale's shape says which */
+    const char *scope = strategy ? strategy
+                        : m[M_SCALE]->numel == (experts ? experts : 1) ? "tensor"
+                        : m[M_SCALE]->numel == (experts ? experts : 1) * rows ? "channel"
+                                                                               : "block";
+    if (!strcmp(scope, "tensor")) {
+        v->tile_rows = rows;
+        v->group = cols;
+        v->scale_cols = 1;
+        sh[0] = 1;
+        st = check_member(src, logical, m[M_SCALE], experts, 1, sh, err);
+    } else if (!strcmp(scope, "channel")) {
+        v->group = cols;
+        v->scale_cols = 1;
+        sh[0] = rows;
+        sh[1] = 1;
+        st = check_member(src, logical, m[M_SCALE], experts, 2, sh, err);
+    } else if (!strcmp(scope, "block")) {
+        const cJSON *bs = cJSON_GetObjectItemCaseSensitive(w, "block_structure");
+        int br = cJSON_IsArray(bs) ? cJSON_GetArrayItem(bs, 0) ? cJSON_GetArrayItem(bs, 0)->valueint : 0 : 128;
+        int bc = cJSON_IsArray(bs) ? cJSON_GetArrayItem(bs, 1) ? cJSON_GetArrayItem(bs, 1)->valueint : 0 : 128;
+        if (br <= 0 || bc <= 0)
+            return BAD("cannot read '%s': '%s': block_structure of its config group is not two positive integers",
+                       file, logical);
+        v->tile_rows = br;
+        v->group = bc;
+        v->scale_cols = cdiv(cols, bc);
+        sh[0] = cdiv(rows, br);
+        sh[1] = v->scale_cols;
+        st = check_member(src, logical, m[M_SCALE], experts, 2, sh, err);
+    } else {
+        return BAD("cannot read '%s': '%s' is float-quantized with strategy '%s'; frontier "
+                   "reads tensor, channel and block",
+                   file, logical, scope);
+    }
+    if (st == FR_OK)
+        st = check_dtype(src, logical, m[M_SCALE], is_float_scale(m[M_SCALE]->dtype) && m[M_SCALE]->dtype != FR_DTYPE_F8_E4M3, "F32, F16 or BF16", err);
+    if (st != FR_OK)
+        return st;
+    const char *e = p->dtype == FR_DTYPE_F8_E5M2 ? "fp8-e5m2" : "fp8";
+    snprintf(label, label_size, "%s", p->dtype == FR_DTYPE_F8_E5M2 ? "FP8_E5M2" : "FP8_E4M3");
+    if (!strcmp(scope, "block"))
+        snprintf(fmt, fmt_size, "float-quantized %s block %lldx%lld", e, (long long)v->tile_rows, (long long)v->group);
+    else
+        snprintf(fmt, fmt_size, "float-quantized %s %s", e, scope);
+    return FR_OK;
+}
+
+/* The logical tensor lt the entry's members make. */
+static fr_status fold_logical(fold_state *f, fr_tensor *lt, fr_error *err)
+{
+    fr_source *src = f->src;
+    const fr_tensor *const *m = f->m;
+    const fr_tensor *p = f->p;
+    const char *logical = f->logical, *label = f->label, *fmt = f->fmt;
+    const int64_t experts = f->experts, rows = f->rows, cols = f->cols, numel = f->numel;
+    const cJSON *grp = f->grp;
+    ct_entry *en = f->en;
     /* the logical tensor */
     memset(lt, 0, sizeof *lt);
     lt->name = strdup(logical);
@@ -727,6 +783,42 @@ static fr_status fold_one(const fold_ctx *c, const char *logical, const long *id
         en->list[en->n_list++] = *m[k];
     }
     return FR_OK;
+}
+
+/* Builds entry en for logical weight `logical` whose members (indices into
+ * src->tensors, -1 absent) are idx[]; fills the logical tensor lt. */
+static fr_status fold_one(const fold_ctx *c, const char *logical, const long *idx, ct_entry *en,
+                          fr_tensor *lt, fr_error *err)
+{
+    fold_state f = {.c = c, .src = c->src, .logical = logical, .en = en};
+    for (int k = 0; k < M_COUNT; k++)
+        f.m[k] = idx[k] >= 0 ? &f.src->tensors[idx[k]] : NULL;
+    f.p = f.m[M_PACKED];
+    f.file = f.src->files[f.p->file].path;
+    char modname[512];
+    snprintf(modname, sizeof modname, "%.*s", (int)module_len(logical), logical);
+    f.grp = group_of(cJSON_GetObjectItemCaseSensitive(c->qc, "config_groups"), modname);
+    f.w = cJSON_GetObjectItemCaseSensitive(f.grp, "weights");
+    f.strategy = json_str(f.w, "strategy");
+    fr_status st = fold_kind(&f, err);
+    if (st == FR_OK)
+        st = fold_shape(&f, err);
+    if (st != FR_OK)
+        return st;
+    fr_ct_view *v = &en->view;
+    memset(v, 0, sizeof *v);
+    v->kind = f.kind;
+    v->rows = f.rows;
+    v->cols = f.cols;
+    v->tile_rows = 1;
+    switch (f.kind) {
+    case FR_CT_NVFP4:
+    case FR_CT_MXFP4: st = view_fp4(&f, err); break;
+    case FR_CT_PACK: st = view_pack(&f, err); break;
+    case FR_CT_FP8: st = view_fp8(&f, err); break;
+    default: st = BAD("cannot read '%s': '%s': no compressed-tensors layout", f.file, logical);
+    }
+    return st == FR_OK ? fold_logical(&f, lt, err) : st;
 }
 
 fr_status fr_ct_source_attach(fr_source *src, fr_error *err)
