@@ -370,11 +370,15 @@ static fr_status evaluate(const eval_opts *o, int argc, char **argv, fr_error *e
     }
     fr_llama_kld k;
     if (st == FR_OK) {
-        snprintf(log, sizeof log, "%s/%s.kld.log", dir, name[0] == '.' ? "eval" : name);
-        for (char *c = log + strlen(dir) + 1; *c; c++)
-            if (*c == '/')
-                *c = '_';
-        st = measure(o, engine, gguf, base, log, &k, err);
+        int n = snprintf(log, sizeof log, "%s/%s.kld.log", dir, name[0] == '.' ? "eval" : name);
+        if (n < 0 || (size_t)n >= sizeof log) {
+            st = fr_fail(err, FR_E_USAGE, "the log path in '%s' for '%s' is too long", dir, name);
+        } else {
+            for (char *c = log + strlen(dir) + 1; *c; c++)
+                if (*c == '/')
+                    *c = '_';
+            st = measure(o, engine, gguf, base, log, &k, err);
+        }
     }
     if (st == FR_OK) {
         rec.model_sha = model_sha;
