@@ -593,6 +593,11 @@ fr_status fr_llama_mixes_complete(const fr_dataset *ds, const fr_result_index *i
         else
             fr_llama_mix_result_free(&r);
     }
+    if (*n == 0) { /* no mix is complete on these tensors: nothing to hand back */
+        free(*out);
+        *out = NULL;
+        return FR_OK;
+    }
     qsort(*out, *n, sizeof **out, by_size);
     return FR_OK;
 }

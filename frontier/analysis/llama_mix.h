@@ -103,8 +103,8 @@ void fr_llama_mix_result_free(fr_llama_mix_result *r);
 
 /* Every mix that is complete on the selection (each selected tensor
  * llama-quantize quantizes has its row), by increasing size: *out (free
- * each with fr_llama_mix_result_free, then the array), *n. A dataset
- * without ggml-* rows gives none. */
+ * each with fr_llama_mix_result_free, then the array; NULL when *n is 0),
+ * *n. A dataset without ggml-* rows gives none. */
 fr_status fr_llama_mixes_complete(const fr_dataset *ds, const fr_result_index *ix,
                                   const fr_llama_model *m, fr_metric metric,
                                   const fr_selector *sel, fr_llama_mix_result **out, size_t *n,
