@@ -148,6 +148,7 @@ print("\t".join([name, *m.groups()]))
 EOF
 }
 table=$work/results.tsv
+: >"$work/infeasible.tsv"
 printf 'budget\tcandidate\trecipe\tbits_per_weight\tmean_kld\tkld_stderr\tppl\tppl_release\tsame_top_pct\tpositions\n' >"$table"
 for b in $budgets; do
   say "== budget $b"
@@ -156,8 +157,17 @@ for b in $budgets; do
     r=$work/recipes/$obj-$b.json
     if [ ! -f "$r" ]; then
       if [ $obj = sensitivity ]; then extra=(--calib "$sens" --objective sensitivity); else extra=(--objective error); fi
-      alloc --budget "$b" --configs '^ggml-' "${extra[@]}" -o "$r" --summary >"$work/recipes/$obj-$b.out" 2>&1 ||
-        { cat "$work/recipes/$obj-$b.out"; exit 1; }
+      st=0
+      alloc --budget "$b" --configs '^ggml-' "${extra[@]}" -o "$r" --summary >"$work/recipes/$obj-$b.out" 2>&1 || st=$?
+      if [ $st -eq 2 ] && grep -q "below the smallest achievable size" "$work/recipes/$obj-$b.out"; then
+        # no ggml type mix is that small here (rows of 576 columns take no
+        # K-quant): said in the table, nothing measured
+        why=$(grep -o "below the smallest achievable size: [0-9.]* bits per weight" "$work/recipes/$obj-$b.out")
+        say "budget $b: $why"
+        printf '%s	%s\n' "$b" "$why" >>"$work/infeasible.tsv"
+        continue 2
+      fi
+      [ $st -eq 0 ] || { cat "$work/recipes/$obj-$b.out"; exit 1; }
     fi
     rows+=("frontier ($obj)|$obj-$b|$r")
   done
@@ -168,7 +178,15 @@ for b in $budgets; do
   # the stock mixes nearest the budget: the largest at or below it, the smallest above it
   below=$(awk -F'\t' -v b="$b" '$2 <= b + 1e-9 { if ($2 > best) { best = $2; n = $1 } } END { print n }' "$work/mixes.tsv")
   above=$(awk -F'\t' -v b="$b" 'BEGIN { best = 1e9 } $2 > b + 1e-9 { if ($2 < best) { best = $2; n = $1 } } END { print n }' "$work/mixes.tsv")
-  for m in $below $above; do rows+=("llama-quantize mix|mix-$m|$work/recipes/mix-$m.json"); done
+  for m in $below $above; do
+    rows+=("llama-quantize mix|mix-$m|$work/recipes/mix-$m.json")
+    # and frontier's sensitivity recipe of the mix's own size, head to head
+    r=$work/recipes/sensitivity-at-$m.json
+    [ -f "$r" ] || alloc --budget "$(awk -F'\t' -v m="$m" '$1 == m { print $2 }' "$work/mixes.tsv")" \
+      --configs '^ggml-' --calib "$sens" --objective sensitivity -o "$r" --summary \
+      >"$work/recipes/sensitivity-at-$m.out" 2>&1 || { cat "$work/recipes/sensitivity-at-$m.out"; exit 1; }
+    rows+=("frontier (sensitivity) at the mix's size|sensitivity-at-$m|$r")
+  done
   for row in "${rows[@]}"; do
     IFS='|' read -r kind name r <<<"$row"
     evaluate "$name" "$r"
@@ -178,7 +196,7 @@ for b in $budgets; do
 done
 
 # 6. the table, as markdown
-python3 - "$table" >"$work/results.md" <<'EOF'
+python3 - "$table" "$work/infeasible.tsv" >"$work/results.md" <<'EOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 print("| budget | candidate | recipe | bits/w | mean KLD (nats) | PPL | same top |")
@@ -193,6 +211,10 @@ for budget in dict.fromkeys(r["budget"] for r in rows):
             kld = f"**{kld}**"
         print(f"| {budget} | {r['candidate']} | {r['recipe']} | {float(r['bits_per_weight']):.4f} | {kld} "
               f"| {float(r['ppl']):.3f} | {float(r['same_top_pct']):.2f}% |")
+print()
+for line in open(sys.argv[2]):
+    b, why = line.rstrip("\n").split("\t")
+    print(f"| {b} | (none) | budget {why}: nothing to measure | | | | |")
 print()
 print(f"release PPL on the evaluation text: {rows[0]['ppl_release']}; {rows[0]['positions']} scored positions")
 EOF
