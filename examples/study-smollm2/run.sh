@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --sens-text) sens_text=$2; shift ;;
     --eval-text) eval_text=$2; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
