@@ -2,6 +2,8 @@
  * warning about tensors without results. */
 #include "cli_analysis.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +143,50 @@ fr_status cli_llama_mixes(const fr_dataset *ds, const fr_result_index *ix,
         fr_error_log("%s", err.msg);
     fr_selector_free(&sel);
     return st;
+}
+
+static cJSON *json_num_or_null(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+cJSON *cli_measured_json(const char *path, const char *metric_name, cli_predict_fn predict,
+                         void *ctx)
+{
+    fr_measured *rows = NULL;
+    size_t n = 0;
+    fr_error err;
+    if (fr_measured_read(path, &rows, &n, &err) != FR_OK) {
+        fr_warn("%s (the measured results are not listed)", err.msg);
+        return NULL;
+    }
+    cJSON *arr = n ? cJSON_CreateArray() : NULL;
+    for (size_t i = 0; arr && i < n; i++) {
+        const fr_measured *m = &rows[i];
+        double mv = NAN, pk = NAN;
+        if (predict)
+            predict(m, ctx, &mv, &pk);
+        cJSON *q = cJSON_CreateObject();
+        if (!q || !cJSON_AddItemToArray(arr, q)) {
+            cJSON_Delete(q);
+            cJSON_Delete(arr);
+            arr = NULL;
+            break;
+        }
+        cJSON_AddStringToObject(q, "name", m->name);
+        cJSON_AddStringToObject(q, "kind", m->kind);
+        cJSON_AddItemToObject(q, "bits_per_weight", json_num_or_null(m->bits_per_weight));
+        cJSON_AddItemToObject(q, metric_name, json_num_or_null(mv));
+        cJSON_AddItemToObject(q, "predicted_kl", json_num_or_null(pk));
+        cJSON_AddItemToObject(q, "kl_mean", json_num_or_null(m->kl_mean));
+        cJSON_AddItemToObject(q, "kl_stderr", json_num_or_null(m->kl_stderr));
+        cJSON_AddItemToObject(q, "ppl_quant", json_num_or_null(m->ppl_quant));
+        cJSON_AddItemToObject(q, "ppl_orig", json_num_or_null(m->ppl_orig));
+        cJSON_AddItemToObject(q, "top1_agreement", json_num_or_null(m->top1_agreement));
+        cJSON_AddItemToObject(q, "positions", json_num_or_null(m->positions));
+    }
+    fr_measured_free_all(rows, n);
+    return arr;
 }
 
 void cli_print_measured(FILE *out, const char *path, const char *metric_name,

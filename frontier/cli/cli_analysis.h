@@ -47,6 +47,14 @@ const char *cli_llama_model_text(const fr_llama_model *m, char *buf, size_t size
 typedef void (*cli_predict_fn)(const fr_measured *m, void *ctx, double *metric_value,
                                double *predicted_kl);
 
+/* The same rows as JSON objects (name, kind, bits_per_weight, the metric
+ * and predicted_kl as predict says, kl_mean, kl_stderr, ppl_quant,
+ * ppl_orig, top1_agreement, positions; null where unknown), for --json;
+ * NULL when there are none (or the table cannot be read: warned). */
+struct cJSON;
+struct cJSON *cli_measured_json(const char *path, const char *metric_name,
+                                cli_predict_fn predict, void *ctx);
+
 /* The dataset's measured results (/frontier/measured: frontier annotate and
  * frontier evaluate), one line each beside what predict says of them
  * (predict NULL: nothing), under a heading; prints nothing when there are

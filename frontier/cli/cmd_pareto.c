@@ -5,6 +5,7 @@
  */
 #include <getopt.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,8 @@ static void print_help(FILE *out)
             "                  of the Pareto-optimal points)\n"
             "  --verbose       every configuration, one block per group, instead of the\n"
             "                  best of each band\n"
-            "  --json          print the points as JSON\n"
+            "  --json          print the points as JSON (and the measured rows, when the\n"
+            "                  dataset has them, under measured)\n"
             "  --expert-units  count the 2-D experts of one (layer, projection)\n"
             "                  (mlp.experts.<N>.gate_proj.weight for every N) as one unit,\n"
             "                  as allocate --expert-units does: compared when all of its\n"
@@ -177,7 +179,11 @@ static cJSON *mixes_json(const fr_llama_mix_result *mixes, size_t n)
     return arr;
 }
 
-static int print_json(const fr_pareto *p, const fr_llama_mix_result *mixes, size_t n_mixes)
+static void predict_measured(const fr_measured *m, void *ctx, double *metric_value,
+                             double *predicted_kl);
+
+static int print_json(const char *path, const fr_pareto *p, const fr_llama_mix_result *mixes,
+                      size_t n_mixes)
 {
     cJSON *root = cJSON_CreateObject(), *groups = cJSON_CreateArray();
     if (!root || !groups) {
@@ -197,6 +203,11 @@ static int print_json(const fr_pareto *p, const fr_llama_mix_result *mixes, size
         }
         cJSON_AddItemToObject(root, "llama_mixes", m);
     }
+    /* what engines measured (annotate, evaluate) beside the prediction */
+    cJSON *measured = cli_measured_json(path, fr_metric_name(p->metric), predict_measured,
+                                        (void *)(uintptr_t)p);
+    if (measured)
+        cJSON_AddItemToObject(root, "measured", measured);
     for (size_t g = 0; g < p->n_groups; g++) {
         const fr_pareto_group *grp = &p->groups[g];
         cJSON *o = cJSON_CreateObject(), *pts = cJSON_CreateArray();
@@ -248,11 +259,12 @@ static int print_json(const fr_pareto *p, const fr_llama_mix_result *mixes, size
 /* The tables on stdout: every point as JSON, every configuration
  * (--verbose), or the least error per bit band; with a sensitivity, the
  * predicted KL of the rows shown. FR_E_NOMEM (logged) when out of memory. */
-static fr_status print_tables(const fr_dataset *ds, const fr_pareto *p, int json, int verbose,
-                              int frontier_only, const fr_llama_mix_result *mixes, size_t n_mixes)
+static fr_status print_tables(const char *path, const fr_dataset *ds, const fr_pareto *p,
+                              int json, int verbose, int frontier_only,
+                              const fr_llama_mix_result *mixes, size_t n_mixes)
 {
     if (json) {
-        if (!print_json(p, mixes, n_mixes)) {
+        if (!print_json(path, p, mixes, n_mixes)) {
             fr_error_log("out of memory");
             return FR_E_NOMEM;
         }
@@ -415,7 +427,7 @@ int cmd_pareto(int argc, char **argv)
     if (by == FR_BY_CONFIG && !expert_units &&
         (st = cli_llama_mixes(&ds, &ix, &sel, metric, model_path, &mixes, &n_mixes)) != FR_OK)
         goto done;
-    if ((st = print_tables(&ds, &p, json, verbose, frontier_only, mixes, n_mixes)) != FR_OK)
+    if ((st = print_tables(path, &ds, &p, json, verbose, frontier_only, mixes, n_mixes)) != FR_OK)
         goto done;
     if (!json)
         cli_print_measured(stdout, path, fr_metric_name(metric), predict_measured, &p);

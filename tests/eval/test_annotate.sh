@@ -63,6 +63,18 @@ for f in sys.argv[2:]:
 PY
 # the dataset itself still reads (its checksums) and pareto/allocate still run
 expect 0 "$bin" pareto "$tmp/run.h5" --no-store
+# pareto --json lists the measured rows beside the points (kl_mean as stored)
+expect 0 "$bin" pareto "$tmp/run.h5" --no-store --json
+python3 - "$tmp/out" "$n" <<'PY' || fail "pareto --json: measured rows"
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["measured"]
+assert len(m) == int(sys.argv[2]), (len(m), sys.argv[2])
+for r in m:
+    assert r["kind"] in ("config", "recipe") and r["kl_mean"] is not None, r
+    if r["kind"] == "config":
+        assert r["rel_err"] is not None, r  # the configuration's point beside it
+PY
 expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 --summary
 # allocate stored /frontier/allocation_3.5 through its own transaction: measured stays
 expect 0 "$bin" annotate "$tmp/run.h5"
