@@ -7,6 +7,7 @@
 #include "core/classify.h"
 #include "frontier/checkpoint/quantize_ct.h"
 #include "frontier/checkpoint/quantize_gguf.h"
+#include "frontier/model/calib_attach.h"
 
 int fr_qformat_from_name(const char *name)
 {
@@ -30,12 +31,8 @@ const char *fr_qformat_name(fr_qformat f)
 
 int fr_storable_tied_embedding(const fr_source *src, const fr_tensor *t)
 {
-    if (t->cls != FR_CLASS_EMBED)
-        return 0;
-    for (size_t i = 0; i < src->n_tensors; i++)
-        if (src->tensors[i].cls == FR_CLASS_LM_HEAD)
-            return 0;
-    return 1;
+    /* the sweep's rule for a tied embedding's statistics, too */
+    return t->cls == FR_CLASS_EMBED && !fr_calib_has_lm_head(src->tensors, src->n_tensors);
 }
 
 static int calibrated(const fr_registry *reg, const fr_config_ref *ref)

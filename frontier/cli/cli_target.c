@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/readers.h"
 #include "core/registry.h"
 #include "core/source.h"
 #include "frontier/checkpoint/quantize.h"
@@ -13,14 +14,6 @@
 #include "frontier/exec/builtins.h"
 #include "frontier/model/block_source.h"
 #include "frontier/model/tensors.h"
-
-static const fr_tensor *find_tensor(const fr_source *src, const char *name)
-{
-    for (size_t i = 0; i < src->n_tensors; i++)
-        if (!strcmp(src->tensors[i].name, name))
-            return &src->tensors[i];
-    return NULL;
-}
 
 /* The pairs of tensor t (position ti) of ds, whose model tensor is mt in src. */
 static void mark_tensor(const fr_registry *reg, fr_qformat fmt, const fr_dataset *ds, size_t ti,
@@ -86,16 +79,21 @@ fr_status cli_target_build(const char *format, const fr_dataset *ds, const char 
                          inner.msg);
             break;
         }
+        size_t *sorted = fr_source_sorted_by_name(src);
+        if (!sorted && src->n_tensors)
+            st = fr_fail(err, FR_E_NOMEM, "out of memory");
         for (size_t t = 0; t < ds->n_tensors && st == FR_OK; t++) {
             if (ds->tensors[t].source_id != ds->sources[s].source_id)
                 continue;
-            const fr_tensor *mt = find_tensor(src, ds->tensors[t].name);
+            long at = fr_source_find_tensor(src, sorted, ds->tensors[t].name);
+            const fr_tensor *mt = at >= 0 ? &src->tensors[at] : NULL;
             if (!mt)
                 st = fr_fail(err, FR_E_MISMATCH, "'%s' has no tensor '%s', which the dataset has",
                              path, ds->tensors[t].name);
             else
                 mark_tensor(&reg, (fr_qformat)fmt, ds, t, src, mt, tg);
         }
+        free(sorted);
         fr_source_close(src);
     }
     fr_registry_free(&reg);
