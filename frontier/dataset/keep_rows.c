@@ -96,44 +96,67 @@ static fr_ds_result keep_row(const fr_ds_tensor *t, uint32_t keep_id, double out
     return row;
 }
 
-/* The /expert_results keep rows of an expert stack measured with
- * --split-experts (some expert rows of other configurations exist): one
- * per expert, a stack's stored bits divided evenly among its experts (every
- * expert has the same layout), out_sq_ref each expert's from its rows. */
-static fr_status add_expert_keep_rows(fr_dataset *ds, const fr_ds_tensor *t, uint32_t keep_id,
+/* The /expert_results keep rows of the expert stacks measured with
+ * --split-experts (some expert rows of other configurations exist) that
+ * lack them: one per expert, a stack's stored bits divided evenly among its
+ * experts (every expert has the same layout), out_sq_ref each expert's from
+ * its rows. Two passes over the rows there, whatever the number of stacks. */
+static fr_status add_expert_keep_rows(fr_dataset *ds, uint32_t keep_id, uint32_t n_ids,
                                       size_t *added, fr_error *err)
 {
-    uint32_t n_experts = 0;
-    for (size_t r = 0; r < ds->n_expert_results; r++) {
-        const fr_ds_expert_result *x = &ds->expert_results[r];
-        if (x->row.tensor_id != t->tensor_id)
-            continue;
-        if (x->row.config_id == keep_id)
-            return FR_OK; /* there already */
-        if (x->expert + 1 > n_experts)
-            n_experts = x->expert + 1;
-    }
-    if (!n_experts || t->stored_bits % n_experts)
-        return FR_OK;
-    double *ref = malloc(n_experts * sizeof *ref);
-    if (!ref)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    for (uint32_t e = 0; e < n_experts; e++)
-        ref[e] = NAN;
-    for (size_t r = 0; r < ds->n_expert_results; r++) {
-        const fr_ds_expert_result *x = &ds->expert_results[r];
-        if (x->row.tensor_id == t->tensor_id && isnan(ref[x->expert]))
-            ref[x->expert] = x->row.out_sq_ref;
-    }
-    fr_ds_tensor expert = *t;
-    expert.stored_bits = t->stored_bits / n_experts;
-    expert.numel = t->numel / n_experts;
+    const size_t n_rows = ds->n_expert_results; /* the rows added below are not read */
+    uint32_t *n_experts = calloc(n_ids + 1, sizeof *n_experts);
+    uint8_t *kept = calloc(n_ids + 1, 1);
+    size_t *first = calloc(n_ids + 1, sizeof *first);
+    double *ref = NULL;
     fr_status st = FR_OK;
-    for (uint32_t e = 0; e < n_experts && st == FR_OK; e++) {
-        fr_ds_result row = keep_row(&expert, keep_id, ref[e]);
-        if ((st = fr_dataset_add_expert_result(ds, &row, e, err)) == FR_OK)
-            (*added)++;
+    if (!n_experts || !kept || !first) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
     }
+    for (size_t r = 0; r < n_rows; r++) {
+        const fr_ds_expert_result *x = &ds->expert_results[r];
+        uint32_t id = x->row.tensor_id;
+        if (id >= n_ids)
+            continue;
+        kept[id] |= x->row.config_id == keep_id;
+        if (x->expert + 1 > n_experts[id])
+            n_experts[id] = x->expert + 1;
+    }
+    size_t total = 0; /* ref[first[id] + e]: expert e of tensor id */
+    for (uint32_t id = 0; id < n_ids; id++) {
+        first[id] = total;
+        total += n_experts[id];
+    }
+    if (!(ref = malloc((total + 1) * sizeof *ref))) {
+        st = fr_fail(err, FR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < total; i++)
+        ref[i] = NAN;
+    for (size_t r = 0; r < n_rows; r++) {
+        const fr_ds_expert_result *x = &ds->expert_results[r];
+        if (x->row.tensor_id < n_ids && isnan(ref[first[x->row.tensor_id] + x->expert]))
+            ref[first[x->row.tensor_id] + x->expert] = x->row.out_sq_ref;
+    }
+    for (size_t t = 0; t < ds->n_tensors && st == FR_OK; t++) {
+        const fr_ds_tensor *ten = &ds->tensors[t];
+        uint32_t id = ten->tensor_id, n = id < n_ids ? n_experts[id] : 0;
+        if (!wants_keep(ten) || !n || kept[id] || ten->stored_bits % n)
+            continue;
+        fr_ds_tensor expert = *ten;
+        expert.stored_bits = ten->stored_bits / n;
+        expert.numel = ten->numel / n;
+        for (uint32_t e = 0; e < n && st == FR_OK; e++) {
+            fr_ds_result row = keep_row(&expert, keep_id, ref[first[id] + e]);
+            if ((st = fr_dataset_add_expert_result(ds, &row, e, err)) == FR_OK)
+                (*added)++;
+        }
+    }
+done:
+    free(n_experts);
+    free(kept);
+    free(first);
     free(ref);
     return st;
 }
@@ -171,9 +194,8 @@ fr_status fr_dataset_add_keep_rows(fr_dataset *ds, const char *out, size_t *n_ad
         if ((st = fr_dataset_add_result(ds, &row, err)) == FR_OK)
             added++;
     }
-    for (size_t t = 0; t < ds->n_tensors && st == FR_OK && ds->n_expert_results; t++)
-        if (wants_keep(&ds->tensors[t]))
-            st = add_expert_keep_rows(ds, &ds->tensors[t], keep_id, &added, err);
+    if (st == FR_OK && ds->n_expert_results)
+        st = add_expert_keep_rows(ds, keep_id, n_ids, &added, err);
 done:
     free(has_keep);
     free(out_sq_ref);
