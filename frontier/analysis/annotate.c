@@ -49,9 +49,9 @@ static double config_bpw(const fr_dataset *ds, uint32_t config_id)
 }
 
 /* The recipe an eval result names, checked against ds (frontier/recipe/recipe.h:
- * a bare map without the "format" tag is read too). */
+ * a bare map without the "format" tag is read too); its size and prediction. */
 static fr_status check_recipe(const char *file, const char *what, const fr_dataset *ds,
-                              double *bpw, fr_error *err)
+                              double *bpw, double *predicted_kl, fr_error *err)
 {
     fr_recipe recipe;
     fr_status st = fr_recipe_read(file, FR_RECIPE_UNTAGGED, &recipe, NULL);
@@ -72,8 +72,10 @@ static fr_status check_recipe(const char *file, const char *what, const fr_datas
                          what, file, e->name, e->config ? e->config : "?",
                          !t_ok ? "a tensor not in the dataset" : "a configuration not in the dataset");
     }
-    if (st == FR_OK)
+    if (st == FR_OK) {
         *bpw = recipe.bits_per_weight;
+        *predicted_kl = recipe.predicted_kl;
+    }
     fr_recipe_free(&recipe);
     return st;
 }
@@ -82,6 +84,7 @@ fr_status fr_measured_parse(const char *text, const char *what, const char *base
                             const fr_dataset *ds, fr_measured *out, fr_error *err)
 {
     memset(out, 0, sizeof *out);
+    out->predicted_kl = NAN;
     fr_status st = FR_OK;
     cJSON *root = cJSON_Parse(text);
     if (!root)
@@ -121,9 +124,16 @@ fr_status fr_measured_parse(const char *text, const char *what, const char *base
             snprintf(file, sizeof file, "%s", rec->valuestring);
         else
             snprintf(file, sizeof file, "%s/%s", base_dir, rec->valuestring);
-        if ((st = check_recipe(file, what, ds, &out->bits_per_weight, err)) != FR_OK)
+        double predicted = NAN;
+        if ((st = check_recipe(file, what, ds, &out->bits_per_weight, &predicted, err)) != FR_OK)
             goto done;
         snprintf(out->kind, sizeof out->kind, "recipe");
+        /* the recipe's prediction travels with the measurement (the recipe
+         * file may move); one the eval JSON already states is kept */
+        if (!num_field(root, "predicted_kl", &out->predicted_kl) && isfinite(predicted)) {
+            out->predicted_kl = predicted;
+            cJSON_AddNumberToObject(root, "predicted_kl", predicted);
+        }
     } else {
         st = fr_fail(err, FR_E_FORMAT, "%s: neither \"config\" nor \"recipe\": what was measured "
                      "cannot be matched to the dataset", what);
@@ -189,6 +199,17 @@ static hid_t row_type(void)
     return t;
 }
 
+/* "predicted_kl" of a stored eval JSON, NaN without one. */
+static double json_predicted_kl(const char *json)
+{
+    double v = NAN;
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    if (!root || !num_field(root, "predicted_kl", &v))
+        v = NAN;
+    cJSON_Delete(root);
+    return v;
+}
+
 static fr_status read_rows(hid_t file, const char *path, fr_measured **rows, size_t *n,
                            fr_error *err)
 {
@@ -221,6 +242,7 @@ static fr_status read_rows(hid_t file, const char *path, fr_measured **rows, siz
         m->top1_agreement = buf[i].top1_agreement;
         m->positions = buf[i].positions;
         m->json = strdup(buf[i].json ? buf[i].json : "");
+        m->predicted_kl = json_predicted_kl(m->json);
     }
     if (!*rows)
         st = fr_fail(err, FR_E_NOMEM, "out of memory");

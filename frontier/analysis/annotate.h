@@ -21,6 +21,9 @@ typedef struct fr_measured {
     double bits_per_weight;/* the recipe's, or the configuration's over the tensors it quantized */
     double kl_mean, kl_stderr, ppl_quant, ppl_orig, top1_agreement;
     double positions;      /* predicted positions the means are over */
+    double predicted_kl;   /* a recipe's prediction (allocate's sensitivity objective:
+                            * sum alpha x error^2, the recipe's "predicted_kl"), kept in
+                            * the eval JSON; NaN when there is none */
     char *json;            /* the whole eval JSON, as given (owned) */
 } fr_measured;
 

@@ -625,7 +625,7 @@ static fr_status run_llama_mix(const allocate_args *args, const fr_alloc_problem
 /* --budget: the allocation, its table, how it compares, the recipe. */
 /* What cli_print_measured shows beside a measured row: a configuration
  * used uniformly over the allocated tensors, or the allocation itself for
- * the recipe written by -o (same name). */
+ * the recipe written by -o (same name), else a recipe's own prediction. */
 typedef struct measured_ctx {
     const fr_alloc_problem *prob;
     const fr_allocation *a;
@@ -642,7 +642,8 @@ static void predict_measured(const fr_measured *m, void *ctx, double *metric_val
         if (x->a && x->recipe_name && !strcmp(m->name, x->recipe_name)) {
             *metric_value = fr_metric_value(prob->metric, x->a->err_sum, prob->norm_sum);
             *predicted_kl = sens ? x->a->cost_sum : NAN;
-        }
+        } else
+            *predicted_kl = m->predicted_kl;
         return;
     }
     int64_t c = fr_config_position(prob->ds, m->name);

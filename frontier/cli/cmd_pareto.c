@@ -144,11 +144,14 @@ static void print_predicted(const fr_dataset *ds, const unsigned char *listed)
 }
 
 /* A measured row's prediction: the configuration's point in the model
- * group (pareto by config), and its predicted KL with --calib. */
+ * group (pareto by config), and its predicted KL with --calib; a recipe's
+ * own prediction (allocate's, kept with the measurement). */
 static void predict_measured(const fr_measured *m, void *ctx, double *metric_value,
                              double *predicted_kl)
 {
     const fr_pareto *p = ctx;
+    if (!strcmp(m->kind, "recipe"))
+        *predicted_kl = m->predicted_kl;
     if (strcmp(m->kind, "config") != 0 || p->by != FR_BY_CONFIG || p->n_groups == 0)
         return;
     const fr_pareto_group *g = &p->groups[0];

@@ -388,20 +388,26 @@ fr_status fr_export_measured(const char *dataset_path, const fr_export_options *
     fr_status st = fr_measured_read(dataset_path, &rows, &n, err);
     if (st != FR_OK)
         return st;
-    double *xy = calloc(4 * (n + 1), sizeof *xy);
+    double *xy = calloc(6 * (n + 1), sizeof *xy);
     if (!xy) {
         fr_measured_free_all(rows, n);
         return fr_fail(err, FR_E_NOMEM, "out of memory");
     }
-    /* uniform configurations in the first half, recipes in the second */
+    /* uniform configurations, recipes, and the recipes' predictions (the
+     * sensitivity model's sum alpha x error^2, where the recipe has one) */
     double *ux = xy, *uy = xy + n, *rx = xy + 2 * n, *ry = xy + 3 * n;
-    size_t nu = 0, nr = 0;
+    double *px = xy + 4 * n, *py = xy + 5 * n;
+    size_t nu = 0, nr = 0, np = 0;
     for (size_t i = 0; i < n; i++) {
         if (!(rows[i].kl_mean > 0) || !isfinite(rows[i].bits_per_weight))
             continue; /* a log axis: KL 0 (the original) is not drawn */
         if (!strcmp(rows[i].kind, "recipe")) {
             rx[nr] = rows[i].bits_per_weight;
             ry[nr++] = rows[i].kl_mean;
+            if (rows[i].predicted_kl > 0 && isfinite(rows[i].predicted_kl)) {
+                px[np] = rows[i].bits_per_weight;
+                py[np++] = rows[i].predicted_kl;
+            }
         } else {
             ux[nu] = rows[i].bits_per_weight;
             uy[nu++] = rows[i].kl_mean;
@@ -413,15 +419,20 @@ fr_status fr_export_measured(const char *dataset_path, const fr_export_options *
         return fr_fail(err, FR_E_FORMAT, "'%s' has no measured results with KL > 0 (store some "
                        "with 'frontier annotate')", dataset_path);
     }
-    fr_plot_series series[2];
+    fr_plot_series series[3];
     size_t ns = 0;
     if (nu)
         series[ns++] = (fr_plot_series){"uniform configurations", nu, ux, uy, NULL, NULL,
                                         FR_MARK_CIRCLE, FR_COLOR_GREY, FR_LINE_NONE};
     if (nr)
-        series[ns++] = (fr_plot_series){"recipes (allocations)", nr, rx, ry, NULL, NULL,
+        series[ns++] = (fr_plot_series){np ? "recipes (allocations), measured" : "recipes (allocations)",
+                                        nr, rx, ry, NULL, NULL,
                                         FR_MARK_TRIANGLE_UP, 0, FR_LINE_NONE};
-    fr_plot plot = {opt->title, "Bits per weight", "Measured mean KL divergence (nats)", 1,
+    if (np)
+        series[ns++] = (fr_plot_series){"recipes, predicted (sum alpha x error^2)", np, px, py,
+                                        NULL, NULL, FR_MARK_TRIANGLE_DOWN, 1, FR_LINE_NONE};
+    fr_plot plot = {opt->title, "Bits per weight",
+                    np ? "Mean KL divergence (nats)" : "Measured mean KL divergence (nats)", 1,
                     0, 0, 0, 0, ns, series};
     switch (opt->format) {
     case FR_EXPORT_GNUPLOT: st = fr_export_gnuplot(&plot, path, dataset_path, err); break;

@@ -125,6 +125,8 @@ fr_status fr_recipe_read(const char *path, unsigned flags, fr_recipe *out, fr_er
     out->bits_per_weight = cJSON_IsNumber(bpw) ? bpw->valuedouble : NAN;
     const cJSON *objective = cJSON_GetObjectItemCaseSensitive(root, "objective");
     out->objective = cJSON_IsString(objective) ? objective->valuestring : NULL;
+    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(root, "predicted_kl");
+    out->predicted_kl = cJSON_IsNumber(pk) ? pk->valuedouble : NAN;
     size_t n = (size_t)cJSON_GetArraySize(map);
     if (!(out->tensors = calloc(n ? n : 1, sizeof *out->tensors))) {
         fr_recipe_free(out);

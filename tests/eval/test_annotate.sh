@@ -27,6 +27,8 @@ evals, files = sys.argv[1], sys.argv[2:]
 configs = [f for f in files if "config" in json.load(open(f))]
 recipes = [f for f in files if "recipe" in json.load(open(f))]
 chosen = configs[::6] + recipes[::max(1, len(recipes) // 3)][:3]
+# the demo's recipe, which carries allocate's prediction (predicted_kl)
+chosen += [f for f in recipes if os.path.basename(f) == "demo-3.5.json" and f not in chosen]
 names = set()
 for f in chosen:
     d = json.load(open(f))
@@ -74,6 +76,15 @@ for r in m:
     assert r["kind"] in ("config", "recipe") and r["kl_mean"] is not None, r
     if r["kind"] == "config":
         assert r["rel_err"] is not None, r  # the configuration's point beside it
+# a recipe of the sensitivity objective keeps its prediction (the recipe's
+# predicted_kl) beside what was measured; the others have none
+demo = [r for r in m if r["name"] == "demo-3.5"]
+assert demo, "the demo's recipe is not among the measured rows"
+if demo:
+    assert abs(demo[0]["predicted_kl"] - 7.8577244020471761) < 1e-9, demo
+for r in m:
+    if r["name"].startswith("alloc-"):
+        assert r["predicted_kl"] is None, r
 PY
 expect 0 "$bin" allocate "$tmp/run.h5" --budget 3.5 --summary
 # allocate stored /frontier/allocation_3.5 through its own transaction: measured stays
@@ -81,8 +92,11 @@ expect 0 "$bin" annotate "$tmp/run.h5"
 [ "$(grep -c -E ' (config|recipe) ' "$tmp/out")" = "$n" ] || fail "rows lost after allocate"
 # export --measured draws them (tex: no cairo needed); csv is refused; no rows: exit 4
 expect 0 "$bin" export "$tmp/run.h5" --measured -o "$tmp/kl.tex"
-grep -q "Measured mean KL divergence" "$tmp/kl.tex" || fail "export --measured: no KL axis"
+grep -q "Mean KL divergence (nats)" "$tmp/kl.tex" || fail "export --measured: no KL axis"
 grep -q "recipes (allocations)" "$tmp/kl.tex" || fail "export --measured: no recipe series"
+# the demo's recipe (allocate's sensitivity objective) carries its prediction:
+# drawn beside the measurement, listed by pareto --json (checked above)
+grep -q "recipes, predicted" "$tmp/kl.tex" || fail "export --measured: no predicted series"
 expect 2 "$bin" export "$tmp/run.h5" --measured -o "$tmp/kl.csv"
 "$bin" -q sweep "$root/data/stories260K" --bits 8..8 -o "$tmp/bare.h5" >/dev/null 2>&1
 expect 4 "$bin" export "$tmp/bare.h5" --measured -o "$tmp/kl2.tex"
