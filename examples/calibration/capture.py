@@ -55,7 +55,55 @@ the "linearity theorem" of HIGGS, arXiv 2411.17525), and the residual is
 quadratic, larger when the levels already leave that regime. A tied
 lm_head's noise moves the embedding too (one matrix), so its alpha is that
 matrix's. The noise of module k (in named_modules order) comes from a
-torch.Generator seeded with --sensitivity-seed + k.
+torch.Generator seeded with --sensitivity-seed + k: one float64 direction
+Z, dW = c Z with c = r ||W|| / ||Z|| at each level.
+
+Two ways to run it (--sensitivity-mode), the same measurement:
+
+    batched (default)  the weight is not touched: a forward hook on each
+                    nn.Linear that uses W adds c_l (x Z^T) to its output
+                    (bias untouched; Z and the product in float32, float64
+                    for a float64 model, then cast to the output's dtype),
+                    and for a tied lm_head a hook on the embedding adds
+                    c_l Z[ids] to its output, so both uses of the one
+                    matrix move together. The L levels run in one forward pass of the
+                    sequences repeated L times along the batch (level-major;
+                    at most --sensitivity-batch sequences a pass, default:
+                    as many as keep a pass's logits within 2^30 values,
+                    4 GiB in float32). r is exactly c_l ||Z|| / ||W||, not a
+                    realised r of a rounded weight. The reference
+                    log-probabilities stay on the device in float32; each
+                    pass's KL is taken there in float64 (the noisy
+                    log-softmax, the reference renormalized) and summed to
+                    one number per level; no [tokens, vocab] array of a
+                    noisy pass leaves the device. Weights that are not a plain
+                    nn.Linear's (fused expert stacks, an expert's rows of a
+                    stack, routers, a subclass with its own forward, an
+                    embedding with max_norm) and any use whose input is not
+                    batch-first take the per-level path below with the same
+                    float32 reference and float64 sums.
+    perturb         the original way: W is overwritten with W + dW rounded
+                    to its dtype, one forward pass of the sequences per level
+                    (--batch-size sequences a pass), r is the realised
+                    ||W' - W|| / ||W||, and the KL is taken from float64
+                    log-softmax of reference and noisy logits (kept on the
+                    device). On the CPU it writes the bytes the script wrote
+                    before the batched mode existed (data/stories260K's and
+                    data/tiny-moe's shipped files are written this way).
+
+Both give the same alphas to float32 rounding in a float32 forward
+(largest relative difference 5.5e-7 on data/stories260K, 2.5e-5 on
+SmolLM2-135M; docs/calibration.md, "Speed"); with --dtype bfloat16 they
+differ by a few percent (the perturb mode rounds W + dW to bfloat16, the
+batched one adds the noise in float32 to each use's output). The metadata
+says which ran: __metadata__.sensitivity is, in perturb mode, "mean
+next-token KL(ref || noisy) over the first S calibration sequences per unit
+squared relative error; Gaussian noise at relative errors LEVELS, seed SEED
++ module index; slope through the origin, relative residual"; in batched
+mode the same followed by "; batched: the levels of a module in one
+forward pass, ...". In batched mode, if any weight took the per-level path
+(weight overwritten, realised r), __metadata__.sensitivity_per_level lists
+their names, separated by ", ".
 
 The statistics are gathered in a second pass: sampling runs with the hooks
 off, then the sampled sequences (BOS included) go through one plain
@@ -67,7 +115,8 @@ statistics under the name lm_head.
 Deterministic: the same command, on the same machine with the same
 software, writes the same bytes (CPU, float32, --threads torch threads,
 default 1, eager attention, seeded sampling; the safetensors header is
-written with its keys in a fixed order). Another CPU or another torch
+written with its keys in a fixed order; in both sensitivity modes, with the
+same --batch-size and --sensitivity-batch). Another CPU or another torch
 version may change float32 rounding and with it the last bits.
 
 Mixture-of-experts models (Mixtral, Qwen2-MoE, Qwen3-MoE and the other
@@ -110,7 +159,7 @@ and, if needed, --diag-only (no hessian; act_abs_mean and act_sq_mean only).
 Example (the shipped data/stories260K/calib.safetensors):
 
     python3 examples/calibration/capture.py data/stories260K \\
-        -o data/stories260K/calib.safetensors
+        -o data/stories260K/calib.safetensors --sensitivity-mode perturb
 
 Needs torch, transformers, safetensors and numpy.
 """
@@ -364,44 +413,217 @@ def batches(seqs, batch_size):
 
 @torch.no_grad()
 def log_probs(model, seqs, batch_size, device):
-    """float64 next-token log-probabilities of every position, [tokens, vocab]."""
+    """float64 next-token log-probabilities of every position, [tokens, vocab],
+    left on the model's device (the perturb mode's reference and noisy passes)."""
     out = []
     for b in batches(seqs, batch_size):
         ids = torch.tensor(b, dtype=torch.long, device=device)
         logits = model(input_ids=ids, use_cache=False).logits
-        out.append(torch.log_softmax(logits.double(), dim=-1).reshape(-1, logits.shape[-1]).cpu())
+        out.append(torch.log_softmax(logits.double(), dim=-1).reshape(-1, logits.shape[-1]))
     return torch.cat(out)
 
 
 def mean_kl(ref_lp, lp):
-    """Mean over positions of KL(p_ref || p) from log-probabilities."""
+    """Mean over positions of KL(p_ref || p) from log-probabilities (on their device)."""
     return float((ref_lp.exp() * (ref_lp - lp)).sum(dim=-1).mean())
 
 
+def hook_users(model, w):
+    """The modules that use parameter w, when the batched mode can perturb
+    every use of it by a forward hook: ([nn.Linear], [nn.Embedding]) with w
+    as their weight, at least one nn.Linear, all of them the plain torch
+    classes (their own forward) and no embedding with max_norm (which would
+    rewrite the weight). None otherwise: a view of a parameter (an expert of
+    a stack), a 3-D stack, a router, a subclass, a weight used under another
+    name."""
+    if not isinstance(w, torch.nn.Parameter):
+        return None
+    users = {}
+    for _, m in model.named_modules(remove_duplicate=False):
+        for pname, p in m._parameters.items():
+            if p is not w:
+                continue
+            if pname != "weight":
+                return None
+            if isinstance(m, torch.nn.Linear) and type(m).forward is torch.nn.Linear.forward:
+                users[id(m)] = ("linear", m)
+            elif isinstance(m, torch.nn.Embedding) and type(m).forward is torch.nn.Embedding.forward \
+                    and m.max_norm is None:
+                users[id(m)] = ("embedding", m)
+            else:
+                return None
+    linears = [m for kind, m in users.values() if kind == "linear"]
+    embeds = [m for kind, m in users.values() if kind == "embedding"]
+    return (linears, embeds) if linears else None
+
+
+class LevelNoise:
+    """Forward hooks that add c_l * (x Z^T) to a Linear's output (c_l * Z[ids]
+    to an embedding's) for the rows of the batch that run level l: the
+    batched mode's perturbation, the weight itself untouched. rows: the
+    level index of each sequence of the batch (set before each pass), T its
+    length. A use whose input is neither batch-first ([N, ...]) nor the
+    batch's positions flattened ([N*T, in]) sets bad: that tensor is then
+    measured by the per-level path."""
+
+    def __init__(self, z, coefs):
+        self.z, self.coefs = z, coefs   # z [out, in] (compute dtype, device), coefs [L]
+        self.rows, self.T, self.bad = None, None, False
+
+    def _scale(self, x):
+        c = self.coefs[self.rows]           # [N]
+        n = c.shape[0]
+        if x.dim() >= 3 and x.shape[0] == n:
+            return c.view(n, *([1] * (x.dim() - 1)))
+        if x.dim() == 2 and x.shape[0] == n * self.T:
+            return c.repeat_interleave(self.T).view(-1, 1)
+        if x.dim() == 2 and x.shape[0] == n:
+            return c.view(n, 1)
+        self.bad = True
+        return None
+
+    def linear(self, module, args, kwargs, out):
+        x = args[0] if args else kwargs["input"]
+        s = self._scale(x)
+        if s is None:
+            return out
+        d = torch.nn.functional.linear(x.to(self.z.dtype), self.z) * s
+        return (out.to(d.dtype) + d).to(out.dtype)
+
+    def embedding(self, module, args, kwargs, out):
+        ids = args[0] if args else kwargs["input"]
+        if ids.dim() < 1 or ids.shape[0] != self.rows.shape[0]:
+            self.bad = True
+            return out
+        d = torch.nn.functional.embedding(ids, self.z)
+        d = d * self.coefs[self.rows].view(-1, *([1] * (d.dim() - 1)))
+        return (out.to(d.dtype) + d).to(out.dtype)
+
+
 @torch.no_grad()
-def sensitivities(model, weights, seqs, levels, seed, batch_size, device, log=None):
-    """{module: (alpha, residual, [(r^2, KL)...])} for every (module, weight)
-    of weights (a parameter, or a view of one: an expert's rows of a stack;
-    fit_slope_through_origin of KL against r^2 over the levels)."""
-    ref = log_probs(model, seqs, batch_size, device)
-    out = {}
+def ref_log_probs32(model, groups, seq_batch, device):
+    """The batched mode's reference: float32 next-token log-probabilities
+    [S_g, T, vocab] of each group of equal-length sequences, on the device."""
+    refs = []
+    for g in groups:
+        parts = []
+        for b in batches(g, seq_batch):
+            ids = torch.tensor(b, dtype=torch.long, device=device)
+            logits = model(input_ids=ids, use_cache=False).logits
+            parts.append(torch.log_softmax(logits.float(), dim=-1))
+            del logits
+        refs.append(torch.cat(parts))
+    return refs
+
+
+@torch.no_grad()
+def kl_per_level(model, groups, refs, n_levels, seq_batch, device, noise=None):
+    """Mean over all positions of KL(p_ref || p) for each of n_levels, the
+    sequences of groups repeated n_levels times along the batch (level-major)
+    and cut into passes of at most seq_batch sequences; noise (a LevelNoise)
+    is told which level each row runs. On the device, in float64, one level's
+    rows of a pass at a time: the noisy logits' log-softmax, the float32
+    reference renormalized (log-softmax again: the float32 reference's own
+    normalization error would otherwise enter each position's KL whole), the
+    terms exp(ref) (ref - lp) summed to one scalar per level. All in float32
+    instead moved alpha by up to 8.5e-4 relative on SmolLM2-135M's least
+    sensitive modules (KL ~ 3e-6), this by 2e-5 (docs/calibration.md, "Speed")."""
+    sums = torch.zeros(n_levels, dtype=torch.float64, device=device)
+    n_pos = 0
+    for g, ref in zip(groups, refs):
+        n_pos += len(g) * len(g[0])
+        pairs = [(lv, s) for lv in range(n_levels) for s in range(len(g))]
+        for p0 in range(0, len(pairs), seq_batch):
+            chunk = pairs[p0:p0 + seq_batch]
+            ids = torch.tensor([g[s] for _, s in chunk], dtype=torch.long, device=device)
+            if noise is not None:
+                noise.rows = torch.tensor([lv for lv, _ in chunk], dtype=torch.long, device=device)
+                noise.T = ids.shape[1]
+            logits = model(input_ids=ids, use_cache=False).logits
+            i = 0
+            while i < len(chunk):      # runs of one level: consecutive sequences of ref
+                lv, s0 = chunk[i]
+                j = i
+                while j < len(chunk) and chunk[j][0] == lv:
+                    j += 1
+                lp = torch.log_softmax(logits[i:j].double(), dim=-1)
+                ref_lp = torch.log_softmax(ref[s0:s0 + j - i].double(), dim=-1)
+                sums[lv] += torch.nn.functional.kl_div(lp, ref_lp, reduction="none",
+                                                       log_target=True).sum()
+                del lp, ref_lp
+                i = j
+            del logits
+    return (sums / n_pos).tolist()
+
+
+@torch.no_grad()
+def sensitivities(model, weights, seqs, levels, seed, batch_size, device, mode="batched",
+                  seq_batch=0, log=None):
+    """({module: (alpha, residual, [(r^2, KL)...])}, [modules measured per
+    level]) for every (module, weight) of weights (a parameter, or a view of
+    one: an expert's rows of a stack; fit_slope_through_origin of KL against
+    r^2 over the levels).
+
+    mode "perturb": the weight is overwritten with W + dW_l rounded to its
+    dtype, one forward pass of seqs (batches of batch_size) per level, r the
+    realised ||W' - W|| / ||W||, KL in float64 against a float64 reference
+    (both on the device).
+
+    mode "batched": for a weight whose every use is a plain nn.Linear (and a
+    tied nn.Embedding), all levels in one forward pass of seqs repeated per
+    level (passes of at most seq_batch sequences), LevelNoise adding
+    c_l (x Z^T) to each use's output; r is c_l ||Z|| / ||W|| exactly. Other
+    weights (stacks, expert views, routers, ...) and any use LevelNoise
+    cannot place take the per-level in-place perturbation, with the same
+    float32 reference and float64 KL sums. The noise direction Z of module k
+    is the same in both modes (float64 randn, generator seed + k)."""
+    out, per_level = {}, []
+    if mode == "perturb":
+        ref = log_probs(model, seqs, batch_size, device)
+    else:
+        groups = list(batches(seqs, len(seqs)))
+        refs = ref_log_probs32(model, groups, seq_batch, device)
     for k, (name, w) in enumerate(weights):
         saved = w.detach().clone()
         gen = torch.Generator(device="cpu").manual_seed(seed + k)
         z = torch.randn(saved.shape, generator=gen, dtype=torch.float64)
         w_norm = float(saved.double().norm())
-        pts = []
-        for r in levels:
-            dw = z * (r * w_norm / float(z.norm()))
-            w.copy_((saved.double().cpu() + dw).to(w.dtype).to(w.device))
-            actual = float((w.detach().double().cpu() - saved.double().cpu()).norm()) / w_norm
-            pts.append((actual * actual, mean_kl(ref, log_probs(model, seqs, batch_size, device))))
-        w.copy_(saved)
+        users = hook_users(model, w) if mode == "batched" else None
+        pts = None
+        if users is not None:
+            cdt = torch.float64 if w.dtype == torch.float64 else torch.float32
+            zc = z.to(cdt)
+            z_norm = float(zc.double().norm())
+            coefs = torch.tensor([r * w_norm / z_norm for r in levels], dtype=cdt)
+            noise = LevelNoise(zc.to(device), coefs.to(device))
+            hs = [m.register_forward_hook(noise.linear, with_kwargs=True) for m in users[0]]
+            hs += [m.register_forward_hook(noise.embedding, with_kwargs=True) for m in users[1]]
+            try:
+                kls = kl_per_level(model, groups, refs, len(levels), seq_batch, device, noise)
+            finally:
+                for h in hs:
+                    h.remove()
+            if not noise.bad:
+                pts = [((float(c) * z_norm / w_norm) ** 2, kl) for c, kl in zip(coefs.double(), kls)]
+        if pts is None:
+            if mode == "batched":
+                per_level.append(name)
+            pts = []
+            for r in levels:
+                dw = z * (r * w_norm / float(z.norm()))
+                w.copy_((saved.double().cpu() + dw).to(w.dtype).to(w.device))
+                actual = float((w.detach().double().cpu() - saved.double().cpu()).norm()) / w_norm
+                if mode == "perturb":
+                    kl = mean_kl(ref, log_probs(model, seqs, batch_size, device))
+                else:
+                    kl = kl_per_level(model, groups, refs, 1, seq_batch, device)[0]
+                pts.append((actual * actual, kl))
+            w.copy_(saved)
         a, res = fit_slope_through_origin([p[0] for p in pts], [p[1] for p in pts])
         out[name] = (a, res, pts)
         if log:
             log(f"  {name}  alpha {a:.6g}  residual {res:.3g}")
-    return out
+    return out, per_level
 
 
 def canonical_safetensors(tensors, metadata):
@@ -419,6 +641,26 @@ def canonical_safetensors(tensors, metadata):
     text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text += b" " * ((-(8 + len(text))) % 8)
     return len(text).to_bytes(8, "little") + text + data
+
+
+def keep_freed_memory():
+    """glibc malloc maps each large allocation anew and unmaps it on free, so
+    every forward pass on the CPU page-faults its activations in again (most
+    of the system time of a capture, more than half its wall time on a small
+    model). Serve them from the heap and keep freed memory instead: the
+    resident size stays at its peak, the values are unchanged (torch aligns
+    its CPU buffers to 64 bytes either way). A no-op where mallopt is not
+    glibc's."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        m_trim_threshold, m_mmap_max = -1, -4
+        if libc.mallopt(m_mmap_max, 0):
+            libc.mallopt(m_trim_threshold, 2**31 - 1)
+    except (OSError, AttributeError):
+        pass
 
 
 def main():
@@ -447,18 +689,27 @@ def main():
                     help="store the q/k/v input of a block once, under q_proj")
     ap.add_argument("--diag-only", action="store_true", help="no hessian: act_abs_mean and act_sq_mean only")
     ap.add_argument("--no-sensitivity", action="store_true",
-                    help="do not estimate <module>.sensitivity (noise injection, one forward pass "
-                         "of the calibration sequences per module and level)")
+                    help="do not estimate <module>.sensitivity (noise injection: the first "
+                         "--sensitivity-sequences sequences run once more per module and level)")
     ap.add_argument("--sensitivity-levels", default="0.025,0.05,0.1",
                     help="relative errors ||dW||/||W|| of the injected noise (default 0.025,0.05,0.1)")
     ap.add_argument("--sensitivity-sequences", type=int, default=8,
                     help="calibration sequences the KL divergence is measured on (default 8; "
-                         "0 = all); one forward pass of them per module and level")
+                         "0 = all); they run once more per module and level")
     ap.add_argument("--sensitivity-seed", type=int, default=4321,
                     help="noise seed; module k uses seed + k (default 4321)")
+    ap.add_argument("--sensitivity-mode", default="batched", choices=["batched", "perturb"],
+                    help="batched (default): all levels of a module in one forward pass, the noise "
+                         "added by hooks; perturb: the weight overwritten, one pass per level "
+                         "(the original way, kept for comparison and for the shipped files)")
+    ap.add_argument("--sensitivity-batch", type=int, default=0,
+                    help="batched mode: the most sequences (levels x sequences) per forward pass "
+                         "(default 0: as many as keep one pass's logits within 2^30 values)")
     args = ap.parse_args()
 
     t0 = time.time()
+    if torch.device(args.device).type == "cpu":
+        keep_freed_memory()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -585,10 +836,15 @@ def main():
         if len(levels) < 1 or any(not v > 0 for v in levels):
             sys.exit(f"capture.py: --sensitivity-levels '{args.sensitivity_levels}' must be "
                      "positive numbers separated by commas")
+        if args.sensitivity_batch < 0:
+            sys.exit("capture.py: --sensitivity-batch must be >= 0 (0: automatic)")
         ts = time.time()
         n_s = len(seqs) if args.sensitivity_sequences <= 0 else args.sensitivity_sequences
-        sens = sensitivities(model, sens_weights, seqs[:n_s], levels, args.sensitivity_seed,
-                             args.batch_size, device)
+        seq_batch = args.sensitivity_batch or max(
+            1, min(len(levels) * min(n_s, len(seqs)),
+                   (1 << 30) // (max(len(s) for s in seqs[:n_s]) * vocab)))
+        sens, per_level = sensitivities(model, sens_weights, seqs[:n_s], levels, args.sensitivity_seed,
+                                        args.batch_size, device, args.sensitivity_mode, seq_batch)
         sens_secs = time.time() - ts
 
     token_count = sum(len(s) for s in seqs)
@@ -640,6 +896,13 @@ def main():
             f"mean next-token KL(ref || noisy) over the first {n_s} calibration sequences per unit squared relative "
             f"error; Gaussian noise at relative errors {args.sensitivity_levels}, seed "
             f"{args.sensitivity_seed} + module index; slope through the origin, relative residual")
+        if args.sensitivity_mode == "batched":
+            metadata["sensitivity"] += (
+                "; batched: the levels of a module in one forward pass, the noise c x Z^T added to "
+                "each nn.Linear use's output (and c Z[ids] to a tied embedding's) by hooks, r exact, "
+                "float32 reference log-probabilities, KL in float64")
+            if per_level:
+                metadata["sensitivity_per_level"] = ", ".join(per_level)
     metadata.update(expert_meta)
     if args.share_qkv:
         metadata["shared"] = "q_proj holds the input of its block's k_proj and v_proj"
@@ -662,7 +925,9 @@ def main():
         print(f"  {label}  {layout} experts, tokens per expert {gu_acc.counts()} "
               f"(top-k sum {sum(gu_acc.counts())} of {token_count} tokens)")
     if sens:
-        print(f"sensitivity: {len(sens)} modules, {len(levels)} levels, {sens_secs:.1f} s")
+        print(f"sensitivity: {len(sens)} modules, {len(levels)} levels, {args.sensitivity_mode}"
+              + (f" ({seq_batch} sequences per pass, {len(per_level)} modules per level)"
+                 if args.sensitivity_mode == "batched" else "") + f", {sens_secs:.1f} s")
         for name, (alpha, res, pts) in sens.items():
             print(f"  {name}  alpha {alpha:.6g}  residual {res:.3g}  "
                   + " ".join(f"(r2 {x:.4g}, kl {y:.4g})" for x, y in pts))

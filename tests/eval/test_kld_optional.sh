@@ -24,6 +24,24 @@ python3 -c "
 from safetensors.numpy import load_file; import sys
 t = load_file(sys.argv[1]); s = [k for k in t if k.endswith('.sensitivity')]
 assert len(s) == 36 and all(t[k].shape == (2,) and t[k][0] > 0 for k in s), s" "$tmp/c.safetensors" || fail "sensitivity tensors"
+# the original per-level way measures the same alphas (the default batches the levels)
+python3 "$root/examples/calibration/capture.py" "$m" -o "$tmp/p.safetensors" --n-sequences 2 --seq-len 32 \
+  --sensitivity-sequences 1 --sensitivity-mode perturb >/dev/null 2>&1 || fail "capture.py --sensitivity-mode perturb"
+python3 -c "
+import json, struct, sys, numpy as np
+from safetensors.numpy import load_file
+def meta(p):
+    f = open(p, 'rb'); return json.loads(f.read(struct.unpack('<Q', f.read(8))[0]))['__metadata__']
+b, p = load_file(sys.argv[1]), load_file(sys.argv[2])
+assert set(b) == set(p)
+for k in b:
+    if k.endswith('.sensitivity'):
+        assert abs(b[k][0] - p[k][0]) <= 1e-4 * p[k][0], (k, b[k], p[k])
+    else:
+        assert np.array_equal(b[k], p[k]), k
+mb, mp = meta(sys.argv[1]), meta(sys.argv[2])
+assert mb['sensitivity'].startswith(mp['sensitivity'] + '; batched:') and 'sensitivity_per_level' not in mb, mb
+" "$tmp/c.safetensors" "$tmp/p.safetensors" || fail "batched and perturb sensitivities differ"
 "$bin" -q sweep "$m" --bits 4..8 --quantizers 'int*' -o "$tmp/r4.h5" --calib "$tmp/c.safetensors" >/dev/null 2>&1 || fail "sweep with the new file"
 "$bin" allocate "$tmp/r4.h5" --budget 5 --objective sensitivity --calib "$tmp/c.safetensors" --summary --no-store >"$tmp/a.txt" 2>&1 || { cat "$tmp/a.txt"; fail "allocate --objective sensitivity"; }
 grep -q "predicted KL divergence" "$tmp/a.txt" || fail "no predicted KL"

@@ -18,7 +18,7 @@ usage: check_capture_moe.py REPO WORKDIR [FRONTIER_BINARY]
    counts exact (summing to top_k x tokens), values within 2e-5 relative to
    the largest entry (the forward runs in float32);
 4. the shipped data/tiny-moe/calib.safetensors is what the documented
-   command writes (bytes identical on this machine; else within 1e-5);
+   command (with --sensitivity-mode perturb) writes (bytes identical on this machine; else within 1e-5);
 5. with FRONTIER_BINARY: tiny random Mixtral, Qwen2-MoE (with its shared
    expert) and Qwen3-MoE models made by transformers (from_config,
    save_pretrained: per-expert 2-D checkpoints, Mixtral's as
@@ -166,7 +166,11 @@ print(f"ok: {n_checked} (module, part) statistics against the independent comput
 # the shipped file is what the documented command writes
 shipped = os.path.join(model_dir, "calib.safetensors")
 again = os.path.join(work, "again.safetensors")
-r = subprocess.run([sys.executable, capture, model_dir, "-o", again], capture_output=True, text=True)
+# (--sensitivity-mode perturb: the file was written before the batched
+# sensitivities, the default now, which give the same alphas to float32
+# rounding but not the same bytes, and say "batched" in their metadata)
+r = subprocess.run([sys.executable, capture, model_dir, "-o", again, "--sensitivity-mode", "perturb"],
+                   capture_output=True, text=True)
 if r.returncode != 0:
     print(r.stdout, r.stderr)
     fail("capture.py with the documented command")
@@ -191,6 +195,29 @@ else:
                 f"{worst:.3g}" + ("" if same_stack else
                                   f" (shipped with {ma.get('forward')}, here {mb.get('forward')}:"
                                   " not required to agree)"))
+
+# the default batched sensitivities: the same alphas; the expert stacks, the
+# per-expert views and the routers (no plain nn.Linear) measured per level
+# and named in sensitivity_per_level, the attention and lm_head batched
+if r.returncode == 0:
+    batched = os.path.join(work, "batched.safetensors")
+    rb = subprocess.run([sys.executable, capture, model_dir, "-o", batched], capture_output=True, text=True)
+    if rb.returncode != 0:
+        fail(f"capture.py (batched sensitivities): {rb.stderr[-2000:]}")
+    else:
+        sp, mp = read_st(again)
+        sb, mb = read_st(batched)
+        keys = sorted(k for k in sp if k.endswith(".sensitivity"))
+        worst = max(abs(sb[k][0] - sp[k][0]) / abs(sp[k][0]) for k in keys) if keys else 1.0
+        per_level = mb.get("sensitivity_per_level", "")
+        if set(sb) != set(sp) or worst > 1e-4:
+            fail(f"batched vs perturb sensitivities: largest relative alpha difference {worst:.3g}")
+        elif "experts.gate_up_proj" not in per_level or ".gate," not in per_level + "," \
+                or "self_attn" in per_level or "lm_head" in per_level:
+            fail(f"sensitivity_per_level: {per_level[:300]}")
+        else:
+            print(f"ok: batched sensitivities = perturb's within {worst:.2g} relative "
+                  f"({per_level.count(', ') + 1} tensors per level)")
 
 if len(sys.argv) > 3:
     from transformers import MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig

@@ -29,7 +29,7 @@ need_python numpy h5py
 
 model=$data/tiny-moe
 calib=$model/calib.safetensors
-[ -f "$calib" ] || { echo "FAIL: no $calib (examples/calibration/capture.py data/tiny-moe -o $calib)"; exit 1; }
+[ -f "$calib" ] || { echo "FAIL: no $calib (examples/calibration/capture.py data/tiny-moe -o $calib --sensitivity-mode perturb)"; exit 1; }
 gu=model.layers.0.mlp.experts.gate_up_proj
 down=model.layers.0.mlp.experts.down_proj
 q=int4-g32-sym,gptq-int4-g32-sym,awq-int4-g32-sym,imat-int4-g32-sym,nvfp4
