@@ -21,15 +21,16 @@
 #
 # The source distribution is checked against its sha256 before anything of
 # it is used. The build is CPU only (no CUDA, no curl, no server), static,
-# Release, and makes llama-quantize, llama-perplexity and libllama; it
-# takes about 10 minutes on 2 cores. The result is
+# Release, and makes llama-quantize, llama-perplexity, llama-imatrix (the
+# SmolLM2 study's importance matrix) and libllama; it takes about 10 minutes
+# on 2 cores. The result is
 # DIR/llama.cpp-0.3.36/build/bin with a stamp file saying what it is.
 set -euo pipefail
 
 VERSION=0.3.36
 SDIST=llama_cpp_python-$VERSION.tar.gz
 SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
-TARGETS=(llama-quantize llama-perplexity llama)
+TARGETS=(llama-quantize llama-perplexity llama-imatrix llama)
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/frontier
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
     --print-dir) print_dir=1; shift ;;
     --source) source_tar=$2; shift 2 ;;
     --pack) pack=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "llama-cpp.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

