@@ -589,6 +589,28 @@ fr_status fr_alloc_read_sensitivity(const fr_dataset *ds, const char *calib_path
     return st;
 }
 
+fr_status fr_alloc_rescale_sensitivity(const fr_dataset *ds, const fr_result_index *ix,
+                                       const char *ref, double *alpha, fr_error *err)
+{
+    int64_t c = fr_config_position(ds, ref);
+    if (c < 0)
+        return fr_fail(err, FR_E_USAGE, "--sensitivity-reference '%s' is not a configuration of "
+                       "the dataset", ref);
+    for (size_t t = 0; t < ds->n_tensors; t++) {
+        if (isnan(alpha[t]))
+            continue;
+        const fr_ds_result *r = fr_result_at(ix, t, (size_t)c);
+        if (!r || !(r->rel_err > 0) || !(r->out_rel_err > 0) || !isfinite(r->rel_err) ||
+            !isfinite(r->out_rel_err))
+            return fr_fail(err, FR_E_FORMAT, "tensor '%s' has no rel_err and out_rel_err under "
+                           "--sensitivity-reference '%s' (sweep it with --calib and that "
+                           "configuration)", ds->tensors[t].name, ref);
+        double k = r->rel_err / r->out_rel_err;
+        alpha[t] *= k * k;
+    }
+    return FR_OK;
+}
+
 const char *fr_alloc_objective_name(const fr_alloc_problem *prob)
 {
     if (prob->objective == FR_OBJECTIVE_SENSITIVITY)

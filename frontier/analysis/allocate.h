@@ -180,6 +180,15 @@ typedef struct fr_allocation {
 fr_status fr_alloc_read_sensitivity(const fr_dataset *ds, const char *calib_path, double *alpha,
                                     fr_error *err);
 
+/* alpha (per unit squared weight error, measured with the error of the
+ * configuration named ref) turned into alpha per unit squared output error:
+ * each finite alpha[t] times (rel_err / out_rel_err)^2 of ref on tensor t.
+ * FR_E_USAGE when ref is not in ds; FR_E_FORMAT naming a tensor with an
+ * alpha but no finite, nonzero rel_err and out_rel_err under ref (a sweep
+ * without --calib, or ref not measured on it). */
+fr_status fr_alloc_rescale_sensitivity(const fr_dataset *ds, const fr_result_index *ix,
+                                       const char *ref, double *alpha, fr_error *err);
+
 /* Predicted KL divergence of the uniform configuration c over the tensors
  * of the selection that have a result for the metric and a sensitivity
  * (alpha[t], or default_alpha where NaN): sum alpha_t err_t^2; NaN when a

@@ -55,7 +55,7 @@ static void print_help(FILE *out)
             "         [--max-states N] [--summary] [--no-store] [--expert-units]\n"
             "         [--target gguf|compressed-tensors|dequantized]\n"
             "         [--objective auto|error|sensitivity] [--calib FILE]\n"
-            "         [--default-sensitivity X]\n"
+            "         [--default-sensitivity X] [--sensitivity-reference CONFIG]\n"
             "\n"
             "Chooses one configuration per tensor so that the total size stays within\n"
             "BITS bits per weight (sum of total_bits <= floor(BITS x sum of parameters))\n"
@@ -99,6 +99,14 @@ static void print_help(FILE *out)
             "                         frontier sensitivity MODEL.gguf and\n"
             "                         examples/calibration/capture.py write them)\n"
             "  --default-sensitivity X  alpha of tensors without one (else they are refused)\n"
+            "  --sensitivity-reference CONFIG  with --metric out_rel_err: the configuration\n"
+            "                         whose error the sensitivities stand for (frontier\n"
+            "                         sensitivity: ggml-q4_0 by default, or one shaped like\n"
+            "                         it). alpha is per unit squared *weight* error; each\n"
+            "                         tensor's is multiplied by (rel_err / out_rel_err)^2 of\n"
+            "                         CONFIG on that tensor, so that alpha x out_rel_err^2\n"
+            "                         predicts the same KL for CONFIG as alpha x rel_err^2\n"
+            "                         (docs/analysis.md, \"Output error and sensitivity\")\n"
             "  --include/--exclude REGEX  tensors allocated (the rest are not counted)\n"
             "  --configs REGEX        configurations allowed\n"
             "  --target FORMAT        only what 'frontier quantize --format FORMAT' can\n"
@@ -220,6 +228,7 @@ typedef struct allocate_args {
     int llama_mix;               /* --llama-mix: fr_llama_mix_from_name, -1: none */
     const char *model_path;      /* --model: what the mix's rules and --target read */
     const char *target;          /* --target FORMAT: only pairs its writer stores */
+    const char *sens_ref;        /* --sensitivity-reference CONFIG */
     const char *path;            /* the dataset */
 } allocate_args;
 
@@ -263,6 +272,7 @@ static int parse_args(int argc, char **argv, allocate_args *args)
         {"objective", required_argument, NULL, 'O'},
         {"calib", required_argument, NULL, 'C'},
         {"default-sensitivity", required_argument, NULL, 'D'},
+        {"sensitivity-reference", required_argument, NULL, 'R'},
         {"expert-units", no_argument, NULL, 'E'},
         {"llama-mix", required_argument, NULL, 'L'},
         {"model", required_argument, NULL, 'M'},
@@ -328,6 +338,7 @@ static int parse_args(int argc, char **argv, allocate_args *args)
             }
             break;
         case 'M': args->model_path = optarg; break;
+        case 'R': args->sens_ref = optarg; break;
         case 'G': args->target = optarg; break;
         case 'D':
             if (!cli_parse_double(optarg, &args->obj.default_sensitivity) ||
@@ -363,6 +374,8 @@ static int parse_args(int argc, char **argv, allocate_args *args)
         return cli_usage_error(argv[0], "sensitivities (--calib, --objective sensitivity) weight rel_err or out_rel_err, not sqnr_db");
     if (args->objective_given && !sensitivity && (args->calib_path || default_given))
         return cli_usage_error(argv[0], "--objective error reads no sensitivity: --calib and --default-sensitivity go with --objective sensitivity or auto");
+    if (args->sens_ref && !(sensitivity && aopt->metric == FR_METRIC_OUT_REL_ERR))
+        return cli_usage_error(argv[0], "--sensitivity-reference rescales sensitivities for --metric out_rel_err: it goes with --calib (or --objective sensitivity) and --metric out_rel_err");
     if (!args->objective_given && default_given && !args->calib_path)
         return cli_usage_error(argv[0], "--default-sensitivity is for the tensors a --calib file has no sensitivity for (alone: --objective sensitivity)");
     aopt->n_fixed = args->n_fixed;
@@ -428,6 +441,8 @@ static void print_objective(const allocate_args *args, const fr_alloc_problem *p
                "measured for %zu of %zu tensors%s%s%s",
                err, measured, members, args->sens_source ? ", from '" : "",
                args->sens_source ? args->sens_source : "", args->sens_source ? "'" : "");
+        if (args->sens_ref)
+            printf("; each x (rel_err / out_rel_err)^2 of %s, --sensitivity-reference", args->sens_ref);
         if (measured < members)
             printf("; %g for the other %zu, --default-sensitivity", prob->default_sensitivity,
                    members - measured);
@@ -818,6 +833,14 @@ int cmd_allocate(int argc, char **argv)
     }
     if (!args.objective_given)
         resolve_objective(&args, &ds, alpha);
+    if (args.sens_ref && alpha &&
+        (st = fr_alloc_rescale_sensitivity(&ds, &ix, args.sens_ref, alpha, &err)) != FR_OK) {
+        if (st == FR_E_USAGE)
+            cli_usage_error(argv[0], "%s", err.msg);
+        else
+            fr_error_log("'%s': %s", args.path, err.msg);
+        goto finish;
+    }
     if (args.target && (st = apply_target(&args, &ds, &target)) != FR_OK)
         goto finish;
     if ((st = fr_alloc_prepare_objective(&ds, &ix, &args.aopt, &args.obj, &prob, &err)) != FR_OK) {

@@ -276,6 +276,38 @@ expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --calib "$calib" --metric sqnr
 expect_err "not sqnr_db"
 expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --objective sensitivity
 expect_err "--objective sensitivity needs --calib FILE"
+# --sensitivity-reference C (with --metric out_rel_err): each alpha times
+# (rel_err / out_rel_err)^2 of C, so uniform C predicts exactly what it
+# predicts on rel_err without the reference; another configuration does not
+expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --calib "$calib" --sensitivity-reference int4-g32-asym
+expect_err "--sensitivity-reference rescales sensitivities for --metric out_rel_err"
+expect 0 "$bin" -q sweep "$data/stories260K" --quantizers 'int4-g32-asym,int3-g64-asym' --calib "$calib" -o "$tmp/cal.h5"
+expect 2 "$bin" allocate "$tmp/cal.h5" --budget 4 --calib "$calib" --metric out_rel_err --sensitivity-reference int9-nope --no-store
+expect_err "--sensitivity-reference 'int9-nope' is not a configuration of the dataset"
+expect 4 "$bin" allocate "$tmp/run.h5" --budget 4 --calib "$calib" --metric out_rel_err --sensitivity-reference int4-g32-asym --no-store
+expect_err "has no rel_err and out_rel_err under --sensitivity-reference 'int4-g32-asym'"
+predicted() { grep -o 'predicted KL divergence (sum of alpha x [a-z_]*^2): [0-9.e+-]*' "$tmp/out" | awk '{print $NF}'; }
+for c in int4-g32-asym int3-g64-asym; do
+  expect 0 "$bin" allocate "$tmp/cal.h5" --budget 64 --configs "^$c\$" --calib "$calib" --no-store
+  p_rel=$(predicted)
+  expect 0 "$bin" allocate "$tmp/cal.h5" --budget 64 --configs "^$c\$" --calib "$calib" --no-store \
+    --metric out_rel_err --sensitivity-reference int4-g32-asym
+  grep -q "each x (rel_err / out_rel_err)^2 of int4-g32-asym, --sensitivity-reference" "$tmp/out" ||
+    fail "allocate does not say the sensitivities were rescaled"
+  p_ref=$(predicted)
+  expect 0 "$bin" allocate "$tmp/cal.h5" --budget 64 --configs "^$c\$" --calib "$calib" --no-store \
+    --metric out_rel_err
+  p_out=$(predicted)
+  python3 - "$c" "$p_rel" "$p_ref" "$p_out" <<'PY' || fail "--sensitivity-reference: predictions $c"
+import sys
+c, rel, ref, out = sys.argv[1], *map(float, sys.argv[2:])
+if c == "int4-g32-asym":
+    assert abs(ref - rel) <= 1e-5 * rel, (c, rel, ref)  # the reference itself: unchanged
+    assert abs(out - rel) > 1e-3 * rel, (c, rel, out)   # without the rescaling it differs
+else:
+    assert abs(ref - rel) > 1e-3 * rel, (c, rel, ref)   # another configuration: its own output error
+PY
+done
 expect 2 "$bin" pareto "$tmp/run.h5" --metric bogus
 expect 2 "$bin" pareto "$tmp/run.h5" --by bogus
 expect 2 "$bin" export "$tmp/run.h5" --format bogus -o "$tmp/x"
