@@ -343,6 +343,8 @@ say "done: $hf_tsv, $work/results-hf.md"
 #    may be quantized: compressed-tensors cannot load that, docs/quantize.md),
 #    each written by frontier quantize --format dequantized and evaluated by
 #    transformers against the folder. These reach 3.0 and 3.5 bits per weight.
+#    The calibrated GPTQ configurations use statistics that capture.py
+#    takes on the sensitivity text (never the evaluation text).
 hfd=$work/hf
 mkdir -p "$hfd/recipes"
 st=0
@@ -352,12 +354,23 @@ st=0
 hf_configs="int2-g128-asym int2-g64-asym int2-g32-asym int3-gC-asym int3-g128-asym int3-g64-asym int3-g32-asym
 int4-gC-asym int4-g128-asym int4-g64-asym int4-g32-asym nf4-g64 nf4-g64-dq nvfp4 mxfp4 int5-g64-asym
 int6-g128-asym int8-gC-sym"
+gptq_configs="gptq-int2-g128-asym gptq-int2-g64-asym gptq-int2-g32-asym gptq-int3-gC-asym gptq-int3-g128-asym
+gptq-int3-g64-asym gptq-int3-g32-asym gptq-int4-gC-asym gptq-int4-g128-asym gptq-int4-g64-asym gptq-int4-g32-asym"
+stats=$hfd/stats.safetensors
+if [ ! -f "$stats" ]; then
+  say "Hugging Face: capture.py statistics on $(basename "$sens_text") (about 2 min)"
+  "$hf" "$repo/examples/calibration/capture.py" "$hfd/model" --text "$sens_text" --seq-len 512 \
+    --no-sensitivity -o "$hfd/stats.tmp.safetensors" >"$hfd/capture.log" 2>&1 ||
+    { tail -5 "$hfd/capture.log"; exit 1; }
+  mv "$hfd/stats.tmp.safetensors" "$stats"
+fi
 if [ ! -f "$hfd/run.h5" ]; then
-  say "Hugging Face: sweep of $(echo $hf_configs | wc -w) configurations"
-  "$frontier" sweep "$hfd/model" --quantizers "$(echo $hf_configs | tr ' ' ,)" -o "$hfd/run.h5.tmp" \
-    >"$hfd/sweep.log" 2>&1 || { tail -5 "$hfd/sweep.log"; exit 1; }
+  say "Hugging Face: sweep of $(echo $hf_configs $gptq_configs | wc -w) configurations (about 3 min)"
+  "$frontier" sweep "$hfd/model" --quantizers "$(echo $hf_configs $gptq_configs | tr ' ' ,)" --calib "$stats" \
+    -o "$hfd/run.h5.tmp" >"$hfd/sweep.log" 2>&1 || { tail -5 "$hfd/sweep.log"; exit 1; }
   mv "$hfd/run.h5.tmp" "$hfd/run.h5"
 fi
+hf_configs="$hf_configs $gptq_configs"
 halloc() { "$frontier" allocate "$hfd/run.h5" --no-store --target dequantized "$@"; }
 : >"$hfd/uniform.tsv"
 for c in $hf_configs; do
@@ -371,7 +384,7 @@ touch "$hf_measured"
 hf_eval() { # NAME RECIPE
   grep -q "^$1	" "$hf_measured" && return 0
   say "transformers (Hugging Face): $1"
-  "$frontier" quantize "$hfd/model" --recipe "$2" --format dequantized -o "$hfd/q-$1" --force \
+  "$frontier" quantize "$hfd/model" --recipe "$2" --format dequantized --calib "$stats" -o "$hfd/q-$1" --force \
     >"$hfd/q-$1.log" 2>&1 || { tail -3 "$hfd/q-$1.log"; exit 1; }
   local st=0
   "$hf" "$repo/examples/study-smollm2/hf_kld.py" --reference "$hfd/model" --text "$eval_text" --ctx "$ctx" \
@@ -383,9 +396,16 @@ hf_eval() { # NAME RECIPE
 hf_table=$hfd/results.tsv
 printf 'budget\tcandidate\trecipe\tbits_per_weight\n' >"$hf_table"
 for b in $budgets; do
-  for obj in sensitivity; do
+  # sensitivity: the data-free configurations; calibrated: GPTQ's too, on
+  # the output error (out_rel_err on the captured inputs: what GPTQ lowers,
+  # at a higher weight error), each alpha rescaled by int4-g32-asym's
+  # (rel_err/out_rel_err)^2, the stand-in for the ggml-q4_0 error it was
+  # measured with (docs/analysis.md, "Output error and sensitivity")
+  for obj in sensitivity calibrated; do
     r=$hfd/recipes/$obj-$b.json
-    extra=(--calib "$hfd/sens.safetensors" --objective sensitivity)
+    extra=(--calib "$hfd/sens.safetensors" --objective sensitivity --configs '^(int|nf4|nvfp4|mxfp4)')
+    [ $obj = calibrated ] && extra=(--calib "$hfd/sens.safetensors" --objective sensitivity
+                                   --metric out_rel_err --sensitivity-reference int4-g32-asym)
     [ -f "$r" ] || halloc --budget "$b" "${extra[@]}" -o "$r" --summary >"$hfd/recipes/$obj-$b.out" 2>&1 ||
       { cat "$hfd/recipes/$obj-$b.out"; exit 1; }
     hf_eval "$obj-$b" "$r"
