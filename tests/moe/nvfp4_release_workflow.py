@@ -54,6 +54,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "readers"))
+import cli_check  # noqa: E402
+from cli_check import fail, ok  # noqa: E402
+
 try:
     import h5py
     import torch
@@ -74,20 +78,8 @@ ATTN = ("q_proj", "k_proj", "v_proj", "o_proj")
 NVFP4_MEMBERS = ("weight_packed", "weight_scale", "weight_global_scale")
 E2M1 = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
 
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print(f"FAIL: {msg}", flush=True)
-
-
-def ok(msg):
-    print(f"ok: {msg}", flush=True)
-
-
 def run(*args):
+    """A workflow step: the next ones need its output, so a failure ends the test."""
     r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"FAIL: {' '.join(map(str, args))}\n{r.stdout}{r.stderr}")
@@ -463,8 +455,8 @@ def main():
         else:
             ok(f"final/ in transformers ({'as loaded' if state == 'right' else 'experts decompressed with their global scale'}): "
                f"logits within {r:.2e} of the dequantized twin's (bound {bound:.2e})")
-    if failures:
-        print(f"nvfp4_release_workflow: {failures} failure(s)")
+    if cli_check.failures:
+        print(f"nvfp4_release_workflow: {cli_check.failures} failure(s)")
         return 1
     print("nvfp4_release_workflow: release -> sweep -> allocate -> quantize -> transformers checked")
     return 0
