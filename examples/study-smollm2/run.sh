@@ -250,29 +250,7 @@ for b in $budgets; do
 done
 
 # 7. the table, as markdown
-python3 - "$table" "$work/infeasible.tsv" >"$work/results.md" <<'EOF'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-none = dict(line.rstrip("\n").split("\t") for line in open(sys.argv[2]) if line.strip())
-print("| budget | candidate | recipe | bits/w | mean KLD (nats) | PPL | same top |")
-print("|---:|---|---|---:|---:|---:|---:|")
-for budget in sorted(set(none) | {r["budget"] for r in rows}, key=float):
-    if budget in none:
-        print(f"| {budget} | (none) | {none[budget]} | | | | |")
-        continue
-    group = [r for r in rows if r["budget"] == budget]
-    fits = [r for r in group if float(r["bits_per_weight"]) <= float(budget) + 1e-9]
-    best = min(abs(float(r["mean_kld"])) for r in fits)
-    for r in group:
-        k = abs(float(r["mean_kld"]))  # llama-perplexity prints -0 for identical files
-        kld = f"{k:.4f} ± {float(r['kld_stderr']):.2g}"
-        if k == best and r in fits:
-            kld = f"**{kld}**"
-        print(f"| {budget} | {r['candidate']} | {r['recipe']} | {float(r['bits_per_weight']):.4f} | {kld} "
-              f"| {float(r['ppl']):.3f} | {float(r['same_top_pct']):.2f}% |")
-print()
-print(f"release PPL on the evaluation text: {rows[0]['ppl_release']}; {rows[0]['positions']} scored positions")
-EOF
+python3 "$repo/examples/study-smollm2/tables.py" gguf "$table" "$work/infeasible.tsv" >"$work/results.md"
 cat "$work/results.md"
 say "done: $table, $work/results.md"
 [ -n "$hf" ] || exit 0
@@ -312,27 +290,7 @@ for name in $names; do
   [ ${#batch[@]} -lt 6 ] || hf_batch
 done
 hf_batch
-python3 - "$table" "$hf_tsv" >"$work/results-hf.md" <<'EOF'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-hf = {l.split("\t")[0]: l.rstrip("\n").split("\t")[1:] for l in open(sys.argv[2]) if l.strip()}
-print("| budget | candidate | recipe | bits/w | KLD llama.cpp | KLD transformers | same top llama.cpp | same top transformers |")
-print("|---:|---|---|---:|---:|---:|---:|---:|")
-for budget in sorted({r["budget"] for r in rows}, key=float):
-    group = [r for r in rows if r["budget"] == budget and r["recipe"] in hf]
-    fits = [r for r in group if float(r["bits_per_weight"]) <= float(budget) + 1e-9]
-    best = min(float(hf[r["recipe"]][0]) for r in fits)
-    for r in group:
-        k, e, ppl, ppl0, same, n = hf[r["recipe"]]
-        kt = f"{abs(float(k)):.4f} ± {float(e):.2g}"
-        if float(k) == best and r in fits:
-            kt = f"**{kt}**"
-        print(f"| {budget} | {r['candidate']} | {r['recipe']} | {float(r['bits_per_weight']):.4f} "
-              f"| {abs(float(r['mean_kld'])):.4f} | {kt} | {float(r['same_top_pct']):.2f}% | {float(same):.2f}% |")
-first = next(iter(hf.values()))
-print()
-print(f"transformers: reference PPL {first[3]}, {first[5]} scored positions")
-EOF
+python3 "$repo/examples/study-smollm2/tables.py" hf "$table" "$hf_tsv" >"$work/results-hf.md"
 cat "$work/results-hf.md"
 say "done: $hf_tsv, $work/results-hf.md"
 
@@ -417,25 +375,6 @@ for b in $budgets; do
     printf '%s\t%s\t%s\t%s\n' "$b" "uniform" "uniform-$c" "$s" >>"$hf_table"
   done <"$hfd/uniform.tsv"
 done
-python3 - "$hf_table" "$hf_measured" >"$work/results-hf-formats.md" <<'EOF'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-hf = {l.split("\t")[0]: l.rstrip("\n").split("\t")[1:] for l in open(sys.argv[2]) if l.strip()}
-print("| budget | candidate | recipe | bits/w | mean KLD (nats) | PPL | same top |")
-print("|---:|---|---|---:|---:|---:|---:|")
-for budget in sorted({r["budget"] for r in rows}, key=float):
-    group = [r for r in rows if r["budget"] == budget]
-    best = min(abs(float(hf[r["recipe"]][0])) for r in group)
-    for r in group:
-        k, e, ppl, ppl0, same, n = hf[r["recipe"]]
-        kt = f"{abs(float(k)):.4f} ± {float(e):.2g}"
-        if abs(float(k)) == best:
-            kt = f"**{kt}**"
-        print(f"| {budget} | {r['candidate']} | {r['recipe']} | {float(r['bits_per_weight']):.4f} | {kt} "
-              f"| {float(ppl):.3f} | {float(same):.2f}% |")
-first = next(iter(hf.values()))
-print()
-print(f"transformers: reference (the release in float32) PPL {first[3]}, {first[5]} scored positions")
-EOF
+python3 "$repo/examples/study-smollm2/tables.py" hf-formats "$hf_table" "$hf_measured" >"$work/results-hf-formats.md"
 cat "$work/results-hf-formats.md"
 say "done: $work/results-hf-formats.md"
