@@ -101,7 +101,7 @@ llama_bin=$("$repo/scripts/llama-cpp.sh" --cache "$cache" --print-dir 2>/dev/nul
 if [ -n "$llama_bin" ] && [ -x "$llama_bin/llama-imatrix" ]; then
   imatrix=$work/imatrix.gguf
   if [ ! -f "$imatrix" ]; then
-    say "llama-imatrix on $(basename "$sens_text") (about 1 min)"
+    say "llama-imatrix on $(basename "$sens_text") (31 s on 2 cores)"
     "$llama_bin/llama-imatrix" -m "$model" -f "$sens_text" -o "$work/imatrix.tmp.gguf" -c 512 \
       ${threads:+-t $threads} >"$work/imatrix.log" 2>&1 || { tail -5 "$work/imatrix.log"; exit 1; }
     mv "$work/imatrix.tmp.gguf" "$imatrix"
@@ -117,7 +117,7 @@ run=$work/run.h5
 if [ ! -f "$run" ]; then
   q='ggml-*'
   [ -n "$imatrix" ] && q='ggml-*,imat-ggml-*'
-  say "sweep --quantizers '$q' (about 2 min, 5 with imat-ggml-*)"
+  say "sweep --quantizers '$q' (1 min 44 s on 2 cores, 2 min 40 s with imat-ggml-*)"
   "$frontier" sweep "$model" --quantizers "$q" ${imatrix:+--calib "$imatrix"} -o "$run.tmp" \
     >"$work/sweep.log" 2>&1 || { tail -5 "$work/sweep.log"; exit 1; }
   mv "$run.tmp" "$run"
@@ -316,14 +316,14 @@ gptq_configs="gptq-int2-g128-asym gptq-int2-g64-asym gptq-int2-g32-asym gptq-int
 gptq-int3-g64-asym gptq-int3-g32-asym gptq-int4-gC-asym gptq-int4-g128-asym gptq-int4-g64-asym gptq-int4-g32-asym"
 stats=$hfd/stats.safetensors
 if [ ! -f "$stats" ]; then
-  say "Hugging Face: capture.py statistics on $(basename "$sens_text") (about 2 min)"
+  say "Hugging Face: capture.py statistics on $(basename "$sens_text") (89 s on 2 cores)"
   "$hf" "$repo/examples/calibration/capture.py" "$hfd/model" --text "$sens_text" --seq-len 512 \
     --no-sensitivity -o "$hfd/stats.tmp.safetensors" >"$hfd/capture.log" 2>&1 ||
     { tail -5 "$hfd/capture.log"; exit 1; }
   mv "$hfd/stats.tmp.safetensors" "$stats"
 fi
 if [ ! -f "$hfd/run.h5" ]; then
-  say "Hugging Face: sweep of $(echo $hf_configs $gptq_configs | wc -w) configurations (about 3 min)"
+  say "Hugging Face: sweep of $(echo $hf_configs $gptq_configs | wc -w) configurations (2 min 36 s on 2 cores)"
   "$frontier" sweep "$hfd/model" --quantizers "$(echo $hf_configs $gptq_configs | tr ' ' ,)" --calib "$stats" \
     -o "$hfd/run.h5.tmp" >"$hfd/sweep.log" 2>&1 || { tail -5 "$hfd/sweep.log"; exit 1; }
   mv "$hfd/run.h5.tmp" "$hfd/run.h5"
