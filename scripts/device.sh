@@ -47,6 +47,8 @@ outerr-8b   | frontier_cli              | outerr-8b                       | -   
 mpi         | frontier_cli              | mpi                             | -                                | bench_mpi.py: the 70B-shaped sweep with 1, 2, 4 ranks on the GPU, one layer on the CPU
 profile     | bench_gpu                 | profile                         | ncu-stream.txt ncu-fused.txt     | Nsight Compute on the streaming and the fused kernel
 fuzz        | -                         | fuzz                            | corpus.tar.gz fuzz-logs.tar.gz   | every libFuzzer target of .carry/fuzz.tar.xz at once for FUZZ_SECONDS, the grown corpus back
+capture-8b  | -                         | capture-8b                      | -                                | bench/bench_capture.py: capture.py statistics + sensitivities of an 8B-shaped Llama (random weights) against the 15-minute target
+capture-smollm2 | -                     | capture-smollm2                 | smollm2-sens.safetensors         | capture.py on SmolLM2-135M-Instruct (the release GGUF at SMOLLM2_GGUF, wheels from .carry/wheels): timed on 64 self-sampled x 512 tokens, then the sensitivities of the study on its sensitivity text, back in $OUT
 kquants     | bench_ggml test_gpu_ggml frontier_cli | ggml-tests ggml-8b llama-peer | -                  | the llama.cpp types on the GPU: gpu.ggml and gpu.sweep_ggml, bench_ggml over the 8B shapes (13 types, 7 with an imatrix), llama-quantize --pure on LLAMA_LAYERS layers of the same shapes (built there from .carry/llama.cpp-src.tar.xz)
 '
 
@@ -246,6 +248,42 @@ step_llama_peer() {
     --layers "${LLAMA_LAYERS:-2}" --threads "$JOBS" --imatrix --deadline 240 --work "$WORK/llama" \
     --json "$RAW/llama_quantize.json"
 }
+step_capture_8b() {
+  # no build: capture.py and PyTorch only; the model folder (16 GB) and the
+  # statistics (35 GB) under /tmp, the statistics removed after timing
+  run capture-8b 560 python3 bench/bench_capture.py --work "$WORK/capture" --target-s 900 \
+    --json "$RAW/capture_8b.json"
+  tidy "$WORK/capture"
+}
+step_capture_smollm2() {
+  # the release GGUF cannot travel in one call (98 MB): the caller puts it
+  # at SMOLLM2_GGUF; gguf-py and accelerate from .carry/wheels
+  local g=${SMOLLM2_GGUF:-/tmp/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf} d=$WORK/smollm2 py=/tmp/frontier-py
+  local text=${SENS_TEXT:-.carry/GPL-3}
+  if [ -z "$DRY" ] && [ ! -f "$g" ]; then
+    printf '%s\tskip\t0\tno %s\n' capture-smollm2 "$g" >> "$WORK/steps.tsv"
+    return 77
+  fi
+  [ -n "$DRY" ] || mkdir -p "$d"
+  run smollm2-wheels 60 python3 -m pip install -q --no-index --no-deps --target "$py" .carry/wheels/gguf-*.whl \
+    .carry/wheels/accelerate-*.whl
+  export PYTHONPATH=$py${PYTHONPATH:+:$PYTHONPATH}
+  run smollm2-hf 120 python3 examples/study-smollm2/hf_model.py "$g" .carry/smollm2-sens.safetensors \
+    "$d/model" "$d/llama-sens.safetensors"
+  # the issue's configuration: 64 self-sampled sequences of 512 tokens,
+  # 3 levels x 8 sequences per weight, float32 eager (capture.py's defaults)
+  run smollm2-bench 240 python3 bench/bench_capture.py --work "$d/bench" --model "$d/model" --tokens-source self \
+    --dtype float32 --attn-implementation eager --target-s 200 --json "$RAW/capture_smollm2.json"
+  # the study's: its sensitivity text in 512-token chunks
+  run smollm2-sens 240 python3 examples/calibration/capture.py "$d/model" --text "$text" --seq-len 512 \
+    --device cuda -o "$d/capture.safetensors"
+  run smollm2-out 30 python3 -c "
+import sys; from safetensors import safe_open; from safetensors.torch import save_file
+f = safe_open(sys.argv[1], 'pt'); m = f.metadata()
+save_file({k: f.get_tensor(k) for k in f.keys() if k.endswith('.sensitivity')}, sys.argv[2], metadata=m)
+" "$d/capture.safetensors" "$OUT/smollm2-sens.safetensors"
+  tidy "$d"
+}
 step_fuzz() {
   run fuzz $(( ${FUZZ_SECONDS:-300} + 60 )) bash "$SELF" fuzz-run "${FUZZ_SECONDS:-300}"
 }
@@ -438,6 +476,14 @@ if b and "configs" in b:
         fig["ggml_speedup"] = total_cpu / total_gpu
         lines.append(f"  the types llama-quantize ran (no imatrix): GPU {total_gpu:.2f} s, llama-quantize "
                      f"{total_cpu:.1f} s on {lq.get('threads')} threads ({lq.get('cpu')}), {total_cpu / total_gpu:.0f}x")
+for key in ("capture_8b", "capture_smollm2"):
+    c = raw.get(key)
+    if c and "wall_s" in c:
+        fig[f"{key}_wall_s"] = c["wall_s"]
+        split = ", ".join(f"{k} {v:.1f}" for k, v in c.get("split_s", {}).items())
+        lines.append(f"{key}: capture.py {c['wall_s']:.1f} s ({split}) for {c['modules']} modules' statistics "
+                     f"over {c['tokens']} tokens and {c['sensitivity_weights']} sensitivities; target "
+                     f"{c['target_s']:.0f} s {'met' if c['within_target'] else 'NOT met'}")
 for name in ("stream", "fused"):
     p = os.path.join(out, f"ncu-{name}.txt")
     if os.path.exists(p):

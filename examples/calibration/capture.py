@@ -278,16 +278,19 @@ def sample_sequences(model, n, seq_len, temperature, seed, bos, batch):
 
 
 class Accumulator:
-    """float64 sums of x x^T, |x| and x^2 of one module's input."""
+    """float64 sums of x x^T, |x| and x^2 of one module's input, kept on
+    device (--stats-device: the model's device by default, so a GPU forms
+    x^T x where the activations are, and nothing but the final float32
+    tensors crosses to the host)."""
 
-    def __init__(self, n_in, diag_only):
-        self.n = 0
-        self.abs_sum = torch.zeros(n_in, dtype=torch.float64)
-        self.sq_sum = torch.zeros(n_in, dtype=torch.float64)
-        self.h_sum = None if diag_only else torch.zeros(n_in, n_in, dtype=torch.float64)
+    def __init__(self, n_in, diag_only, device="cpu"):
+        self.n, self.n_in = 0, n_in
+        self.abs_sum = torch.zeros(n_in, dtype=torch.float64, device=device)
+        self.sq_sum = torch.zeros(n_in, dtype=torch.float64, device=device)
+        self.h_sum = None if diag_only else torch.zeros(n_in, n_in, dtype=torch.float64, device=device)
 
     def add(self, x):
-        x = x.detach().reshape(-1, x.shape[-1]).to("cpu", torch.float64)
+        x = x.detach().reshape(-1, x.shape[-1]).to(self.abs_sum.device, torch.float64)
         self.n += x.shape[0]
         self.abs_sum += x.abs().sum(dim=0)
         if self.h_sum is not None:
@@ -305,17 +308,20 @@ class Accumulator:
             sq = self.sq_sum / self.n
         out = {}
         if h is not None:
-            out[name + ".hessian"] = h.to(torch.float32).contiguous()
-        out[name + ".act_abs_mean"] = (self.abs_sum / self.n).to(torch.float32).contiguous()
-        out[name + ".act_sq_mean"] = sq.to(torch.float32).contiguous()
+            out[name + ".hessian"] = h.to(torch.float32).cpu().contiguous()
+        out[name + ".act_abs_mean"] = (self.abs_sum / self.n).to(torch.float32).cpu().contiguous()
+        out[name + ".act_sq_mean"] = sq.to(torch.float32).cpu().contiguous()
         return out
+
+    def free(self):
+        self.abs_sum = self.sq_sum = self.h_sum = None
 
 
 class ExpertAccumulator:
     """Per-expert float64 sums of one fused stack's input: [E, in, in], [E, in]."""
 
-    def __init__(self, n_experts, n_in, diag_only):
-        self.acc = [Accumulator(n_in, diag_only) for _ in range(n_experts)]
+    def __init__(self, n_experts, n_in, diag_only, device="cpu"):
+        self.acc = [Accumulator(n_in, diag_only, device) for _ in range(n_experts)]
 
     def tensors(self, name):
         """Fused layout: <name>.hessian [E, in, in] etc.; an expert without
@@ -323,7 +329,7 @@ class ExpertAccumulator:
         parts = {}
         for a in self.acc:
             if a.n == 0:
-                n_in = a.abs_sum.numel()
+                n_in = a.n_in
                 t = {name + ".act_abs_mean": torch.zeros(n_in), name + ".act_sq_mean": torch.zeros(n_in)}
                 if a.h_sum is not None:
                     t[name + ".hessian"] = torch.zeros(n_in, n_in)
@@ -331,6 +337,7 @@ class ExpertAccumulator:
                 t = a.tensors(name)
             for k, v in t.items():
                 parts.setdefault(k, []).append(v.to(torch.float32))
+            a.free()
         return {k: torch.stack(v).contiguous() for k, v in parts.items()}
 
     def counts(self):
@@ -584,18 +591,17 @@ def sensitivities(model, weights, seqs, levels, seed, batch_size, device, mode="
         groups = list(batches(seqs, len(seqs)))
         refs = ref_log_probs32(model, groups, seq_batch, device)
     for k, (name, w) in enumerate(weights):
-        saved = w.detach().clone()
         gen = torch.Generator(device="cpu").manual_seed(seed + k)
-        z = torch.randn(saved.shape, generator=gen, dtype=torch.float64)
-        w_norm = float(saved.double().norm())
+        z = torch.randn(w.shape, generator=gen, dtype=torch.float64)
+        w_norm = float(w.detach().double().norm())
         users = hook_users(model, w) if mode == "batched" else None
         pts = None
         if users is not None:
             cdt = torch.float64 if w.dtype == torch.float64 else torch.float32
-            zc = z.to(cdt)
+            zc = z.to(device).to(cdt)      # the norm and the hooks' products on the device
             z_norm = float(zc.double().norm())
-            coefs = torch.tensor([r * w_norm / z_norm for r in levels], dtype=cdt)
-            noise = LevelNoise(zc.to(device), coefs.to(device))
+            coefs = torch.tensor([r * w_norm / z_norm for r in levels], dtype=cdt, device=device)
+            noise = LevelNoise(zc, coefs)
             hs = [m.register_forward_hook(noise.linear, with_kwargs=True) for m in users[0]]
             hs += [m.register_forward_hook(noise.embedding, with_kwargs=True) for m in users[1]]
             try:
@@ -608,6 +614,7 @@ def sensitivities(model, weights, seqs, levels, seed, batch_size, device, mode="
         if pts is None:
             if mode == "batched":
                 per_level.append(name)
+            saved = w.detach().clone()
             pts = []
             for r in levels:
                 dw = z * (r * w_norm / float(z.norm()))
@@ -622,25 +629,52 @@ def sensitivities(model, weights, seqs, levels, seed, batch_size, device, mode="
         a, res = fit_slope_through_origin([p[0] for p in pts], [p[1] for p in pts])
         out[name] = (a, res, pts)
         if log:
-            log(f"  {name}  alpha {a:.6g}  residual {res:.3g}")
+            log(k + 1, len(weights), name)
     return out, per_level
 
 
-def canonical_safetensors(tensors, metadata):
-    """safetensors' own writer, with the header re-serialized in a fixed key
-    order (its Rust writer emits __metadata__ in hash-map order, which changes
-    from run to run). The data section is the writer's, unchanged."""
-    raw = safetensors_save(tensors, metadata=metadata)
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
-    data = raw[8 + n:]
-    meta = header.pop("__metadata__")
+def canonical_header(header, meta):
+    """The header with __metadata__ first, its keys sorted, then the tensors
+    by data offset (safetensors' Rust writer emits __metadata__ in hash-map
+    order, which changes from run to run), padded to 8 bytes."""
     ordered = {"__metadata__": {k: meta[k] for k in sorted(meta)}}
     for k in sorted(header, key=lambda k: (header[k]["data_offsets"][0], k)):
         ordered[k] = header[k]
     text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text += b" " * ((-(8 + len(text))) % 8)
-    return len(text).to_bytes(8, "little") + text + data
+    return len(text).to_bytes(8, "little") + text
+
+
+def write_safetensors(f, tensors, metadata):
+    """Writes tensors to the open file f in safetensors' layout with the
+    canonical header; returns the bytes written. All-float32 tensors (what
+    this script stores) are streamed one at a time in the order safetensors'
+    own writer uses (dtype, then name; no padding between tensors), so the
+    bytes are its bytes without a second copy of the whole file in memory
+    (an 8B model's statistics are tens of GB); anything else goes through
+    safetensors.torch.save."""
+    if any(t.dtype != torch.float32 for t in tensors.values()):
+        raw = safetensors_save(tensors, metadata=metadata)
+        n = int.from_bytes(raw[:8], "little")
+        header = json.loads(raw[8:8 + n].decode("utf-8"))
+        meta = header.pop("__metadata__")
+        head = canonical_header(header, meta)
+        f.write(head)
+        f.write(memoryview(raw)[8 + n:])
+        return len(head) + len(raw) - 8 - n
+    names = sorted(tensors)
+    header, off = {}, 0
+    for k in names:
+        t = tensors[k]
+        header[k] = {"dtype": "F32", "shape": list(t.shape),
+                     "data_offsets": [off, off + 4 * t.numel()]}
+        off += 4 * t.numel()
+    head = canonical_header(header, metadata)
+    f.write(head)
+    assert sys.byteorder == "little"
+    for k in names:
+        f.write(memoryview(tensors[k].contiguous().numpy()).cast("B"))
+    return len(head) + off
 
 
 def keep_freed_memory():
@@ -681,6 +715,9 @@ def main():
     ap.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass (default 16)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, for identical bytes)")
     ap.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    ap.add_argument("--stats-device", default=None,
+                    help="where the float64 sums live (default: --device; 'cpu' when the device's "
+                         "memory cannot hold in*in float64 per module: 78 GB for Llama-3-8B)")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                     help="model dtype for the forward pass (default float32)")
     ap.add_argument("--attn-implementation", default="eager",
@@ -707,17 +744,35 @@ def main():
                          "(default 0: as many as keep one pass's logits within 2^30 values)")
     args = ap.parse_args()
 
+    try:
+        levels = [float(v) for v in args.sensitivity_levels.split(",")]
+    except ValueError:
+        levels = []
+    if len(levels) < 1 or any(not v > 0 for v in levels):
+        sys.exit(f"capture.py: --sensitivity-levels '{args.sensitivity_levels}' must be "
+                 "positive numbers separated by commas")
+    if args.sensitivity_batch < 0:
+        sys.exit("capture.py: --sensitivity-batch must be >= 0 (0: automatic)")
+
     t0 = time.time()
+    times = {}
     if torch.device(args.device).type == "cpu":
         keep_freed_memory()
+    else:
+        # cuBLAS is deterministic only with a fixed workspace (set before CUDA starts)
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
     dtype = getattr(torch, args.dtype)
 
+    on_cpu = torch.device(args.device).type == "cpu"
     model = AutoModelForCausalLM.from_pretrained(
-        args.model, dtype=dtype, attn_implementation=args.attn_implementation)
+        args.model, dtype=dtype, attn_implementation=args.attn_implementation,
+        **({} if on_cpu else {"device_map": args.device}))
     model.to(args.device).eval()
+    stats_device = torch.device(args.stats_device or args.device)
+    times["load"] = time.time() - t0
     cfg = model.config
     max_pos = getattr(cfg, "max_position_embeddings", None)
     if args.seq_len < 1 or (max_pos and args.seq_len > max_pos):
@@ -748,6 +803,8 @@ def main():
             sys.exit(f"capture.py: token id {bad[0]} is outside the vocabulary (0..{vocab - 1})")
     if not seqs:
         sys.exit("capture.py: no calibration tokens")
+    times["tokens"] = time.time() - t0 - times["load"]
+    t_stats = time.time()
 
     # Hooks on every nn.Linear (lm_head included, tied or not).
     linears = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
@@ -757,7 +814,7 @@ def main():
         if args.share_qkv and leaf in ("k_proj", "v_proj") and \
                 any(n == name[:-len(leaf)] + "q_proj" for n, _ in linears):
             continue
-        acc[name] = Accumulator(m.in_features, args.diag_only)
+        acc[name] = Accumulator(m.in_features, args.diag_only, stats_device)
 
         def hook(module, a, kw, _acc=acc[name]):
             _acc.add(a[0] if a else kw["input"])
@@ -770,7 +827,7 @@ def main():
     sens_weights = [(name, m.weight) for name, m in linears]
     for name, m in routers(model):
         out_name = checkpoint_module(name, ckpt, ".weight")
-        acc[out_name] = Accumulator(m.weight.shape[1], args.diag_only)
+        acc[out_name] = Accumulator(m.weight.shape[1], args.diag_only, stats_device)
 
         def rhook(module, a, kw, _acc=acc[out_name]):
             _acc.add(a[0] if a else kw["hidden_states"])
@@ -780,8 +837,8 @@ def main():
     for name, m in fused_experts(model):
         n_exp, two_inter, hidden = m.gate_up_proj.shape
         inter = m.down_proj.shape[2]
-        gu_acc = ExpertAccumulator(n_exp, hidden, args.diag_only)
-        dn_acc = ExpertAccumulator(n_exp, inter, args.diag_only)
+        gu_acc = ExpertAccumulator(n_exp, hidden, args.diag_only, stats_device)
+        dn_acc = ExpertAccumulator(n_exp, inter, args.diag_only, stats_device)
         fused = checkpoint_module(name, ckpt, ".gate_up_proj")
         qwen = checkpoint_module(name, ckpt, ".0.gate_proj.weight")
         mixtral = checkpoint_module(name, ckpt, ".0.w1.weight")
@@ -827,31 +884,14 @@ def main():
     for h in hooks:
         h.remove()
 
-    sens = {}
-    if not args.no_sensitivity:
-        try:
-            levels = [float(v) for v in args.sensitivity_levels.split(",")]
-        except ValueError:
-            levels = []
-        if len(levels) < 1 or any(not v > 0 for v in levels):
-            sys.exit(f"capture.py: --sensitivity-levels '{args.sensitivity_levels}' must be "
-                     "positive numbers separated by commas")
-        if args.sensitivity_batch < 0:
-            sys.exit("capture.py: --sensitivity-batch must be >= 0 (0: automatic)")
-        ts = time.time()
-        n_s = len(seqs) if args.sensitivity_sequences <= 0 else args.sensitivity_sequences
-        seq_batch = args.sensitivity_batch or max(
-            1, min(len(levels) * min(n_s, len(seqs)),
-                   (1 << 30) // (max(len(s) for s in seqs[:n_s]) * vocab)))
-        sens, per_level = sensitivities(model, sens_weights, seqs[:n_s], levels, args.sensitivity_seed,
-                                        args.batch_size, device, args.sensitivity_mode, seq_batch)
-        sens_secs = time.time() - ts
-
+    # The statistics, final: float32 on the host, the device's sums freed
+    # before the sensitivity passes need the memory.
     token_count = sum(len(s) for s in seqs)
     tensors = {}
     for name, a in acc.items():
         assert a.n == token_count, (name, a.n, token_count)
         tensors.update(a.tensors(name))
+        a.free()
     expert_meta = {}
     for layout, names, gu_acc, dn_acc in experts:
         if layout == "fused":
@@ -872,6 +912,31 @@ def main():
             for module, a in ((g, a_in), (u, a_in), (d, a_mid)):
                 tensors.update(a.tensors(module))
                 expert_meta[module + ".token_count"] = str(a.n)
+            a_in.free()
+            a_mid.free()
+    times["statistics"] = time.time() - t_stats
+
+    sens = {}
+    if not args.no_sensitivity:
+        ts = time.time()
+        n_s = len(seqs) if args.sensitivity_sequences <= 0 else args.sensitivity_sequences
+        seq_batch = args.sensitivity_batch or max(
+            1, min(len(levels) * min(n_s, len(seqs)),
+                   (1 << 30) // (max(len(s) for s in seqs[:n_s]) * vocab)))
+        last = [ts]
+
+        def progress(done, total, name):   # a line at most every 30 s on long runs
+            now = time.time()
+            if now - last[0] >= 30 or done == total and now - ts >= 30:
+                last[0] = now
+                print(f"capture.py: sensitivity {done}/{total} weights ({name}), {now - ts:.0f} s",
+                      file=sys.stderr, flush=True)
+        sens, per_level = sensitivities(model, sens_weights, seqs[:n_s], levels, args.sensitivity_seed,
+                                        args.batch_size, device, args.sensitivity_mode, seq_batch,
+                                        log=progress)
+        sens_secs = time.time() - ts
+        times["sensitivity"] = sens_secs
+
     for name, (alpha, res, _) in sens.items():
         tensors[name + ".sensitivity"] = torch.tensor([alpha, res], dtype=torch.float32)
 
@@ -906,20 +971,29 @@ def main():
     metadata.update(expert_meta)
     if args.share_qkv:
         metadata["shared"] = "q_proj holds the input of its block's k_proj and v_proj"
-    blob = canonical_safetensors(tensors, metadata)
+    t_write = time.time()
     out_dir = os.path.dirname(os.path.abspath(args.output))
     os.makedirs(out_dir, exist_ok=True)
     tmp = args.output + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(blob)
+    try:
+        with open(tmp, "wb") as f:
+            n_bytes = write_safetensors(f, tensors, metadata)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        sys.exit(f"capture.py: cannot write {tmp}: {e}")
     os.replace(tmp, args.output)
+    times["write"] = time.time() - t_write
 
     secs = time.time() - t0
     n_exp_modules = sum(2 if layout == "fused" else 3 * len(names) for layout, names, _, _ in experts)
     print(f"{args.output}: {len(acc) + n_exp_modules} modules, {len(seqs)} sequences, {token_count} tokens, "
-          f"{len(tensors)} tensors, {len(blob)} bytes, {secs:.1f} s")
+          f"{len(tensors)} tensors, {n_bytes} bytes, {secs:.1f} s")
+    print("times: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
     for name, a in acc.items():
-        print(f"  {name}  in {a.abs_sum.numel()}")
+        print(f"  {name}  in {a.n_in}")
     for layout, names, gu_acc, dn_acc in experts:
         label = names[0] if layout == "fused" else names[0][0].rsplit(".", 2)[0]
         print(f"  {label}  {layout} experts, tokens per expert {gu_acc.counts()} "
