@@ -82,6 +82,8 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--shape", default="llama-8b", choices=sorted(SHAPES))
     ap.add_argument("--layers", type=int, default=32)
+    ap.add_argument("--model-dir", help="where to make the model folder (default: --work; /dev/shm "
+                    "keeps the 16 GB of an 8B model off a small disk)")
     ap.add_argument("--model", help="time this model folder instead of making one (--shape, --layers unused)")
     ap.add_argument("--tokens-source", default="random", choices=["random", "self"],
                     help="random token ids (default), or capture.py's own sampling from the model")
@@ -98,7 +100,9 @@ def main():
     args = ap.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
-    folder = args.model or os.path.join(args.work, f"{args.shape}-{args.layers}")
+    if args.model_dir:
+        os.makedirs(args.model_dir, exist_ok=True)
+    folder = args.model or os.path.join(args.model_dir or args.work, f"{args.shape}-{args.layers}")
     made_s, model_bytes = 0.0, 0
     if not os.path.exists(os.path.join(folder, "config.json")):
         if args.model:
@@ -124,13 +128,14 @@ def main():
     print("capture:", " ".join(cmd), flush=True)
     t0 = time.time()
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
+        # capture.py's progress lines (stderr) pass through: a long run shows where it is
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout_s)
     except subprocess.TimeoutExpired:
         print(f"bench_capture: capture.py did not finish in {args.timeout_s:.0f} s")
         return 1
     wall = time.time() - t0
     if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-3000:], sep="\n")
+        print(r.stdout[-3000:])
         print(f"bench_capture: capture.py failed (exit {r.returncode})")
         return 1
     times = {}
