@@ -12,6 +12,7 @@
 
 #include "core/calib.h"
 #include "core/log.h"
+#include "core/pattern.h"
 #include "frontier/analysis/units.h"
 #include "frontier/dataset/keep_rows.h"
 
@@ -38,7 +39,7 @@ static fr_status compile_fixed(const fr_dataset *ds, const fr_alloc_options *opt
             return fr_fail(err, FR_E_USAGE,
                            "unknown configuration '%s' in --fixed '%s=%s': it is not in the dataset",
                            opt->fixed[f].config, opt->fixed[f].pattern, opt->fixed[f].config);
-        if ((st = fr_regex_compile(&re[f], opt->fixed[f].pattern, "--fixed", err)) != FR_OK)
+        if ((st = fr_pattern_compile(&re[f], opt->fixed[f].pattern, "--fixed", err)) != FR_OK)
             return st;
         (*n_re)++;
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/pattern.h"
 #include "frontier/analysis/units.h"
 
 /* ---- metrics ---- */
@@ -65,19 +66,6 @@ double fr_metric_value(fr_metric metric, double err_sum, double norm_sum)
 
 /* ---- selection ---- */
 
-fr_status fr_regex_compile(regex_t *re, const char *pattern, const char *what, fr_error *err)
-{
-    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        char why[256];
-        regerror(rc, re, why, sizeof why);
-        /* regerror messages are capitalised ("Unmatched ( or \\("); git style is not */
-        why[0] = (char)tolower((unsigned char)why[0]);
-        return fr_fail(err, FR_E_USAGE, "invalid regex '%s' in %s: %s", pattern, what, why);
-    }
-    return FR_OK;
-}
-
 fr_status fr_selector_init(fr_selector *sel, const fr_selection *spec, fr_error *err)
 {
     fr_status st = FR_OK;
@@ -85,17 +73,17 @@ fr_status fr_selector_init(fr_selector *sel, const fr_selection *spec, fr_error 
     if (!spec)
         return FR_OK;
     if (spec->include) {
-        if ((st = fr_regex_compile(&sel->include, spec->include, "--include", err)) != FR_OK)
+        if ((st = fr_pattern_compile(&sel->include, spec->include, "--include", err)) != FR_OK)
             goto fail;
         sel->has_include = 1;
     }
     if (spec->exclude) {
-        if ((st = fr_regex_compile(&sel->exclude, spec->exclude, "--exclude", err)) != FR_OK)
+        if ((st = fr_pattern_compile(&sel->exclude, spec->exclude, "--exclude", err)) != FR_OK)
             goto fail;
         sel->has_exclude = 1;
     }
     if (spec->configs) {
-        if ((st = fr_regex_compile(&sel->configs, spec->configs, "--configs", err)) != FR_OK)
+        if ((st = fr_pattern_compile(&sel->configs, spec->configs, "--configs", err)) != FR_OK)
             goto fail;
         sel->has_configs = 1;
     }

@@ -64,8 +64,7 @@ void fr_selector_free(fr_selector *sel);
 int fr_selector_tensor(const fr_selector *sel, const char *name);
 int fr_selector_config(const fr_selector *sel, const char *name);
 
-/* Compiles one extended regex; FR_E_USAGE "invalid regex '<re>' in <what>: <why>". */
-fr_status fr_regex_compile(regex_t *re, const char *pattern, const char *what, fr_error *err);
+/* Patterns compile with fr_pattern_compile (core/pattern.h). */
 
 /* ---- index of results ---- */
 

@@ -30,6 +30,7 @@
 #include "core/calib.h"
 #include "core/call.h"
 #include "core/log.h"
+#include "core/pattern.h"
 #include "core/safetensors_write.h"
 #include "frontier/dataset/dataset_file.h"
 #include "frontier/dataset/keep_rows.h"
@@ -246,17 +247,6 @@ static const char *supported_configs(const plan *p, char *buf, size_t len)
     return buf;
 }
 
-static fr_status compile_regex(regex_t *re, const char *pattern, const char *what, fr_error *err)
-{
-    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        char why[256];
-        regerror(rc, re, why, sizeof why);
-        return fr_fail(err, FR_E_USAGE, "invalid %s regex '%s': %s", what, pattern, why);
-    }
-    return FR_OK;
-}
-
 static qtensor *find_qt(plan *p, const char *name)
 {
     for (size_t i = 0; i < p->n_qt; i++)
@@ -329,12 +319,12 @@ static fr_status select_config(plan *p, fr_error *err)
     int have_inc = 0, have_exc = 0;
     fr_status st = FR_OK;
     if (p->opt->include) {
-        if ((st = compile_regex(&inc, p->opt->include, "--include", err)) != FR_OK)
+        if ((st = fr_pattern_compile(&inc, p->opt->include, "--include", err)) != FR_OK)
             return st;
         have_inc = 1;
     }
     if (p->opt->exclude) {
-        if ((st = compile_regex(&exc, p->opt->exclude, "--exclude", err)) != FR_OK)
+        if ((st = fr_pattern_compile(&exc, p->opt->exclude, "--exclude", err)) != FR_OK)
             goto done;
         have_exc = 1;
     }

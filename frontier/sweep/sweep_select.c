@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "frontier/sweep/sweep_select.h"
+#include "core/pattern.h"
 #include "quantizers/families.h"
 #include "frontier/sweep/sweep.h"
 
@@ -248,30 +249,15 @@ fr_status fr_sweep_select_fused(const fr_registry *reg, const fr_config_ref ***c
     return FR_OK;
 }
 
-static fr_status compile_regex(regex_t *re, const char *pattern, const char *option, fr_error *err)
-{
-    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        char msg[256];
-        regerror(rc, re, msg, sizeof msg);
-        regfree(re);
-        /* regerror messages are capitalised ("Unmatched ( or \\(") */
-        if (msg[0] >= 'A' && msg[0] <= 'Z')
-            msg[0] = (char)(msg[0] - 'A' + 'a');
-        return fr_fail(err, FR_E_USAGE, "invalid %s regex '%s': %s", option, pattern, msg);
-    }
-    return FR_OK;
-}
-
 fr_status fr_tensor_filter_compile(fr_tensor_filter *f, const char *include, const char *exclude,
                                    fr_error *err)
 {
     fr_status st;
     f->has_include = f->has_exclude = 0;
-    if (include && (st = compile_regex(&f->include, include, "--include", err)) != FR_OK)
+    if (include && (st = fr_pattern_compile(&f->include, include, "--include", err)) != FR_OK)
         return st;
     f->has_include = include != NULL;
-    if (exclude && (st = compile_regex(&f->exclude, exclude, "--exclude", err)) != FR_OK)
+    if (exclude && (st = fr_pattern_compile(&f->exclude, exclude, "--exclude", err)) != FR_OK)
         return st;
     f->has_exclude = exclude != NULL;
     return FR_OK;

@@ -265,7 +265,7 @@ expect_err "unknown configuration 'int9-nope'"
 expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --sweep-budgets 2..8
 expect 2 "$bin" allocate "$tmp/run.h5" --sweep-budgets 8..2
 expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --include '('
-expect_err "invalid regex '('"
+expect_err "invalid --include regex '('"
 expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --objective bogus
 expect_err "unknown --objective 'bogus' (auto, error, sensitivity)"
 expect 2 "$bin" allocate "$tmp/run.h5" --budget 4 --objective error --calib "$calib"

@@ -184,7 +184,7 @@ static void check_bad_selections(const fr_dataset *ds, const fr_result_index *ix
     /* bad regex: usage error naming it */
     fr_selection bad = {"(", NULL, NULL};
     CHECK(fr_pareto_compute(ds, ix, &bad, FR_BY_CONFIG, FR_METRIC_REL_ERR, &p, &err) == FR_E_USAGE);
-    CHECK(strstr(err.msg, "invalid regex '('") != NULL);
+    CHECK(strstr(err.msg, "invalid --include regex '('") != NULL);
 
     /* no tensor selected */
     fr_selection none = {"no-such-tensor", NULL, NULL};
