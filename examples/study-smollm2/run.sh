@@ -19,11 +19,15 @@
 # usage: examples/study-smollm2/run.sh [--short] [--budgets "3.0 4.5 ..."]
 #          [--frontier BIN] [--work DIR] [--cache DIR] [--ctx N] [--chunks N]
 #          [--sens-text FILE] [--eval-text FILE] [--threads N] [--hf PYTHON]
+#          [--hf-device DEV]
 #   --short     the budget 4.5 only (the optional test runs this)
 #   --hf PYTHON the second engine too: a python with torch, transformers,
 #               accelerate and gguf evaluates every candidate's GGUF
 #               (transformers dequantizes it; hf_kld.py) -> WORK/results-hf.md,
 #               and the Hugging Face formats -> WORK/results-hf-formats.md
+#               (their recipes with llama.cpp's sensitivities renamed, and
+#               with capture.py's measured on the Hugging Face model)
+#   --hf-device DEV  where capture.py runs (default cpu; cuda on a GPU)
 #   defaults:   budgets 3.0 3.5 4.0 4.5 5.0 6.0; frontier build/frontier;
 #               work build/study-smollm2; cache ${XDG_CACHE_HOME:-~/.cache}/frontier;
 #               --ctx 128, all chunks; sensitivity text
@@ -40,7 +44,7 @@ frontier=$repo/build/frontier
 work=$repo/build/study-smollm2
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/frontier
 budgets="3.0 3.5 4.0 4.5 5.0 6.0"
-ctx=128 chunks=0 threads= hf=
+ctx=128 chunks=0 threads= hf= hf_device=cpu
 sens_text=/usr/share/common-licenses/GPL-3
 eval_text=/usr/share/common-licenses/Apache-2.0
 while [ $# -gt 0 ]; do
@@ -54,6 +58,7 @@ while [ $# -gt 0 ]; do
     --chunks) chunks=$2; shift ;;
     --threads) threads=$2; shift ;;
     --hf) hf=$2; shift ;;
+    --hf-device) hf_device=$2; shift ;;
     --sens-text) sens_text=$2; shift ;;
     --eval-text) eval_text=$2; shift ;;
     -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
@@ -322,6 +327,19 @@ if [ ! -f "$stats" ]; then
     { tail -5 "$hfd/capture.log"; exit 1; }
   mv "$hfd/stats.tmp.safetensors" "$stats"
 fi
+# capture.py's own sensitivities of the Hugging Face model (PyTorch), on
+# the sensitivity text as llama.cpp's: 2 sequences of 128 tokens, as
+# frontier sensitivity's defaults (its statistics at 128 tokens a sequence
+# are not used: the sweep's are the 512-token ones above)
+capsens=$hfd/capture-sens.safetensors
+if [ ! -f "$capsens" ]; then
+  say "Hugging Face: capture.py sensitivities on $(basename "$sens_text") (378 s on 2 cores)"
+  "$hf" "$repo/examples/calibration/capture.py" "$hfd/model" --text "$sens_text" --seq-len 128 \
+    --sensitivity-sequences 2 --device "$hf_device" --threads "${threads:-$(nproc)}" \
+    -o "$hfd/capture-sens.tmp.safetensors" >"$hfd/capture-sens.log" 2>&1 ||
+    { tail -5 "$hfd/capture-sens.log"; exit 1; }
+  mv "$hfd/capture-sens.tmp.safetensors" "$capsens"
+fi
 if [ ! -f "$hfd/run.h5" ]; then
   say "Hugging Face: sweep of $(echo $hf_configs $gptq_configs | wc -w) configurations (2 min 36 s on 2 cores)"
   "$frontier" sweep "$hfd/model" --quantizers "$(echo $hf_configs $gptq_configs | tr ' ' ,)" --calib "$stats" \
@@ -359,15 +377,18 @@ for b in $budgets; do
   # at a higher weight error), each alpha rescaled by int4-g32-asym's
   # (rel_err/out_rel_err)^2, the stand-in for the ggml-q4_0 error it was
   # measured with (docs/analysis.md, "Output error and sensitivity")
-  for obj in sensitivity calibrated; do
+  # each with llama.cpp's sensitivities (renamed) and with capture.py's
+  for obj in sensitivity calibrated sensitivity-capture calibrated-capture; do
     r=$hfd/recipes/$obj-$b.json
-    extra=(--calib "$hfd/sens.safetensors" --objective sensitivity --configs '^(int|nf4|nvfp4|mxfp4)')
-    [ $obj = calibrated ] && extra=(--calib "$hfd/sens.safetensors" --objective sensitivity
-                                   --metric out_rel_err --sensitivity-reference int4-g32-asym)
+    sf=$hfd/sens.safetensors label="frontier (${obj%-capture})"
+    case $obj in *-capture) sf=$capsens label="frontier (${obj%-capture}, capture.py)" ;; esac
+    extra=(--calib "$sf" --objective sensitivity --configs '^(int|nf4|nvfp4|mxfp4)')
+    case $obj in calibrated*) extra=(--calib "$sf" --objective sensitivity
+                                     --metric out_rel_err --sensitivity-reference int4-g32-asym) ;; esac
     [ -f "$r" ] || halloc --budget "$b" "${extra[@]}" -o "$r" --summary >"$hfd/recipes/$obj-$b.out" 2>&1 ||
       { cat "$hfd/recipes/$obj-$b.out"; exit 1; }
     hf_eval "$obj-$b" "$r"
-    printf '%s\t%s\t%s\t%s\n' "$b" "frontier ($obj)" "$obj-$b" "$(bpw "$r")" >>"$hf_table"
+    printf '%s\t%s\t%s\t%s\n' "$b" "$label" "$obj-$b" "$(bpw "$r")" >>"$hf_table"
   done
   while IFS=$'\t' read -r c s; do
     awk -v s="$s" -v b="$b" 'BEGIN { exit !(s <= b + 1e-9) }' || continue
