@@ -156,4 +156,15 @@ for k in levels:
         print("FAIL:", k); fails += 1
 sys.exit(1 if fails else 0)
 EOF
+# bench/bench_sensitivity.py (docs/benchmarks.md) on the same 22 tensors:
+# it runs, reads its output back and writes its JSON
+python3 "$repo/bench/bench_sensitivity.py" --frontier "$frontier" --model "$model" --text "$text" \
+  --threads 1 --work "$work/bench" --json "$work/bench.json" -- --include "$include" --sequences 1 \
+  --seq-len 96 >"$work/bench.out" 2>&1 || { cat "$work/bench.out"; echo "FAIL: bench_sensitivity.py"; exit 1; }
+python3 - "$work/bench.json" <<'EOF'
+import json, sys
+b = json.load(open(sys.argv[1]))
+assert b["tensors"] == 22 and b["wall_s"] > 0 and b["alpha_max"][1] >= b["alpha_min"][1] > 0, b
+print(f"ok: bench_sensitivity.py: 22 tensors in {b['wall_s']} s")
+EOF
 echo "sensitivity_smollm2: all checks passed"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Optional (label `optional`: needs torch and transformers):
+# bench/bench_capture.py, the capture.py benchmark of docs/benchmarks.md, on
+# its tiny shape on the CPU (2 layers of width 64): it makes the model
+# folder, runs capture.py with random token ids and then with capture.py's
+# own sampling (--model, --tokens-source self), and writes JSON whose
+# figures agree with the shape: 15 nn.Linear modules (7 per layer and the
+# untied lm_head), each with statistics and a sensitivity, 4 x 32 tokens.
+set -uo pipefail
+root=$1
+python3 -c "import torch, transformers" 2>/dev/null || { echo "SKIP: torch/transformers not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+b=$root/bench/bench_capture.py
+python3 "$b" --work "$tmp/w" --shape tiny --layers 2 --n-sequences 4 --seq-len 32 --device cpu \
+  --dtype float32 --threads 1 --json "$tmp/a.json" >"$tmp/a.out" 2>&1 || { cat "$tmp/a.out"; fail "bench_capture.py"; }
+grep -q "capture.py wall time" "$tmp/a.out" || fail "no table"
+python3 "$b" --work "$tmp/w2" --model "$tmp/w/tiny-2" --tokens-source self --n-sequences 4 --seq-len 32 \
+  --device cpu --dtype float32 --threads 1 --json "$tmp/b.json" >"$tmp/b.out" 2>&1 ||
+  { cat "$tmp/b.out"; fail "bench_capture.py --model --tokens-source self"; }
+python3 - "$tmp/a.json" "$tmp/b.json" <<'PY' || fail "the JSON figures"
+import json, sys
+for p, source in zip(sys.argv[1:], ("random", "self")):
+    b = json.load(open(p))
+    assert b["modules"] == 15 and b["sensitivity_weights"] == 15 and b["tokens"] == 128, b
+    assert b["tokens_source"] == source and b["output_bytes"] > 0 and b["wall_s"] > 0, b
+    assert set(b["split_s"]) == {"load", "tokens", "statistics", "sensitivity", "write"}, b
+print("ok: bench_capture.py on the tiny shape, random and self-sampled tokens")
+PY
+echo "bench_capture_smoke: all checks passed"
