@@ -95,10 +95,14 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--target-s", type=float, default=900.0, help="the target (default 900 s)")
     ap.add_argument("--timeout-s", type=float, default=None, help="stop capture.py after this long")
+    ap.add_argument("--deadline-s", type=float, default=None,
+                    help="stop capture.py when this many seconds have passed since the script "
+                         "started, making the model included (a device call's limit)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--keep", action="store_true", help="keep the statistics file (tens of GB at 8B)")
     args = ap.parse_args()
 
+    t_start = time.time()
     os.makedirs(args.work, exist_ok=True)
     if args.model_dir:
         os.makedirs(args.model_dir, exist_ok=True)
@@ -127,11 +131,16 @@ def main():
            "--attn-implementation", args.attn_implementation, "--threads", str(args.threads)]
     print("capture:", " ".join(cmd), flush=True)
     t0 = time.time()
+    timeout = args.timeout_s
+    if args.deadline_s is not None:
+        left = args.deadline_s - (t0 - t_start)
+        timeout = left if timeout is None else min(timeout, left)
     try:
         # capture.py's progress lines (stderr) pass through: a long run shows where it is
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout_s)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        print(f"bench_capture: capture.py did not finish in {args.timeout_s:.0f} s")
+        print(f"bench_capture: capture.py stopped after {time.time() - t0:.0f} s, unfinished "
+              f"(its progress lines above say how far it got)")
         return 1
     wall = time.time() - t0
     if r.returncode != 0:

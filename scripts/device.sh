@@ -256,7 +256,8 @@ step_capture_8b() {
   [ -n "$DRY" ] || [ "$(df --output=avail -BG /dev/shm | tail -1 | tr -dc 0-9)" -lt 24 ] ||
     mdir=/dev/shm/frontier-capture
   [ -n "$DRY" ] || { df -h /tmp /dev/shm; free -g; } >> "$OUT/device.log" 2>&1
-  run capture-8b 560 python3 bench/bench_capture.py --work "$WORK/capture" --model-dir "$mdir" --target-s 900 \
+  run capture-8b 570 python3 bench/bench_capture.py --work "$WORK/capture" --model-dir "$mdir" --target-s 900 \
+    --deadline-s $(( ${DEADLINE:-$(( $(date +%s) + 570 ))} - $(date +%s) - 15 )) \
     --json "$RAW/capture_8b.json"
   tidy "$WORK/capture" /dev/shm/frontier-capture
 }
