@@ -175,7 +175,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 import transformers
-from safetensors.torch import save as safetensors_save
 from transformers import AutoModelForCausalLM
 
 TOOL = "frontier examples/calibration/capture.py"
@@ -658,22 +657,14 @@ def canonical_header(header, meta):
 
 
 def write_safetensors(f, tensors, metadata):
-    """Writes tensors to the open file f in safetensors' layout with the
-    canonical header; returns the bytes written. All-float32 tensors (what
-    this script stores) are streamed one at a time in the order safetensors'
-    own writer uses (dtype, then name; no padding between tensors), so the
-    bytes are its bytes without a second copy of the whole file in memory
-    (an 8B model's statistics are tens of GB); anything else goes through
-    safetensors.torch.save."""
-    if any(t.dtype != torch.float32 for t in tensors.values()):
-        raw = safetensors_save(tensors, metadata=metadata)
-        n = int.from_bytes(raw[:8], "little")
-        header = json.loads(raw[8:8 + n].decode("utf-8"))
-        meta = header.pop("__metadata__")
-        head = canonical_header(header, meta)
-        f.write(head)
-        f.write(memoryview(raw)[8 + n:])
-        return len(head) + len(raw) - 8 - n
+    """Writes float32 tensors (all this script stores) to the open file f in
+    safetensors' layout with the canonical header; returns the bytes written.
+    They are streamed one at a time in the order safetensors' own writer
+    uses (dtype, then name; no padding between tensors), so the bytes are
+    what safetensors.torch.save makes, without a second copy of the whole
+    file in memory (an 8B model's statistics are tens of GB)."""
+    other = sorted(k for k, t in tensors.items() if t.dtype != torch.float32)
+    assert not other, f"not float32: {other[:3]}"
     names = sorted(tensors)
     header, off = {}, 0
     for k in names:
@@ -768,7 +759,8 @@ def main():
 
     t0 = time.time()
     times = {}
-    if torch.device(args.device).type == "cpu":
+    on_cpu = torch.device(args.device).type == "cpu"
+    if on_cpu:
         keep_freed_memory()
     else:
         # cuBLAS is deterministic only with a fixed workspace (set before CUDA starts)
@@ -778,7 +770,6 @@ def main():
     torch.use_deterministic_algorithms(True, warn_only=True)
     dtype = getattr(torch, args.dtype)
 
-    on_cpu = torch.device(args.device).type == "cpu"
     model = AutoModelForCausalLM.from_pretrained(
         args.model, dtype=dtype, attn_implementation=args.attn_implementation,
         **({} if on_cpu else {"device_map": args.device}))
@@ -946,8 +937,7 @@ def main():
         sens, per_level = sensitivities(model, sens_weights, seqs[:n_s], levels, args.sensitivity_seed,
                                         args.batch_size, device, args.sensitivity_mode, seq_batch,
                                         log=progress)
-        sens_secs = time.time() - ts
-        times["sensitivity"] = sens_secs
+        times["sensitivity"] = time.time() - ts
 
     for name, (alpha, res, _) in sens.items():
         tensors[name + ".sensitivity"] = torch.tensor([alpha, res], dtype=torch.float32)
@@ -1013,7 +1003,7 @@ def main():
     if sens:
         print(f"sensitivity: {len(sens)} modules, {len(levels)} levels, {args.sensitivity_mode}"
               + (f" ({seq_batch} sequences per pass, {len(per_level)} modules per level)"
-                 if args.sensitivity_mode == "batched" else "") + f", {sens_secs:.1f} s")
+                 if args.sensitivity_mode == "batched" else "") + f", {times['sensitivity']:.1f} s")
         for name, (alpha, res, pts) in sens.items():
             print(f"  {name}  alpha {alpha:.6g}  residual {res:.3g}  "
                   + " ".join(f"(r2 {x:.4g}, kl {y:.4g})" for x, y in pts))

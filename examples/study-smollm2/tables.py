@@ -50,19 +50,30 @@ def gguf(rows, infeasible):
     print(f"release PPL on the evaluation text: {rows[0]['ppl_release']}; {rows[0]['positions']} scored positions")
 
 
+def measured_groups(rows, m, all_fit):
+    """(budget, row, its measured fields, its KLD cell) for every measured row,
+    budget by budget; the lowest KLD among the rows within the budget in bold
+    (all_fit: every row counts as within it)."""
+    for budget in budgets(rows):
+        group = [r for r in rows if r["budget"] == budget and r["recipe"] in m]
+        fits = group if all_fit else within(group, budget)
+        def kld(r):  # the GGUF table compares signed values (as it always has), the formats' |KLD|
+            v = float(m[r["recipe"]][0])
+            return abs(v) if all_fit else v
+        best = min(kld(r) for r in fits)
+        for r in group:
+            k, e = m[r["recipe"]][:2]
+            yield budget, r, m[r["recipe"]], bold_if(f"{abs(float(k)):.4f} ± {float(e):.2g}", kld(r), best,
+                                                     r in fits)
+
+
 def hf(rows, hf_path):
     m = measured(hf_path)
     print("| budget | candidate | recipe | bits/w | KLD llama.cpp | KLD transformers | same top llama.cpp | same top transformers |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")
-    for budget in budgets(rows):
-        group = [r for r in rows if r["budget"] == budget and r["recipe"] in m]
-        fits = within(group, budget)
-        best = min(float(m[r["recipe"]][0]) for r in fits)
-        for r in group:
-            k, e, ppl, ppl0, same, n = m[r["recipe"]]
-            kt = bold_if(f"{abs(float(k)):.4f} ± {float(e):.2g}", float(k), best, r in fits)
-            print(f"| {budget} | {r['candidate']} | {r['recipe']} | {float(r['bits_per_weight']):.4f} "
-                  f"| {abs(float(r['mean_kld'])):.4f} | {kt} | {float(r['same_top_pct']):.2f}% | {float(same):.2f}% |")
+    for budget, r, (k, e, ppl, ppl0, same, n), kt in measured_groups(rows, m, False):
+        print(f"| {budget} | {r['candidate']} | {r['recipe']} | {float(r['bits_per_weight']):.4f} "
+              f"| {abs(float(r['mean_kld'])):.4f} | {kt} | {float(r['same_top_pct']):.2f}% | {float(same):.2f}% |")
     first = next(iter(m.values()))
     print()
     print(f"transformers: reference PPL {first[3]}, {first[5]} scored positions")
@@ -72,14 +83,10 @@ def hf_formats(rows, hf_path):
     m = measured(hf_path)
     print("| budget | candidate | recipe | bits/w | mean KLD (nats) | PPL | same top |")
     print("|---:|---|---|---:|---:|---:|---:|")
-    for budget in budgets(rows):
-        group = [r for r in rows if r["budget"] == budget]  # every row is within the budget
-        best = min(abs(float(m[r["recipe"]][0])) for r in group)
-        for r in group:
-            k, e, ppl, ppl0, same, n = m[r["recipe"]]
-            kt = bold_if(f"{abs(float(k)):.4f} ± {float(e):.2g}", abs(float(k)), best, True)
-            print(f"| {budget} | {r['candidate']} | {r['recipe']} | {float(r['bits_per_weight']):.4f} | {kt} "
-                  f"| {float(ppl):.3f} | {float(same):.2f}% |")
+    # every row is within its budget (the candidates are chosen so)
+    for budget, r, (k, e, ppl, ppl0, same, n), kt in measured_groups(rows, m, True):
+        print(f"| {budget} | {r['candidate']} | {r['recipe']} | {float(r['bits_per_weight']):.4f} | {kt} "
+              f"| {float(ppl):.3f} | {float(same):.2f}% |")
     first = next(iter(m.values()))
     print()
     print(f"transformers: reference (the release in float32) PPL {first[3]}, {first[5]} scored positions")
