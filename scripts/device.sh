@@ -48,7 +48,7 @@ mpi         | frontier_cli              | mpi                             | -   
 profile     | bench_gpu                 | profile                         | ncu-stream.txt ncu-fused.txt     | Nsight Compute on the streaming and the fused kernel
 fuzz        | -                         | fuzz                            | corpus.tar.gz fuzz-logs.tar.gz   | every libFuzzer target of .carry/fuzz.tar.xz at once for FUZZ_SECONDS, the grown corpus back
 capture-8b  | -                         | capture-8b                      | -                                | bench/bench_capture.py: capture.py statistics + sensitivities of an 8B-shaped Llama (random weights) against the 15-minute target
-capture-smollm2 | -                     | capture-smollm2                 | smollm2-sens.safetensors         | capture.py on SmolLM2-135M-Instruct (the release GGUF at SMOLLM2_GGUF, wheels from .carry/wheels): timed on 64 self-sampled x 512 tokens, then the sensitivities of the study on its sensitivity text, back in $OUT
+capture-smollm2 | -                     | capture-smollm2                 | smollm2-sens.safetensors         | capture.py on SmolLM2-135M-Instruct (the release GGUF at SMOLLM2_GGUF, wheels from .carry/wheels): timed on 64 self-sampled x 512 tokens, then sensitivities on the sensitivity text of the study (8 x 512 tokens), back in $OUT
 kquants     | bench_ggml test_gpu_ggml frontier_cli | ggml-tests ggml-8b llama-peer | -                  | the llama.cpp types on the GPU: gpu.ggml and gpu.sweep_ggml, bench_ggml over the 8B shapes (13 types, 7 with an imatrix), llama-quantize --pure on LLAMA_LAYERS layers of the same shapes (built there from .carry/llama.cpp-src.tar.xz)
 '
 
@@ -280,7 +280,8 @@ step_capture_smollm2() {
   # 3 levels x 8 sequences per weight, float32 eager (capture.py's defaults)
   run smollm2-bench 240 python3 bench/bench_capture.py --work "$d/bench" --model "$d/model" --tokens-source self \
     --dtype float32 --attn-implementation eager --target-s 200 --json "$RAW/capture_smollm2.json"
-  # the study's: its sensitivity text in 512-token chunks
+  # the study's sensitivity text, 8 chunks of 512 tokens (run.sh's CPU
+  # capture takes 2 of 128)
   run smollm2-sens 240 python3 examples/calibration/capture.py "$d/model" --text "$text" --seq-len 512 \
     --device cuda -o "$d/capture.safetensors"
   run smollm2-out 30 python3 -c "

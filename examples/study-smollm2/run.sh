@@ -61,7 +61,7 @@ while [ $# -gt 0 ]; do
     --hf-device) hf_device=$2; shift ;;
     --sens-text) sens_text=$2; shift ;;
     --eval-text) eval_text=$2; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -376,7 +376,7 @@ for b in $budgets; do
   # the output error (out_rel_err on the captured inputs: what GPTQ lowers,
   # at a higher weight error), each alpha rescaled by int4-g32-asym's
   # (rel_err/out_rel_err)^2, the stand-in for the ggml-q4_0 error it was
-  # measured with (docs/analysis.md, "Output error and sensitivity")
+  # measured with (docs/analysis.md, "Output error and sensitivity");
   # each with llama.cpp's sensitivities (renamed) and with capture.py's
   for obj in sensitivity calibrated sensitivity-capture calibrated-capture; do
     r=$hfd/recipes/$obj-$b.json
