@@ -151,10 +151,16 @@ layout (the noise spread over the whole [E, out, in] stack, what allocate
 chooses one configuration for) and per expert matrix in the per-expert
 layout (noise on that expert's rows of the stack only).
 
-Memory: float64 accumulators of in*in per module. For large models use
---share-qkv (q_proj, k_proj and v_proj of one block see the same input:
-store it once under q_proj, which frontier's lookup finds for all three)
-and, if needed, --diag-only (no hessian; act_abs_mean and act_sq_mean only).
+Memory: float64 accumulators of in*in per module input. Modules handed the
+very same input tensor (q_proj, k_proj and v_proj of a block; gate_proj
+and up_proj of an MLP: found by one probing forward pass, checked on every
+batch) share one accumulator, and the file still holds each module's
+tensors (equal bytes). Llama-3-8B's sums then take 66 GB; --stats-device
+auto keeps them on the GPU when they fit beside a batch, on the host
+otherwise (the GPU still forms each batch's x^T x in float64). To make the
+file smaller use --share-qkv (k_proj and v_proj are not stored; frontier's
+lookup finds q_proj's tensors for all three) and, if needed, --diag-only
+(no hessian; act_abs_mean and act_sq_mean only).
 
 Example (the shipped data/stories260K/calib.safetensors):
 
@@ -164,6 +170,7 @@ Example (the shipped data/stories260K/calib.safetensors):
 Needs torch, transformers, safetensors and numpy.
 """
 import argparse
+import functools
 import hashlib
 import inspect
 import json
@@ -279,9 +286,10 @@ def sample_sequences(model, n, seq_len, temperature, seed, bos, batch):
 
 class Accumulator:
     """float64 sums of x x^T, |x| and x^2 of one module's input, kept on
-    device (--stats-device: the model's device by default, so a GPU forms
-    x^T x where the activations are, and nothing but the final float32
-    tensors crosses to the host)."""
+    --stats-device. The products are formed in float64 where the
+    activations are (a GPU forms x^T x even when the sums live on the
+    host); with the sums on the model's device nothing but the final
+    float32 tensors crosses to the host."""
 
     def __init__(self, n_in, diag_only, device="cpu"):
         self.n, self.n_in = 0, n_in
@@ -290,13 +298,14 @@ class Accumulator:
         self.h_sum = None if diag_only else torch.zeros(n_in, n_in, dtype=torch.float64, device=device)
 
     def add(self, x):
-        x = x.detach().reshape(-1, x.shape[-1]).to(self.abs_sum.device, torch.float64)
+        dev = self.abs_sum.device
+        x = x.detach().reshape(-1, x.shape[-1]).to(torch.float64)
         self.n += x.shape[0]
-        self.abs_sum += x.abs().sum(dim=0)
+        self.abs_sum += x.abs().sum(dim=0).to(dev)
         if self.h_sum is not None:
-            self.h_sum += x.T @ x
+            self.h_sum += (x.T @ x).to(dev)
         else:
-            self.sq_sum += (x * x).sum(dim=0)
+            self.sq_sum += (x * x).sum(dim=0).to(dev)
 
     def tensors(self, name):
         h = None
@@ -391,6 +400,57 @@ def routers(model):
             if not isinstance(m, torch.nn.Linear) and name.endswith(".gate")
             and isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.dim() == 2
             and hasattr(m, "top_k")]
+
+
+def shared_inputs(model, linears, seq, device):
+    """owner[name]: the module whose accumulator holds name's input. One
+    forward pass of a calibration sequence with a probe on every nn.Linear:
+    a module handed the very tensor object the previous probe was handed
+    (q, k and v of a block; gate and up of an MLP) shares that module's
+    owner. A module called more than once a pass owns its sums and is no
+    other module's owner."""
+    owner, calls, prev = {}, {}, [None, None]
+
+    def probe(module, a, kw, _name):
+        x = a[0] if a else kw["input"]
+        calls[_name] = calls.get(_name, 0) + 1
+        if _name not in owner:
+            owner[_name] = owner[prev[0]] if prev[0] is not None and prev[1] is x else _name
+        prev[0], prev[1] = _name, x
+    hooks = [m.register_forward_pre_hook(functools.partial(probe, _name=name), with_kwargs=True)
+             for name, m in linears]
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.tensor([seq], dtype=torch.long, device=device), use_cache=False)
+    finally:
+        for h in hooks:
+            h.remove()
+    multi = {n for n, c in calls.items() if c != 1}
+    out = {}
+    for name, _ in linears:
+        o = owner.get(name, name)
+        out[name] = name if name in multi or o in multi else o
+    return out
+
+
+def choose_stats_device(requested, device, n_ins, diag_only, batch_tokens, vocab):
+    """--stats-device: as asked; 'auto' (the default) is the model's device
+    when the float64 sums of n_ins fit in its free memory beside one batch's
+    working set (its logits twice in float32, the widest input in float64
+    and its product, 2 GiB), the host otherwise."""
+    if requested != "auto":
+        return torch.device(requested)
+    if device.type != "cuda":
+        return device
+    need = sum(8 * (2 * n + (0 if diag_only else n * n)) for n in n_ins)
+    torch.cuda.empty_cache()
+    free, _ = torch.cuda.mem_get_info(device)
+    wide = max(n_ins)
+    reserve = 2 * batch_tokens * vocab * 4 + batch_tokens * wide * 8 + 8 * wide * wide + (2 << 30)
+    where = device if need + reserve <= free else torch.device("cpu")
+    print(f"capture.py: {need / 1e9:.1f} GB of float64 sums on {where} ({device}: {free / 1e9:.1f} GB free, "
+          f"{reserve / 1e9:.1f} GB kept for a batch)", file=sys.stderr, flush=True)
+    return where
 
 
 def fit_slope_through_origin(x, y):
@@ -718,9 +778,10 @@ def main():
     ap.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass (default 16)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, for identical bytes)")
     ap.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    ap.add_argument("--stats-device", default=None,
-                    help="where the float64 sums live (default: --device; 'cpu' when the device's "
-                         "memory cannot hold in*in float64 per module: 78 GB for Llama-3-8B)")
+    ap.add_argument("--stats-device", default="auto",
+                    help="where the float64 sums live: auto (default) = --device when they fit in "
+                         "its free memory beside a batch, else cpu (66 GB for Llama-3-8B: the host "
+                         "on an 80 GB GPU, the GPU on a 141 GB one); or a torch device")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                     help="model dtype for the forward pass (default float32)")
     ap.add_argument("--attn-implementation", default="eager",
@@ -774,7 +835,6 @@ def main():
         args.model, dtype=dtype, attn_implementation=args.attn_implementation,
         **({} if on_cpu else {"device_map": args.device}))
     model.to(args.device).eval()
-    stats_device = torch.device(args.stats_device or args.device)
     times["load"] = time.time() - t0
     cfg = model.config
     max_pos = getattr(cfg, "max_position_embeddings", None)
@@ -809,24 +869,49 @@ def main():
     times["tokens"] = time.time() - t0 - times["load"]
     t_stats = time.time()
 
-    # Hooks on every nn.Linear (lm_head included, tied or not).
+    # Hooks on every nn.Linear (lm_head included, tied or not). Modules fed
+    # the very same input tensor (q/k/v of a block, gate/up of an MLP) share
+    # one accumulator: the same sums, formed once.
     linears = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
-    acc, hooks = {}, []
-    for name, m in linears:
+    device = next(model.parameters()).device
+    owner = shared_inputs(model, linears, seqs[0], device)
+    ckpt = checkpoint_names(args.model)
+
+    def skipped(name):   # --share-qkv: k_proj and v_proj beside a q_proj are not stored
         leaf = name.rsplit(".", 1)[-1]
-        if args.share_qkv and leaf in ("k_proj", "v_proj") and \
-                any(n == name[:-len(leaf)] + "q_proj" for n, _ in linears):
+        return args.share_qkv and leaf in ("k_proj", "v_proj") and \
+            any(n == name[:-len(leaf)] + "q_proj" for n, _ in linears)
+    n_ins = [m.in_features for name, m in linears if not skipped(name) and owner[name] == name]
+    n_ins += [m.weight.shape[1] for _, m in routers(model)]
+    for _, m in fused_experts(model):
+        n_ins += [m.gate_up_proj.shape[2], m.down_proj.shape[2]] * m.gate_up_proj.shape[0]
+    stats_device = choose_stats_device(args.stats_device, device, n_ins, args.diag_only,
+                                       args.batch_size * max(len(s) for s in seqs), vocab)
+    acc, alias, hooks = {}, {}, []
+    prev = [None, None]   # the last owner hook's module name and input: an alias checks it is handed that tensor
+    for name, m in linears:
+        if skipped(name):
+            continue
+        if owner[name] != name:
+            alias[name] = owner[name]
+
+            def check(module, a, kw, _name=name, _owner=owner[name]):
+                if prev[0] != _owner or prev[1] is not (a[0] if a else kw["input"]):
+                    raise RuntimeError(f"capture.py: {_name} shared {_owner}'s input in the first forward "
+                                       "pass but not in this one")
+            hooks.append(m.register_forward_pre_hook(check, with_kwargs=True))
             continue
         acc[name] = Accumulator(m.in_features, args.diag_only, stats_device)
 
-        def hook(module, a, kw, _acc=acc[name]):
-            _acc.add(a[0] if a else kw["input"])
+        def hook(module, a, kw, _acc=acc[name], _name=name):
+            x = a[0] if a else kw["input"]
+            prev[0], prev[1] = _name, x
+            _acc.add(x)
         hooks.append(m.register_forward_pre_hook(hook, with_kwargs=True))
 
     # Mixture-of-experts: routers (every token) and fused experts modules
     # (each expert only the tokens routed to it), named as the checkpoint
     # stores them.
-    ckpt = checkpoint_names(args.model)
     sens_weights = [(name, m.weight) for name, m in linears]
     for name, m in routers(model):
         out_name = checkpoint_module(name, ckpt, ".weight")
@@ -879,11 +964,11 @@ def main():
         hooks.append(m.register_forward_pre_hook(ehook, with_kwargs=True))
 
     # One forward pass per batch of equal-length sequences.
-    device = next(model.parameters()).device
     with torch.no_grad():
         for b in batches(seqs, args.batch_size):
             ids = torch.tensor(b, dtype=torch.long, device=device)
             model(input_ids=ids, use_cache=False)
+            prev[0] = prev[1] = None
     for h in hooks:
         h.remove()
 
@@ -893,7 +978,10 @@ def main():
     tensors = {}
     for name, a in acc.items():
         assert a.n == token_count, (name, a.n, token_count)
-        tensors.update(a.tensors(name))
+        t = a.tensors(name)
+        tensors.update(t)
+        for other in (n for n, o in alias.items() if o == name):
+            tensors.update({other + k[len(name):]: v for k, v in t.items()})
         a.free()
     expert_meta = {}
     for layout, names, gu_acc, dn_acc in experts:
@@ -991,11 +1079,13 @@ def main():
 
     secs = time.time() - t0
     n_exp_modules = sum(2 if layout == "fused" else 3 * len(names) for layout, names, _, _ in experts)
-    print(f"{args.output}: {len(acc) + n_exp_modules} modules, {len(seqs)} sequences, {token_count} tokens, "
+    print(f"{args.output}: {len(acc) + len(alias) + n_exp_modules} modules, {len(seqs)} sequences, {token_count} tokens, "
           f"{len(tensors)} tensors, {n_bytes} bytes, {secs:.1f} s")
     print("times: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
     for name, a in acc.items():
         print(f"  {name}  in {a.n_in}")
+        for other in (n for n, o in alias.items() if o == name):
+            print(f"  {other}  in {a.n_in} (the input of {name}, one sum)")
     for layout, names, gu_acc, dn_acc in experts:
         label = names[0] if layout == "fused" else names[0][0].rsplit(".", 2)[0]
         print(f"  {label}  {layout} experts, tokens per expert {gu_acc.counts()} "
