@@ -12,7 +12,9 @@ over --n-sequences x --seq-len tokens, and the sensitivity of every one of
 the 225 weights (3 noise levels x --sensitivity-sequences sequences each).
 The folder is made before the clock starts; the time is capture.py's wall
 time, from start to the written file, and its own split (load, tokens,
-statistics, sensitivity, write).
+statistics, sensitivity, write), and where capture.py kept its float64
+sums (--stats-device auto: the GPU when they fit beside a batch, else the
+host; 66 GB for this shape).
 
     python3 bench/bench_capture.py --work DIR [--device cuda] [--json OUT]
         [--layers 32] [--shape llama-8b|tiny] [--n-sequences 64] [--seq-len 512]
@@ -146,6 +148,7 @@ def main():
     for part in (m.group(1).split(", ") if m else []):
         k, v, _ = part.rsplit(" ", 2)
         times[k] = float(v)
+    sums = re.search(r"^sums: (\d+) bytes of float64 on (\S+)$", r.stdout, re.M)
     head = r.stdout.splitlines()[0]
     ms = re.search(r": (\d+) modules, (\d+) sequences, (\d+) tokens, (\d+) tensors, (\d+) bytes", head)
     sens = re.search(r"^sensitivity: (\d+) modules, (\d+) levels, (\w+)(.*), ([\d.]+) s$", r.stdout, re.M)
@@ -163,6 +166,7 @@ def main():
         "sensitivity_sequences": args.sensitivity_sequences,
         "modules": int(ms.group(1)) if ms else None, "tokens": int(ms.group(3)) if ms else None,
         "output_bytes": out_bytes,
+        "sums_bytes": int(sums.group(1)) if sums else None, "sums_on": sums.group(2) if sums else None,
         "sensitivity_weights": int(sens.group(1)) if sens else None,
         "sensitivity_detail": sens.group(4).strip(" ()") if sens else None,
         "wall_s": round(wall, 1), "split_s": times, "target_s": args.target_s,
@@ -173,7 +177,8 @@ def main():
             ("calibration tokens", f"{fig['tokens']}"),
             ("modules with statistics", f"{fig['modules']}"),
             ("weights with a sensitivity", f"{fig['sensitivity_weights']}"),
-            ("statistics file", f"{out_bytes / 1e9:.2f} GB")]
+            ("statistics file", f"{out_bytes / 1e9:.2f} GB"),
+            ("float64 sums", f"{(fig['sums_bytes'] or 0) / 1e9:.2f} GB, {fig['sums_on']}")]
     rows += [(f"  {k}", f"{v:.1f} s") for k, v in times.items()]
     rows += [("capture.py wall time", f"{wall:.1f} s"),
              (f"target {args.target_s:.0f} s", "met" if fig["within_target"] else "NOT met")]

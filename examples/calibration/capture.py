@@ -434,15 +434,16 @@ def shared_inputs(model, linears, seq, device):
 
 
 def choose_stats_device(requested, device, n_ins, diag_only, batch_tokens, vocab):
-    """--stats-device: as asked; 'auto' (the default) is the model's device
-    when the float64 sums of n_ins fit in its free memory beside one batch's
-    working set (its logits twice in float32, the widest input in float64
-    and its product, 2 GiB), the host otherwise."""
-    if requested != "auto":
-        return torch.device(requested)
-    if device.type != "cuda":
-        return device
+    """Where the float64 sums of inputs n_ins live, and their bytes.
+    --stats-device: as asked; 'auto' (the default) is the model's device
+    when the sums fit in its free memory beside one batch's working set
+    (its logits twice in float32, the widest input in float64 and its
+    product, 2 GiB), the host otherwise."""
     need = sum(8 * (2 * n + (0 if diag_only else n * n)) for n in n_ins)
+    if requested != "auto":
+        return torch.device(requested), need
+    if device.type != "cuda":
+        return device, need
     torch.cuda.empty_cache()
     free, _ = torch.cuda.mem_get_info(device)
     wide = max(n_ins)
@@ -450,7 +451,7 @@ def choose_stats_device(requested, device, n_ins, diag_only, batch_tokens, vocab
     where = device if need + reserve <= free else torch.device("cpu")
     print(f"capture.py: {need / 1e9:.1f} GB of float64 sums on {where} ({device}: {free / 1e9:.1f} GB free, "
           f"{reserve / 1e9:.1f} GB kept for a batch)", file=sys.stderr, flush=True)
-    return where
+    return where, need
 
 
 def fit_slope_through_origin(x, y):
@@ -885,7 +886,7 @@ def main():
     n_ins += [m.weight.shape[1] for _, m in routers(model)]
     for _, m in fused_experts(model):
         n_ins += [m.gate_up_proj.shape[2], m.down_proj.shape[2]] * m.gate_up_proj.shape[0]
-    stats_device = choose_stats_device(args.stats_device, device, n_ins, args.diag_only,
+    stats_device, sums_bytes = choose_stats_device(args.stats_device, device, n_ins, args.diag_only,
                                        args.batch_size * max(len(s) for s in seqs), vocab)
     acc, alias, hooks = {}, {}, []
     prev = [None, None]   # the last owner hook's module name and input: an alias checks it is handed that tensor
@@ -1082,6 +1083,7 @@ def main():
     print(f"{args.output}: {len(acc) + len(alias) + n_exp_modules} modules, {len(seqs)} sequences, {token_count} tokens, "
           f"{len(tensors)} tensors, {n_bytes} bytes, {secs:.1f} s")
     print("times: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
+    print(f"sums: {sums_bytes} bytes of float64 on {stats_device}")
     for name, a in acc.items():
         print(f"  {name}  in {a.n_in}")
         for other in (n for n, o in alias.items() if o == name):

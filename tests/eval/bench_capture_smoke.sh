@@ -26,6 +26,9 @@ for p, source in zip(sys.argv[1:], ("random", "self")):
     assert b["modules"] == 15 and b["sensitivity_weights"] == 15 and b["tokens"] == 128, b
     assert b["tokens_source"] == source and b["output_bytes"] > 0 and b["wall_s"] > 0, b
     assert set(b["split_s"]) == {"load", "tokens", "statistics", "sensitivity", "write"}, b
+    # float64 sums: per layer q (shared by k, v), o, gate (shared by up) of 64 inputs and down of
+    # 160, and lm_head: 8 (2n + n^2) each
+    assert b["sums_on"] == "cpu" and b["sums_bytes"] == 2 * (3 * 33792 + 207360) + 33792, b
 print("ok: bench_capture.py on the tiny shape, random and self-sampled tokens")
 PY
 echo "bench_capture_smoke: all checks passed"
