@@ -284,6 +284,22 @@ def sample_sequences(model, n, seq_len, temperature, seed, bos, batch):
     return out
 
 
+_STAGE = [None]
+
+
+def staged(t):
+    """t, a GPU tensor, copied into one reused page-locked host buffer (the
+    products of x^T x reach host-side sums at the full copy rate, with no
+    new host allocation per batch); valid until the next call."""
+    n = t.numel()
+    if _STAGE[0] is None or _STAGE[0].numel() < n or _STAGE[0].dtype != t.dtype:
+        _STAGE[0] = None
+        _STAGE[0] = torch.empty(n, dtype=t.dtype, pin_memory=True)
+    s = _STAGE[0][:n].view(t.shape)
+    s.copy_(t)
+    return s
+
+
 class Accumulator:
     """float64 sums of x x^T, |x| and x^2 of one module's input, kept on
     --stats-device. The products are formed in float64 where the
@@ -303,7 +319,10 @@ class Accumulator:
         self.n += x.shape[0]
         self.abs_sum += x.abs().sum(dim=0).to(dev)
         if self.h_sum is not None:
-            self.h_sum += (x.T @ x).to(dev)
+            xtx = x.T @ x
+            if xtx.device != dev:
+                xtx = staged(xtx) if xtx.is_cuda and dev.type == "cpu" else xtx.to(dev)
+            self.h_sum += xtx
         else:
             self.sq_sum += (x * x).sum(dim=0).to(dev)
 
