@@ -901,6 +901,9 @@ def main():
         leaf = name.rsplit(".", 1)[-1]
         return args.share_qkv and leaf in ("k_proj", "v_proj") and \
             any(n == name[:-len(leaf)] + "q_proj" for n, _ in linears)
+    # a module whose owner is not stored (a model that calls k_proj first)
+    # keeps its own sums
+    owner = {name: name if skipped(o) else o for name, o in owner.items()}
     n_ins = [m.in_features for name, m in linears if not skipped(name) and owner[name] == name]
     n_ins += [m.weight.shape[1] for _, m in routers(model)]
     for _, m in fused_experts(model):
