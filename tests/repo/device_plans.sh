@@ -2,8 +2,9 @@
 # scripts/device.sh (the GPU machine's driver) checked where there is no
 # GPU: it parses, every plan of its table dry-runs (each step has its
 # function, each repository file a step names exists, each build target is
-# defined by a CMake file), and each of those three checks catches a fault
-# planted in a copy of the driver.
+# defined by a CMake file), docs/benchmarks.md's table names every plan,
+# and each of the three dry-run checks catches a fault planted in a copy of
+# the driver.
 set -uo pipefail
 root=${1:?usage: device_plans.sh SOURCE_DIR}
 drv=$root/scripts/device.sh
@@ -21,6 +22,11 @@ bash "$drv" dry-run all > "$tmp/all.out" 2> "$tmp/all.err" || { cat "$tmp/all.ou
 [ -s "$tmp/all.err" ] && { cat "$tmp/all.err"; fail "the dry run wrote errors"; }
 for p in $plans; do
   grep -q "^plan $p: " "$tmp/all.out" || fail "plan $p printed nothing"
+done
+# docs/benchmarks.md's plan table names every plan (the doc a user reads first)
+for p in $plans; do
+  grep -q "^| \`$p\`\|^| \`[a-z0-9-]*\`, .*\`$p\`" "$root/docs/benchmarks.md" ||
+    fail "plan $p is not in docs/benchmarks.md's table of plans"
 done
 # the acceptance plan: the GPU tests, the fused sweep and the 8B sweep in one call
 accept=$(bash "$drv" dry-run accept) || fail "dry run of accept"
