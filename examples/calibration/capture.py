@@ -837,6 +837,15 @@ def main():
                  "positive numbers separated by commas")
     if args.sensitivity_batch < 0:
         sys.exit("capture.py: --sensitivity-batch must be >= 0 (0: automatic)")
+    for opt, value in (("--device", args.device), ("--stats-device", args.stats_device)):
+        if opt == "--stats-device" and value == "auto":
+            continue
+        try:
+            dev = torch.device(value)
+        except RuntimeError:
+            sys.exit(f"capture.py: {opt} '{value}' is not a torch device (cpu, cuda, cuda:1, ...)")
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            sys.exit(f"capture.py: {opt} {value}: this torch sees no CUDA device")
 
     t0 = time.time()
     times = {}

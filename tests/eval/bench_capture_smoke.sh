@@ -5,7 +5,9 @@
 # folder, runs capture.py with random token ids and then with capture.py's
 # own sampling (--model, --tokens-source self), and writes JSON whose
 # figures agree with the shape: 15 nn.Linear modules (7 per layer and the
-# untied lm_head), each with statistics and a sensitivity, 4 x 32 tokens.
+# untied lm_head), each with statistics and a sensitivity, 4 x 32 tokens, and
+# the exact bytes of the float64 sums (q/k/v and gate/up sharing one); and
+# capture.py's option errors (a line naming the option, exit 1, no file).
 set -uo pipefail
 root=$1
 python3 -c "import torch, transformers" 2>/dev/null || { echo "SKIP: torch/transformers not installed"; exit 77; }
@@ -19,6 +21,18 @@ grep -q "capture.py wall time" "$tmp/a.out" || fail "no table"
 python3 "$b" --work "$tmp/w2" --model "$tmp/w/tiny-2" --tokens-source self --n-sequences 4 --seq-len 32 \
   --device cpu --dtype float32 --threads 1 --json "$tmp/b.json" >"$tmp/b.out" 2>&1 ||
   { cat "$tmp/b.out"; fail "bench_capture.py --model --tokens-source self"; }
+# capture.py's option errors: one line naming the option, exit 1, before the model loads
+cap=$root/examples/calibration/capture.py
+for bad in "--device foo|--device 'foo' is not a torch device" \
+           "--stats-device bar|--stats-device 'bar' is not a torch device" \
+           "--sensitivity-levels 0.1,-1|--sensitivity-levels '0.1,-1' must be positive" \
+           "--sensitivity-batch -1|--sensitivity-batch must be >= 0"; do
+  opts=${bad%%|*} want=${bad#*|}
+  python3 "$cap" "$tmp/w/tiny-2" -o "$tmp/bad.safetensors" $opts >"$tmp/bad.out" 2>&1 && fail "capture.py $opts: exit 0"
+  grep -qF -- "$want" "$tmp/bad.out" || { cat "$tmp/bad.out"; fail "capture.py $opts: no '$want'"; }
+  grep -q "Traceback" "$tmp/bad.out" && fail "capture.py $opts: a traceback"
+  [ -e "$tmp/bad.safetensors" ] && fail "capture.py $opts: wrote a file"
+done
 python3 - "$tmp/a.json" "$tmp/b.json" <<'PY' || fail "the JSON figures"
 import json, sys
 for p, source in zip(sys.argv[1:], ("random", "self")):
