@@ -154,8 +154,8 @@ layout (noise on that expert's rows of the stack only).
 Memory: float64 accumulators of in*in per module input. Modules handed the
 very same input tensor (q_proj, k_proj and v_proj of a block; gate_proj
 and up_proj of an MLP: found by one probing forward pass, checked on every
-batch) share one accumulator, and the file still holds each module's
-tensors (equal bytes). Llama-3-8B's sums then take 66 GB; --stats-device
+batch; --no-shared-sums turns it off) share one accumulator, and the
+file still holds each module's tensors (equal bytes). Llama-3-8B's sums then take 66 GB; --stats-device
 auto keeps them on the GPU when they fit beside a batch, on the host
 otherwise (the GPU still forms each batch's x^T x in float64). To make the
 file smaller use --share-qkv (k_proj and v_proj are not stored; frontier's
@@ -808,6 +808,9 @@ def main():
                     help="transformers attention implementation (default eager)")
     ap.add_argument("--share-qkv", action="store_true",
                     help="store the q/k/v input of a block once, under q_proj")
+    ap.add_argument("--no-shared-sums", action="store_true",
+                    help="one float64 accumulator per module, even where modules are handed the same "
+                         "input tensor (q/k/v, gate/up share one by default: the same bytes, less memory)")
     ap.add_argument("--diag-only", action="store_true", help="no hessian: act_abs_mean and act_sq_mean only")
     ap.add_argument("--no-sensitivity", action="store_true",
                     help="do not estimate <module>.sensitivity (noise injection: the first "
@@ -903,7 +906,8 @@ def main():
     # one accumulator: the same sums, formed once.
     linears = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
     device = next(model.parameters()).device
-    owner = shared_inputs(model, linears, seqs[0], device)
+    owner = {name: name for name, _ in linears} if args.no_shared_sums else \
+        shared_inputs(model, linears, seqs[0], device)
     ckpt = checkpoint_names(args.model)
 
     def skipped(name):   # --share-qkv: k_proj and v_proj beside a q_proj are not stored
@@ -929,8 +933,8 @@ def main():
 
             def check(module, a, kw, _name=name, _owner=owner[name]):
                 if prev[0] != _owner or prev[1] is not (a[0] if a else kw["input"]):
-                    raise RuntimeError(f"capture.py: {_name} shared {_owner}'s input in the first forward "
-                                       "pass but not in this one")
+                    sys.exit(f"capture.py: {_name} was handed {_owner}'s input tensor in the probing "
+                             "forward pass but not in a calibration batch: run with --no-shared-sums")
             hooks.append(m.register_forward_pre_hook(check, with_kwargs=True))
             continue
         acc[name] = Accumulator(m.in_features, args.diag_only, stats_device)

@@ -7,7 +7,8 @@
 # figures agree with the shape: 15 nn.Linear modules (7 per layer and the
 # untied lm_head), each with statistics and a sensitivity, 4 x 32 tokens, and
 # the exact bytes of the float64 sums (q/k/v and gate/up sharing one); and
-# capture.py's option errors (a line naming the option, exit 1, no file).
+# capture.py's option errors (a line naming the option, exit 1, no file) and
+# a shared sum whose sharing breaks in a batch (exit 1, --no-shared-sums named).
 set -uo pipefail
 root=$1
 python3 -c "import torch, transformers" 2>/dev/null || { echo "SKIP: torch/transformers not installed"; exit 77; }
@@ -33,6 +34,28 @@ for bad in "--device foo|--device 'foo' is not a torch device" \
   grep -q "Traceback" "$tmp/bad.out" && fail "capture.py $opts: a traceback"
   [ -e "$tmp/bad.safetensors" ] && fail "capture.py $opts: wrote a file"
 done
+# a shared sum whose sharing does not hold in a batch stops the run with a
+# line naming both modules and --no-shared-sums (the probe made to pair
+# o_proj with q_proj, which are handed different tensors)
+python3 - "$cap" "$tmp/w/tiny-2" "$tmp/alias.safetensors" >"$tmp/alias.out" 2>&1 <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("capture", sys.argv[1])
+cap = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cap)
+real = cap.shared_inputs
+def paired(*a):
+    owner = real(*a)
+    owner["model.layers.0.self_attn.o_proj"] = "model.layers.0.self_attn.q_proj"
+    return owner
+cap.shared_inputs = paired
+sys.argv = ["capture.py", sys.argv[2], "-o", sys.argv[3], "--n-sequences", "2", "--seq-len", "16",
+            "--no-sensitivity"]
+cap.main()
+PY
+[ $? -eq 1 ] || { cat "$tmp/alias.out"; fail "a broken shared sum: not exit 1"; }
+grep -q "o_proj was handed .*q_proj's input tensor .* --no-shared-sums" "$tmp/alias.out" ||
+  { cat "$tmp/alias.out"; fail "a broken shared sum: no message naming both modules"; }
+[ -e "$tmp/alias.safetensors" ] && fail "a broken shared sum: wrote a file"
 python3 - "$tmp/a.json" "$tmp/b.json" <<'PY' || fail "the JSON figures"
 import json, sys
 for p, source in zip(sys.argv[1:], ("random", "self")):
