@@ -922,9 +922,11 @@ def main():
     for _, m in fused_experts(model):
         n_ins += [m.gate_up_proj.shape[2], m.down_proj.shape[2]] * m.gate_up_proj.shape[0]
     stats_device, sums_bytes = choose_stats_device(args.stats_device, device, n_ins, args.diag_only,
-                                       args.batch_size * max(len(s) for s in seqs), vocab)
+                                                   args.batch_size * max(len(s) for s in seqs), vocab)
     acc, alias, hooks = {}, {}, []
-    prev = [None, None]   # the last owner hook's module name and input: an alias checks it is handed that tensor
+    # the last owner hook's module name and input: an alias checks that it
+    # is handed that very tensor
+    prev = [None, None]
     for name, m in linears:
         if skipped(name):
             continue
@@ -1115,8 +1117,8 @@ def main():
 
     secs = time.time() - t0
     n_exp_modules = sum(2 if layout == "fused" else 3 * len(names) for layout, names, _, _ in experts)
-    print(f"{args.output}: {len(acc) + len(alias) + n_exp_modules} modules, {len(seqs)} sequences, {token_count} tokens, "
-          f"{len(tensors)} tensors, {n_bytes} bytes, {secs:.1f} s")
+    print(f"{args.output}: {len(acc) + len(alias) + n_exp_modules} modules, {len(seqs)} sequences, "
+          f"{token_count} tokens, {len(tensors)} tensors, {n_bytes} bytes, {secs:.1f} s")
     print("times: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
     print(f"sums: {sums_bytes} bytes of float64 on {stats_device}")
     for name, a in acc.items():
