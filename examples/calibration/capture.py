@@ -155,9 +155,10 @@ Memory: float64 accumulators of in*in per module input. Modules handed the
 very same input tensor (q_proj, k_proj and v_proj of a block; gate_proj
 and up_proj of an MLP: found by one probing forward pass, checked on every
 batch; --no-shared-sums turns it off) share one accumulator, and the
-file still holds each module's tensors (equal bytes). Llama-3-8B's sums then take 66 GB; --stats-device
-auto keeps them on the GPU when they fit beside a batch, on the host
-otherwise (the GPU still forms each batch's x^T x in float64). To make the
+file still holds each module's tensors (equal bytes). Llama-3-8B's sums
+then take 66 GB; --stats-device auto keeps them on the GPU when they fit
+beside a batch, on the host otherwise (the GPU still forms each batch's
+x^T x in float64). To make the
 file smaller use --share-qkv (k_proj and v_proj are not stored; frontier's
 lookup finds q_proj's tensors for all three) and, if needed, --diag-only
 (no hessian; act_abs_mean and act_sq_mean only).
@@ -923,7 +924,7 @@ def main():
         n_ins += [m.gate_up_proj.shape[2], m.down_proj.shape[2]] * m.gate_up_proj.shape[0]
     stats_device, sums_bytes = choose_stats_device(args.stats_device, device, n_ins, args.diag_only,
                                                    args.batch_size * max(len(s) for s in seqs), vocab)
-    acc, alias, hooks = {}, {}, []
+    acc, sharers, hooks = {}, {}, []   # sharers[owner]: the modules whose input is owner's
     # the last owner hook's module name and input: an alias checks that it
     # is handed that very tensor
     prev = [None, None]
@@ -931,7 +932,7 @@ def main():
         if skipped(name):
             continue
         if owner[name] != name:
-            alias[name] = owner[name]
+            sharers.setdefault(owner[name], []).append(name)
 
             def check(module, a, kw, _name=name, _owner=owner[name]):
                 if prev[0] != _owner or prev[1] is not (a[0] if a else kw["input"]):
@@ -1018,7 +1019,7 @@ def main():
         assert a.n == token_count, (name, a.n, token_count)
         t = a.tensors(name)
         tensors.update(t)
-        for other in (n for n, o in alias.items() if o == name):
+        for other in sharers.get(name, ()):
             tensors.update({other + k[len(name):]: v for k, v in t.items()})
         a.free()
     expert_meta = {}
@@ -1117,13 +1118,14 @@ def main():
 
     secs = time.time() - t0
     n_exp_modules = sum(2 if layout == "fused" else 3 * len(names) for layout, names, _, _ in experts)
-    print(f"{args.output}: {len(acc) + len(alias) + n_exp_modules} modules, {len(seqs)} sequences, "
+    n_modules = len(acc) + sum(map(len, sharers.values())) + n_exp_modules
+    print(f"{args.output}: {n_modules} modules, {len(seqs)} sequences, "
           f"{token_count} tokens, {len(tensors)} tensors, {n_bytes} bytes, {secs:.1f} s")
     print("times: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
     print(f"sums: {sums_bytes} bytes of float64 on {stats_device}")
     for name, a in acc.items():
         print(f"  {name}  in {a.n_in}")
-        for other in (n for n, o in alias.items() if o == name):
+        for other in sharers.get(name, ()):
             print(f"  {other}  in {a.n_in} (the input of {name}, one sum)")
     for layout, names, gu_acc, dn_acc in experts:
         label = names[0] if layout == "fused" else names[0][0].rsplit(".", 2)[0]
