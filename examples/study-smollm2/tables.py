@@ -54,12 +54,12 @@ def measured_groups(rows, m, all_fit):
     """(budget, row, its measured fields, its KLD cell) for every measured row,
     budget by budget; the lowest KLD among the rows within the budget in bold
     (all_fit: every row counts as within it)."""
+    def kld(r):  # the GGUF table compares signed values (as it always has), the formats' |KLD|
+        v = float(m[r["recipe"]][0])
+        return abs(v) if all_fit else v
     for budget in budgets(rows):
         group = [r for r in rows if r["budget"] == budget and r["recipe"] in m]
         fits = group if all_fit else within(group, budget)
-        def kld(r):  # the GGUF table compares signed values (as it always has), the formats' |KLD|
-            v = float(m[r["recipe"]][0])
-            return abs(v) if all_fit else v
         best = min(kld(r) for r in fits)
         for r in group:
             k, e = m[r["recipe"]][:2]
