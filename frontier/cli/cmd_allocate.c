@@ -425,8 +425,8 @@ static void resolve_objective(allocate_args *args, const fr_dataset *ds, const d
 /* What the allocation minimises and where its sensitivities came from, the
  * summary's first line; the default objective without a measured
  * sensitivity warns plainly that it minimises the error alone. */
-static void print_objective(const allocate_args *args, const fr_alloc_problem *prob,
-                            const double *alpha)
+static void print_objective_line(const allocate_args *args, const fr_alloc_problem *prob,
+                                 const double *alpha)
 {
     const char *err = fr_metric_name(prob->metric == FR_METRIC_SQNR_DB ? FR_METRIC_REL_ERR
                                                                        : prob->metric);
@@ -467,6 +467,28 @@ static void print_objective(const allocate_args *args, const fr_alloc_problem *p
                 "worse than a uniform configuration on a real model (docs/analysis.md, \"The "
                 "objective\")",
                 result, what);
+}
+
+/* The objective, then, for out_rel_err measured on the diagonal of the
+ * inputs' second moment only (sweep --diagonal-output-error), how many of
+ * the allocated tensors have it so. */
+static void print_objective(const allocate_args *args, const fr_alloc_problem *prob,
+                            const double *alpha)
+{
+    print_objective_line(args, prob, alpha);
+    if (prob->metric != FR_METRIC_OUT_REL_ERR)
+        return;
+    size_t members = 0, diagonal = 0;
+    for (size_t i = 0; i < prob->n_tensors; i++)
+        for (size_t k = 0; k < prob->tensors[i].n_members; k++) {
+            const char *basis = prob->ds->tensors[prob->tensors[i].members[k]].out_error;
+            members++;
+            diagonal += basis && !strcmp(basis, FR_OUT_ERROR_DIAGONAL);
+        }
+    if (diagonal)
+        printf("out_rel_err: %zu of %zu tensors from the diagonal of the inputs' second moment "
+               "only (sweep --diagonal-output-error: their correlations left out)\n",
+               diagonal, members);
 }
 
 /* A failure of the analysis said the way of its kind: a usage error (a

@@ -287,8 +287,14 @@ static fr_status print_tables(const char *path, const fr_dataset *ds, const fr_p
             free(listed);
         }
     }
-    if (!json)
+    if (!json) {
+        size_t n_diag = fr_dataset_diagonal_out_tensors(ds);
+        if (n_diag)
+            printf("out_rel_err: on %zu tensor%s from the diagonal of the inputs' second moment "
+                   "only (sweep --diagonal-output-error: their correlations left out)\n",
+                   n_diag, n_diag == 1 ? "" : "s");
         fr_llama_mixes_print(stdout, mixes, n_mixes, p);
+    }
     return FR_OK;
 }
 

@@ -72,6 +72,14 @@ static void print_usage(FILE *out)
             "                          'synthetic[:SEED]' generates them instead (AR(1)\n"
             "                          features with outlier channels, for --synthetic models\n"
             "                          and benchmarks; docs/calibration.md)\n"
+            "      --diagonal-output-error  with --calib: a tensor whose statistics have no\n"
+            "                          Hessian, only act_sq_mean (a llama.cpp importance\n"
+            "                          matrix, capture.py --diag-only), gets out_rel_err from\n"
+            "                          the diagonal: sum_ij act_sq_mean_j dW_ij^2 over the\n"
+            "                          same sum of W; it ignores the inputs' correlations, so\n"
+            "                          it ranks imat- against data-free types, it is not\n"
+            "                          the Hessian's figure (recorded per tensor: /tensors\n"
+            "                          out_error; those tensors run on the CPU)\n"
             "      --tf32              GPU: TF32 tensor cores for out_rel_err (faster, about\n"
             "                          1e-3 relative; default FP32, recorded in `devices`)\n"
             "      --split-experts     also one row per expert of each expert stack ([E, out,\n"
@@ -225,6 +233,7 @@ enum {
     OPT_DEVICE_STATS,
     OPT_CALIB,
     OPT_TF32,
+    OPT_DIAG_OUT,
     OPT_SPLIT_EXPERTS,
     OPT_FUSED_GS,
     OPT_ISOLATE,
@@ -312,6 +321,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"device-stats", required_argument, NULL, OPT_DEVICE_STATS},
         {"calib", required_argument, NULL, OPT_CALIB},
         {"tf32", no_argument, NULL, OPT_TF32},
+        {"diagonal-output-error", no_argument, NULL, OPT_DIAG_OUT},
         {"split-experts", no_argument, NULL, OPT_SPLIT_EXPERTS},
         {"fused-global-scale", no_argument, NULL, OPT_FUSED_GS},
         {"help", no_argument, NULL, 'h'},
@@ -365,6 +375,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         case OPT_SYNTHETIC: a->synthetic = optarg; break;
         case OPT_CALIB: a->opt.calib = optarg; break;
         case OPT_TF32: a->opt.cuda_tf32 = 1; break;
+        case OPT_DIAG_OUT: a->opt.diagonal_output_error = 1; break;
         case OPT_SPLIT_EXPERTS: a->opt.split_experts = 1; break;
         case OPT_FUSED_GS: a->opt.fused_global_scale = 1; break;
         case 'q': a->opt.quiet = 1; break;
@@ -389,6 +400,9 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         return cli_usage_error(argv[0], "no model given (MODEL... or --synthetic SPEC)");
     if (!a->opt.output)
         return cli_usage_error(argv[0], "no output given (-o OUT.h5)");
+    if (a->opt.diagonal_output_error && !a->opt.calib)
+        return cli_usage_error(argv[0], "--diagonal-output-error weights the error by the "
+                                        "statistics of --calib FILE: give one");
     if (a->opt.max_memory) {
         /* row blocks are the CPU executor's: auto means the CPU then */
         if (!a->opt.device || !strcmp(a->opt.device, "auto"))

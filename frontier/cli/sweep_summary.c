@@ -367,9 +367,15 @@ static void print_bands(FILE *out, const fr_dataset *ds, const char *output, con
     /* what the columns mean, for the reader who has not read docs/analysis.md */
     fprintf(out, "rel_err: the weights' relative error ||W - Q(W)|| / ||W|| (squares summed over "
                  "the tensors)\n");
-    if (has_out)
+    if (has_out) {
         fprintf(out, "out_rel_err: the layer outputs' relative error ||(W - Q(W)) X|| / ||W X|| on "
                      "the calibration inputs X\n");
+        size_t n_diag = fr_dataset_diagonal_out_tensors(ds);
+        if (n_diag)
+            fprintf(out, "  on %zu tensor%s from the diagonal of X^T X only (--diagonal-output-error: "
+                         "the inputs' correlations left out)\n",
+                    n_diag, n_diag == 1 ? "" : "s");
+    }
     fprintf(out, "every configuration: frontier pareto %s --verbose; per tensor class: --by class "
                  "(docs/analysis.md)\n",
             output && *output ? output : "RUN.h5");

@@ -105,6 +105,14 @@ fr_status fr_dataset_add_tensor(fr_dataset *ds, const fr_ds_tensor *row, fr_erro
     return add_row((void **)&ds->tensors, &ds->n_tensors, row, &ds_tensors_table, err);
 }
 
+size_t fr_dataset_diagonal_out_tensors(const fr_dataset *ds)
+{
+    size_t n = 0;
+    for (size_t t = 0; t < ds->n_tensors; t++)
+        n += ds->tensors[t].out_error && !strcmp(ds->tensors[t].out_error, FR_OUT_ERROR_DIAGONAL);
+    return n;
+}
+
 fr_status fr_dataset_add_config(fr_dataset *ds, const fr_ds_config *row, fr_error *err)
 {
     return add_row((void **)&ds->configs, &ds->n_configs, row, &ds_configs_table, err);

@@ -38,7 +38,14 @@ typedef struct fr_ds_tensor {
     char *source_format; /* the block format W was decoded from ("Q4_1"); "" when W is
                             the stored elements themselves (a float dtype) */
     uint64_t stored_bits; /* bits the source stores for the tensor (scales included) */
+    /* what its out_sq_err and out_sq_ref were computed with (optional: "" in
+     * files from before it): FR_OUT_ERROR_HESSIAN, FR_OUT_ERROR_DIAGONAL, or
+     * "" (no output error) */
+    char *out_error;
 } fr_ds_tensor;
+
+#define FR_OUT_ERROR_HESSIAN "hessian"   /* tr(dW H dW^T) */
+#define FR_OUT_ERROR_DIAGONAL "diagonal" /* sum_ij act_sq_mean_j dW_ij^2 (--diagonal-output-error) */
 
 /* The configuration every tensor of a quantized source has beside the
  * measured ones (docs/quantized-sources.md): the tensor as released, at its
@@ -123,6 +130,10 @@ typedef struct fr_dataset {
     size_t n_expert_results; /* /expert_results: absent (0 rows) without --split-experts */
     fr_ds_expert_result *expert_results;
 } fr_dataset;
+
+/* The tensors of ds whose output error is the diagonal's (out_error
+ * "diagonal"), for the lines that say so beside out_rel_err. */
+size_t fr_dataset_diagonal_out_tensors(const fr_dataset *ds);
 
 /* Reads every table of a dataset (not /frontier). Fails with FR_E_FORMAT
  * naming the file for anything that is not a frontier dataset of a known

@@ -76,6 +76,7 @@ static const ds_field ds_tensor_fields[] = {
     /* added after schema 1 files existed: optional (ds_field_optional) */
     DS_OPTIONAL_FIELD(fr_ds_tensor, source_format, DS_STR),
     DS_OPTIONAL_FIELD(fr_ds_tensor, stored_bits, DS_U64),
+    DS_OPTIONAL_FIELD(fr_ds_tensor, out_error, DS_STR),
 };
 
 static const ds_field ds_config_fields[] = {

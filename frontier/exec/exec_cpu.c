@@ -98,6 +98,33 @@ static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...
     o->status = st;
 }
 
+/* Which output error a tensor gets (docs/calibration.md): the trace with
+ * its Hessian, with only the diagonal (act_sq_mean; --diagonal-output-error
+ * on statistics without a Hessian), or none. */
+enum { OUT_NONE, OUT_HESSIAN, OUT_DIAGONAL };
+
+static int out_kind(const fr_sweep_item *it, const fr_executor_options *opt)
+{
+    if (!it->calib || it->calib->cols != it->cols)
+        return OUT_NONE;
+    if (it->calib->hessian)
+        return OUT_HESSIAN;
+    return opt->diagonal_output_error && it->calib->act_mean_sq ? OUT_DIAGONAL : OUT_NONE;
+}
+
+/* Adds the output error term of rows x cols of w (against w_hat, or w's
+ * own term when w_hat is NULL) to *out, as out_kind says. */
+static fr_status out_accumulate(const fr_sweep_item *it, int kind, const float *w,
+                                const float *w_hat, int64_t rows, fr_pool *pool, double *out,
+                                fr_error *err)
+{
+    if (kind == OUT_HESSIAN)
+        return fr_output_error_accumulate(w, w_hat, rows, it->cols, it->calib->hessian, pool,
+                                          out, err);
+    return fr_output_error_diag_accumulate(w, w_hat, rows, it->cols, it->calib->act_mean_sq,
+                                           pool, out, err);
+}
+
 /* Quantizes one (tensor, configuration) and reduces its error. */
 static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool *pool)
 {
@@ -162,9 +189,10 @@ static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool 
     }
     /* the output error on the calibration inputs (docs/formats.md) */
     const double out_ref = b->load[jb->item - b->first].out_ref;
-    if (it->calib && it->calib->hessian && !isnan(out_ref)) {
-        if (fr_output_error_term(w, w_hat, it->rows, it->cols, it->calib->hessian, pool,
-                                 &o->out_sq_err, &serr) != FR_OK) {
+    const int kind = out_kind(it, b->opt);
+    if (kind != OUT_NONE && !isnan(out_ref)) {
+        o->out_sq_err = 0.0;
+        if (out_accumulate(it, kind, w, w_hat, it->rows, pool, &o->out_sq_err, &serr) != FR_OK) {
             fail_outcome(o, serr.code, "config '%s' on tensor '%s': %s", ref->cfg->name,
                          it->tensor->name, serr.msg);
             goto done;
@@ -265,9 +293,10 @@ static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_su
     if (st == FR_OK)
         examine_item(it, ld);
     /* the reference term of the output error, once per tensor */
-    if (st == FR_OK && it->calib && it->calib->hessian && it->calib->cols == it->cols) {
-        st = fr_output_error_term(ld->w, NULL, it->rows, it->cols, it->calib->hessian, pool,
-                                  &ld->out_ref, &err);
+    const int kind = out_kind(it, b->opt);
+    if (st == FR_OK && kind != OUT_NONE) {
+        ld->out_ref = 0.0;
+        st = out_accumulate(it, kind, ld->w, NULL, it->rows, pool, &ld->out_ref, &err);
         if (st != FR_OK) {
             size_t len = strnlen(err.msg, sizeof ld->reason - 1);
             memcpy(ld->reason, err.msg, len);
@@ -472,7 +501,7 @@ static int blocked_plan(blocked *bl, size_t max_memory)
         bl->needs_range |= rule->needs_range;
     }
     /* the output error's chunks of FR_OUTPUT_ROWS rows stay whole too */
-    bl->with_out = it->calib && it->calib->hessian && it->calib->cols == cols;
+    bl->with_out = out_kind(it, bl->b->opt);
     if (bl->with_out) {
         int64_t a = bl->multiple, g = FR_OUTPUT_ROWS; /* lcm(multiple, FR_OUTPUT_ROWS) */
         while (a % g) {
@@ -586,8 +615,8 @@ static void blocked_quantize(blocked *bl, int64_t r0, int64_t nr)
         if (st == FR_OK && bl->with_out) {
             if (isnan(o->out_sq_err))
                 o->out_sq_err = 0.0;
-            if (fr_output_error_accumulate(w, w_hat, nr, cols, it->calib->hessian, pool,
-                                           &o->out_sq_err, &serr) != FR_OK)
+            if (out_accumulate(it, bl->with_out, w, w_hat, nr, pool, &o->out_sq_err, &serr) !=
+                FR_OK)
                 fail_outcome(o, serr.code, "config '%s' on tensor '%s': %s", ref->cfg->name,
                              it->tensor->name, serr.msg);
         }
@@ -614,8 +643,8 @@ static int blocked_measure(blocked *bl)
             return blocked_scan_rest(bl, r0, nr);
         fr_numeric_stream_add(bl->numeric, w, r0, nr);
         if (bl->with_out &&
-            (bl->skip = fr_output_error_accumulate(w, NULL, nr, cols, it->calib->hessian, pool,
-                                                   &bl->out_ref, &bl->err)) != FR_OK)
+            (bl->skip = out_accumulate(it, bl->with_out, w, NULL, nr, pool, &bl->out_ref,
+                                       &bl->err)) != FR_OK)
             return BLOCKS_READ_FAILED;
         if (bl->needs_range) {
             const float lo = bl->lo, hi = bl->hi;

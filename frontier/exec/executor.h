@@ -110,6 +110,11 @@ typedef struct fr_executor_options {
     /* CUDA: allow TF32 tensor cores in the output-error GEMM (out_rel_err,
      * docs/gpu.md "Output error"); 0: FP32 math, within 1e-5 of the CPU */
     int cuda_tf32;
+    /* --diagonal-output-error: a tensor whose statistics have no Hessian but
+     * act_mean_sq gets out_sq_err = sum_ij act_mean_sq_j dW_ij^2 (and the
+     * reference term likewise) instead of NaN; on the CPU (the CUDA executor
+     * hands statistics without a Hessian to it). docs/calibration.md */
+    int diagonal_output_error;
 } fr_executor_options;
 
 #endif

@@ -146,3 +146,50 @@ fr_status fr_output_error_accumulate(const float *w, const float *w_hat, int64_t
     free(job.partial);
     return FR_OK;
 }
+
+typedef struct diag_job {
+    const float *w, *w_hat, *diag;
+    int64_t rows, cols;
+    double *partial; /* one per chunk of FR_OUTPUT_ROWS rows */
+} diag_job;
+
+/* Chunks [begin, end): sum over the chunk's rows of diag_j D_ij^2 in double,
+ * D_ij the float32 difference (as output_chunks forms it). */
+static void diag_chunks(void *arg, int64_t begin, int64_t end)
+{
+    diag_job *job = arg;
+    const int64_t cols = job->cols;
+    for (int64_t c = begin; c < end; c++) {
+        const int64_t r0 = c * FR_OUTPUT_ROWS;
+        const int64_t nr = job->rows - r0 < FR_OUTPUT_ROWS ? job->rows - r0 : FR_OUTPUT_ROWS;
+        double sum = 0.0;
+        for (int64_t r = 0; r < nr; r++) {
+            const float *w = job->w + (r0 + r) * cols;
+            const float *h = job->w_hat ? job->w_hat + (r0 + r) * cols : NULL;
+            for (int64_t j = 0; j < cols; j++) {
+                const float d = h ? w[j] - h[j] : w[j];
+                sum += (double)job->diag[j] * ((double)d * (double)d);
+            }
+        }
+        job->partial[c] = sum;
+    }
+}
+
+fr_status fr_output_error_diag_accumulate(const float *w, const float *w_hat, int64_t rows,
+                                          int64_t cols, const float *diag, fr_pool *pool,
+                                          double *out, fr_error *err)
+{
+    if (rows <= 0 || cols <= 0)
+        return FR_OK;
+    const int64_t n_chunks = rows / FR_OUTPUT_ROWS + (rows % FR_OUTPUT_ROWS != 0);
+    diag_job job = {.w = w, .w_hat = w_hat, .diag = diag, .rows = rows, .cols = cols};
+    job.partial = malloc((size_t)n_chunks * sizeof *job.partial);
+    if (!job.partial)
+        return fr_fail(err, FR_E_NOMEM, "cannot allocate %lld partial output errors",
+                       (long long)n_chunks);
+    fr_parallel_for(pool, n_chunks, 1, diag_chunks, &job);
+    for (int64_t c = 0; c < n_chunks; c++)
+        *out += job.partial[c];
+    free(job.partial);
+    return FR_OK;
+}

@@ -65,6 +65,21 @@ fr_status fr_output_error_accumulate(const float *w, const float *w_hat, int64_t
                                      double *out, fr_error *err);
 
 /*
+ * The same terms with only the diagonal of H (--diagonal-output-error, for
+ * statistics without a Hessian: an importance matrix, capture.py
+ * --diag-only): sum_ij diag_j D_ij^2, D_ij = w_ij - w_hat_ij rounded to
+ * float32 as above (D = w when w_hat is NULL), diag the cols entries of
+ * act_sq_mean. Each chunk of FR_OUTPUT_ROWS rows is summed in double in
+ * element order and the chunks are added to *out in order, so the result
+ * does not depend on the thread count, and consecutive row blocks (row
+ * counts multiples of FR_OUTPUT_ROWS, the last aside) give the whole
+ * matrix's term bit for bit. Cannot fail but for memory (FR_E_NOMEM).
+ */
+fr_status fr_output_error_diag_accumulate(const float *w, const float *w_hat, int64_t rows,
+                                          int64_t cols, const float *diag, fr_pool *pool,
+                                          double *out, fr_error *err);
+
+/*
  * The metrics of docs/formats.md from the sums:
  *  rel_err = sqrt(sq_err / sq_ref); 0 when both are 0 (all-zero W and Q(W));
  *            +inf when W is all zero but Q(W) is not.

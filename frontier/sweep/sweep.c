@@ -274,7 +274,8 @@ static fr_status run_executor(fr_sweep *sw, fr_error *xerr)
                                 .max_memory = sw->opt.max_memory,
                                 .cuda_buffer_bytes = sw->opt.cuda_buffer_bytes,
                                 .cuda_stats = sw->opt.cuda_stats,
-                                .cuda_tf32 = sw->opt.cuda_tf32};
+                                .cuda_tf32 = sw->opt.cuda_tf32,
+                                .diagonal_output_error = sw->opt.diagonal_output_error};
     fr_sweep_commit_run_start(&sw->committer, sw->plan.n_items, sw->stats.bytes, sw->opt.quiet);
     fr_status xst;
     if (sw->opt.executor)
@@ -305,6 +306,7 @@ fr_status fr_sweep_execute(fr_sweep *sw, fr_error *err)
                            .filter = &sw->filter, .min_numel = sw->opt.min_numel,
                            .max_memory = sw->opt.max_memory,
                            .fused_global_scale = sw->opt.fused_global_scale,
+                           .diagonal_output_error = sw->opt.diagonal_output_error,
                            .output = sw->opt.output};
     if ((st = fr_sweep_plan_open(&sw->plan, &scope, sw->opt.calib, err)) != FR_OK)
         return st;

@@ -69,6 +69,9 @@ typedef struct fr_sweep_options {
                                   * in the devices attribute ("cuda:0 tf32") */
     const char *calib;           /* calibration statistics file (docs/calibration.md), or
                                   * NULL: out_rel_err of the tensors it covers */
+    int diagonal_output_error;   /* --diagonal-output-error: statistics without a
+                                  * Hessian give out_rel_err from its diagonal
+                                  * (fr_executor_options) */
     const fr_sweep_executor *executor; /* NULL: the CPU or the CUDA device of --device */
     int split_experts;           /* --split-experts: also one /expert_results row per
                                   * expert of each expert stack (docs/dataset.md) */

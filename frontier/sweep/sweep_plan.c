@@ -417,6 +417,29 @@ done:
 
 /* ---- calibration statistics (--calib) ---- */
 
+/* Records on a /tensors row what its output error is computed with. A
+ * resumed row that says otherwise stops the run: its rows would mix a
+ * Hessian's traces with a diagonal's. */
+static fr_status set_out_error(builder *b, fr_ds_tensor *row, const char *basis, fr_error *err)
+{
+    if (!strcmp(row->out_error, basis))
+        return FR_OK;
+    if (row->out_error[0] && basis[0])
+        return fr_fail(err, FR_E_MISMATCH,
+                       "cannot resume '%s': tensor '%s' has its output error from the %s "
+                       "there, from the %s now (resume with the same --calib and "
+                       "--diagonal-output-error)",
+                       b->sc->output, row->name, row->out_error, basis);
+    if (!basis[0])
+        return FR_OK; /* no output error now: the rows there keep theirs */
+    char *copy = strdup(basis);
+    if (!copy)
+        return fr_fail(err, FR_E_NOMEM, "out of memory");
+    free(row->out_error);
+    row->out_error = copy;
+    return FR_OK;
+}
+
 /* Each planned tensor's statistics from the calibration file (core/calib.h:
  * its name rules and checks). A tensor without statistics keeps NaN in
  * out_rel_err; a malformed module stops the run before any work. The
@@ -425,7 +448,7 @@ static fr_status attach_calibration(builder *b, fr_error *err)
 {
     fr_status st = FR_OK;
     const char **names = NULL, **unmatched = NULL;
-    size_t n_unmatched = 0, n_hessian = 0, n_found = 0;
+    size_t n_unmatched = 0, n_hessian = 0, n_found = 0, n_diagonal = 0;
     names = calloc(b->p->n_items + 1, sizeof *names);
     if (!names) {
         st = fr_fail(err, FR_E_NOMEM, "out of memory");
@@ -460,6 +483,15 @@ static fr_status attach_calibration(builder *b, fr_error *err)
         it->calib = &b->p->entries[k].calib;
         n_found++;
         n_hessian += cs.calib.hessian != NULL;
+        /* what its output error is computed with, on its /tensors row (the
+         * executors decide the same way: frontier/exec/exec_cpu.c) */
+        const char *basis = cs.calib.hessian ? FR_OUT_ERROR_HESSIAN
+                            : b->sc->diagonal_output_error && cs.calib.act_mean_sq
+                                ? FR_OUT_ERROR_DIAGONAL
+                                : "";
+        n_diagonal += !strcmp(basis, FR_OUT_ERROR_DIAGONAL);
+        if ((st = set_out_error(b, &b->ds->tensors[e->ds_tensor], basis, err)) != FR_OK)
+            goto done;
     }
     if ((st = fr_calib_unmatched(b->p->calib, names, b->p->n_items, &unmatched, &n_unmatched,
                                  err)) != FR_OK)
@@ -475,10 +507,17 @@ static fr_status attach_calibration(builder *b, fr_error *err)
                 fr_calib_path(b->p->calib), n_unmatched, list,
                 used + 80 >= sizeof list ? ", ..." : "");
     }
-    fr_info("calibration statistics '%s' (%lld tokens): %zu of %zu tensors, %zu with a Hessian "
-            "(out_rel_err)",
-            fr_calib_path(b->p->calib), (long long)fr_calib_token_count(b->p->calib), n_found,
-            b->p->n_items, n_hessian);
+    if (b->sc->diagonal_output_error)
+        fr_info("calibration statistics '%s' (%lld tokens): %zu of %zu tensors, %zu with a "
+                "Hessian (out_rel_err), %zu with its diagonal only (out_rel_err of the "
+                "diagonal, --diagonal-output-error)",
+                fr_calib_path(b->p->calib), (long long)fr_calib_token_count(b->p->calib), n_found,
+                b->p->n_items, n_hessian, n_diagonal);
+    else
+        fr_info("calibration statistics '%s' (%lld tokens): %zu of %zu tensors, %zu with a "
+                "Hessian (out_rel_err)",
+                fr_calib_path(b->p->calib), (long long)fr_calib_token_count(b->p->calib), n_found,
+                b->p->n_items, n_hessian);
 done:
     free(names);
     free(unmatched);

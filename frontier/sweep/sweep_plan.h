@@ -45,6 +45,8 @@ typedef struct fr_plan_scope {
     int64_t min_numel;                   /* smaller tensors are skipped */
     size_t max_memory;                   /* --max-memory (frontier/exec/blocked.h), 0: none */
     int fused_global_scale;              /* attach the fused groups' joint amax */
+    int diagonal_output_error;           /* statistics without a Hessian give the
+                                          * output error of their diagonal */
     const char *output;                  /* the dataset file, named in messages */
 } fr_plan_scope;
 

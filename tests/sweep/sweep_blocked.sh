@@ -55,6 +55,20 @@ import h5py, numpy as np
 r = h5py.File("cb.h5", "r")["results"][...]
 assert len(r) and np.all(np.isfinite(r["out_rel_err"])), "out_rel_err missing"
 PY
+# the same with the diagonal only (--diagonal-output-error): the diagonal's
+# output error over blocks equals the whole tensor's, bit for bit
+python3 "$HERE/calib_check.py" write calmodel.safetensors cald.safetensors diag-only
+expect_rc 0 "--diagonal-output-error, default" -- "$FRONTIER" sweep --device cpu calmodel.safetensors \
+  --calib cald.safetensors --diagonal-output-error --quantizers "$CQ" --quiet --threads 2 -o da.h5
+expect_rc 0 "--diagonal-output-error, --max-memory 1" -- "$FRONTIER" sweep --device cpu calmodel.safetensors \
+  --calib cald.safetensors --diagonal-output-error --quantizers "$CQ" --quiet --threads 2 -o db.h5 --max-memory 1
+python3 "$HERE/blocked_check.py" da.h5 db.h5 '.' 40 && python3 - <<'PY' && pass "diagonal rows bit for bit in blocks" || fail "diagonal blocked rows differ"
+import h5py, numpy as np
+f = h5py.File("db.h5", "r")
+r = f["results"][...]
+assert len(r) and np.all(np.isfinite(r["out_rel_err"])), "out_rel_err missing"
+assert {t["out_error"] for t in f["tensors"][...]} == {b"diagonal"}
+PY
 # a NaN and an Inf in the third block (with and without a first pass): the
 # tensor is skipped with the default sweep's reason, naming the counts and
 # the first element
