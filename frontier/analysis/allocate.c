@@ -67,7 +67,7 @@ int fr_alloc_unit_terms(const fr_alloc_problem *prob, size_t i, size_t c, uint64
         size_t t = at->members[m];
         const fr_ds_result *r = fr_result_at(prob->ix, t, c);
         double em, nm;
-        if (!r || !fr_metric_terms(prob->metric, r, &prob->ds->tensors[t], &em, &nm))
+        if (!r || !fr_metric_terms(at->metric, r, &prob->ds->tensors[t], &em, &nm))
             return 0;
         b += r->total_bits;
         e += em;
@@ -113,6 +113,7 @@ static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
     memset(at, 0, sizeof *at);
     at->tensor = members[0];
     at->norm_term = NAN;
+    at->metric = prob->metric;
     at->alpha = NAN;
     at->options = malloc((ds->n_configs ? ds->n_configs : 1) * sizeof *at->options);
     at->members = malloc(n_members * sizeof *at->members);
@@ -139,20 +140,32 @@ static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
                 at->alpha = NAN;
     }
     int unstorable = 0; /* a measured option the target cannot store */
-    for (size_t c = 0; c < ds->n_configs; c++) {
-        if (pinned >= 0 ? (int64_t)c != pinned : !fr_selector_config(sel, ds->configs[c].name))
-            continue;
-        uint64_t bits;
-        double e, n, cost;
-        if (!fr_alloc_unit_terms(prob, i, c, &bits, &e, &n, &cost))
-            continue;
-        if (!unit_storable(opt, ds, members, n_members, c)) {
-            unstorable = 1;
-            continue;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t c = 0; c < ds->n_configs; c++) {
+            if (pinned >= 0 ? (int64_t)c != pinned : !fr_selector_config(sel, ds->configs[c].name))
+                continue;
+            uint64_t bits;
+            double e, n, cost;
+            if (!fr_alloc_unit_terms(prob, i, c, &bits, &e, &n, &cost))
+                continue;
+            if (!unit_storable(opt, ds, members, n_members, c)) {
+                unstorable = 1;
+                continue;
+            }
+            if (isnan(at->norm_term))
+                at->norm_term = n;
+            at->options[at->n_options++] = (fr_alloc_option){c, bits, e, cost};
         }
-        if (isnan(at->norm_term))
-            at->norm_term = n;
-        at->options[at->n_options++] = (fr_alloc_option){c, bits, e, cost};
+        /* no output error anywhere: on its weight error, when asked */
+        if (at->n_options || unstorable || !obj->weight_fallback ||
+            at->metric != FR_METRIC_OUT_REL_ERR)
+            break;
+        at->metric = FR_METRIC_REL_ERR;
+    }
+    if (at->n_options && at->metric != prob->metric) {
+        if (!prob->fallback_example)
+            prob->fallback_example = ten->name;
+        prob->n_fallback++;
     }
     if (pinned >= 0) {
         const fr_alloc_fixed *fx = &opt->fixed[rule];
@@ -201,7 +214,8 @@ static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
                                       ? at->alpha * at->options[j].err_term / at->norm_term
                                       : 0.0;
     prob->numel += at->numel;
-    prob->norm_sum += at->norm_term;
+    if (at->metric == prob->metric) /* a unit on its weight error has no term of the metric */
+        prob->norm_sum += at->norm_term;
     prob->min_bits += at->options[0].total_bits;
     prob->max_bits += at->options[n - 1].total_bits;
     return FR_OK;
@@ -217,7 +231,7 @@ fr_status fr_alloc_prepare_objective(const fr_dataset *ds, const fr_result_index
                                      const fr_alloc_options *opt, const fr_alloc_objective *obj,
                                      fr_alloc_problem *prob, fr_error *err)
 {
-    static const fr_alloc_objective error_objective = {FR_OBJECTIVE_ERROR, NULL, NAN};
+    static const fr_alloc_objective error_objective = {FR_OBJECTIVE_ERROR, NULL, NAN, 0};
     if (!obj)
         obj = &error_objective;
     fr_status st = FR_OK;
@@ -419,17 +433,18 @@ fr_status fr_alloc_solve(const fr_alloc_problem *prob, double budget, fr_allocat
     for (size_t i = 0; i < prob->n_tensors; i++) {
         const fr_alloc_tensor *at = &prob->tensors[i];
         const fr_alloc_option *o = &at->options[choice[i]];
+        const int own = at->metric == prob->metric; /* else no term of the metric: NaN */
         if (at->n_members == 1) {
             out->choices[out->n_choices++] = (fr_alloc_choice){
-                at->tensor, o->config, o->total_bits, at->numel, o->err_term, at->norm_term,
-                at->fixed};
+                at->tensor, o->config, o->total_bits, at->numel, own ? o->err_term : NAN,
+                own ? at->norm_term : NAN, at->fixed};
         } else {
             /* every expert of the unit with the unit's configuration and its own terms */
             for (size_t m = 0; m < at->n_members; m++) {
                 size_t t = at->members[m];
                 const fr_ds_result *r = fr_result_at(prob->ix, t, o->config);
                 double em = NAN, nm = NAN;
-                if (r)
+                if (r && own)
                     fr_metric_terms(prob->metric, r, &prob->ds->tensors[t], &em, &nm);
                 out->choices[out->n_choices++] = (fr_alloc_choice){
                     t, o->config, r ? r->total_bits : 0, prob->ds->tensors[t].numel, em, nm,
@@ -437,7 +452,8 @@ fr_status fr_alloc_solve(const fr_alloc_problem *prob, double budget, fr_allocat
             }
         }
         out->total_bits += o->total_bits;
-        out->err_sum += o->err_term;
+        if (own)
+            out->err_sum += o->err_term;
         out->cost_sum += o->cost;
     }
     out->bits_per_weight = (double)out->total_bits / (double)out->numel;
@@ -597,10 +613,19 @@ fr_status fr_alloc_rescale_sensitivity(const fr_dataset *ds, const fr_result_ind
     if (c < 0)
         return fr_fail(err, FR_E_USAGE, "--sensitivity-reference '%s' is not a configuration of "
                        "the dataset", ref);
+    size_t rescaled = 0;
+    const char *first = NULL; /* a tensor with an alpha and no output error */
     for (size_t t = 0; t < ds->n_tensors; t++) {
         if (isnan(alpha[t]))
             continue;
         const fr_ds_result *r = fr_result_at(ix, t, (size_t)c);
+        if (r && isnan(r->out_sq_ref) && r->rel_err > 0 && isfinite(r->rel_err)) {
+            /* no output error on this tensor (no statistics): it keeps its
+             * alpha and is allocated on its weight error */
+            if (!first)
+                first = ds->tensors[t].name;
+            continue;
+        }
         if (!r || !(r->rel_err > 0) || !(r->out_rel_err > 0) || !isfinite(r->rel_err) ||
             !isfinite(r->out_rel_err))
             return fr_fail(err, FR_E_FORMAT, "tensor '%s' has no rel_err and out_rel_err under "
@@ -608,7 +633,12 @@ fr_status fr_alloc_rescale_sensitivity(const fr_dataset *ds, const fr_result_ind
                            "configuration)", ds->tensors[t].name, ref);
         double k = r->rel_err / r->out_rel_err;
         alpha[t] *= k * k;
+        rescaled++;
     }
+    if (!rescaled && first)
+        return fr_fail(err, FR_E_FORMAT, "tensor '%s' has no rel_err and out_rel_err under "
+                       "--sensitivity-reference '%s', nor does any other (sweep with --calib "
+                       "and that configuration)", first, ref);
     return FR_OK;
 }
 

@@ -56,6 +56,12 @@ typedef struct fr_alloc_objective {
     fr_objective objective;
     const double *sensitivity;  /* alpha per ds->tensors, NaN where none */
     double default_sensitivity; /* alpha of a tensor without one; NaN: such a tensor is refused */
+    /* metric out_rel_err (allocate --sensitivity-reference): a unit with no
+     * output error on any selected configuration is allocated on its weight
+     * error (its predicted KL alpha x rel_err^2, what the rescaled alphas are
+     * calibrated to) instead of being left out; its choice's terms are NaN
+     * (it has no out_rel_err) and it stays out of the global value */
+    int weight_fallback;
 } fr_alloc_objective;
 
 typedef struct fr_alloc_option {
@@ -69,6 +75,8 @@ typedef struct fr_alloc_tensor {
     size_t tensor;       /* position in ds->tensors */
     uint64_t numel;
     double norm_term;    /* sq_norm or out_sq_ref */
+    fr_metric metric;    /* whose terms its options have: the problem's, or rel_err for a
+                          * unit on its weight error (fr_alloc_objective.weight_fallback) */
     int fixed;           /* pinned by --fixed */
     double alpha;        /* sensitivity used (FR_OBJECTIVE_SENSITIVITY), else NaN */
     size_t n_options;    /* undominated options, by increasing bits */
@@ -102,6 +110,8 @@ typedef struct fr_alloc_problem {
     uint64_t max_bits;     /* total of the most accurate choice per tensor */
     size_t n_dropped;      /* selected tensors without a usable result for the metric */
     const char *dropped_example;
+    size_t n_fallback;     /* units on their weight error (weight_fallback) */
+    const char *fallback_example;
     size_t n_unstorable;   /* selected tensors whose results the target cannot store
                             * (opt->storable): left as they are, outside the budget */
     const char *unstorable_example;
@@ -183,9 +193,12 @@ fr_status fr_alloc_read_sensitivity(const fr_dataset *ds, const char *calib_path
 /* alpha (per unit squared weight error, measured with the error of the
  * configuration named ref) turned into alpha per unit squared output error:
  * each finite alpha[t] times (rel_err / out_rel_err)^2 of ref on tensor t.
- * FR_E_USAGE when ref is not in ds; FR_E_FORMAT naming a tensor with an
- * alpha but no finite, nonzero rel_err and out_rel_err under ref (a sweep
- * without --calib, or ref not measured on it). */
+ * A tensor without an output error (out_sq_ref NaN: no statistics for it)
+ * keeps its alpha: the allocation puts it on its weight error
+ * (fr_alloc_objective.weight_fallback). FR_E_USAGE when ref is not in ds;
+ * FR_E_FORMAT naming a tensor with an alpha but no finite, nonzero rel_err
+ * and out_rel_err under ref (ref not measured on it), or when no tensor has
+ * an output error (a sweep without --calib). */
 fr_status fr_alloc_rescale_sensitivity(const fr_dataset *ds, const fr_result_index *ix,
                                        const char *ref, double *alpha, fr_error *err);
 

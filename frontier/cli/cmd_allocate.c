@@ -105,7 +105,9 @@ static void print_help(FILE *out)
             "                         it). alpha is per unit squared *weight* error; each\n"
             "                         tensor's is multiplied by (rel_err / out_rel_err)^2 of\n"
             "                         CONFIG on that tensor, so that alpha x out_rel_err^2\n"
-            "                         predicts the same KL for CONFIG as alpha x rel_err^2\n"
+            "                         predicts the same KL for CONFIG as alpha x rel_err^2;\n"
+            "                         a tensor without statistics (no out_rel_err) is then\n"
+            "                         allocated on alpha x rel_err^2 instead of left out\n"
             "                         (docs/analysis.md, \"Output error and sensitivity\")\n"
             "  --include/--exclude REGEX  tensors allocated (the rest are not counted)\n"
             "  --configs REGEX        configurations allowed\n"
@@ -863,6 +865,11 @@ int cmd_allocate(int argc, char **argv)
             fr_error_log("'%s': %s", args.path, err.msg);
         goto finish;
     }
+    /* the rescaled alphas predict the KL of an output error as the others
+     * predict that of a weight error: a tensor without statistics is
+     * allocated on its weight error rather than left out */
+    args.obj.weight_fallback =
+        args.sens_ref != NULL && args.obj.objective == FR_OBJECTIVE_SENSITIVITY;
     if (args.target && (st = apply_target(&args, &ds, &target)) != FR_OK)
         goto finish;
     if ((st = fr_alloc_prepare_objective(&ds, &ix, &args.aopt, &args.obj, &prob, &err)) != FR_OK) {
@@ -879,6 +886,13 @@ int cmd_allocate(int argc, char **argv)
                 prob.n_dropped, prob.n_dropped == 1 ? "" : "s", prob.dropped_example,
                 prob.n_dropped == 1 ? "has" : "have", fr_metric_name(args.aopt.metric),
                 prob.n_dropped == 1 ? "is" : "are");
+    if (prob.n_fallback)
+        fr_warn("%zu selected tensor%s (e.g. '%s') %s no out_rel_err result (no calibration "
+                "statistics) and %s allocated on %s weight error, alpha x rel_err^2 "
+                "(--sensitivity-reference); %s out_rel_err in the recipe is null",
+                prob.n_fallback, prob.n_fallback == 1 ? "" : "s", prob.fallback_example,
+                prob.n_fallback == 1 ? "has" : "have", prob.n_fallback == 1 ? "is" : "are",
+                prob.n_fallback == 1 ? "its" : "their", prob.n_fallback == 1 ? "its" : "their");
     if (prob.n_unstorable)
         fr_warn("%zu selected tensor%s (e.g. '%s') %s nothing --target %s can store and %s left "
                 "as %s, outside the budget (as --exclude would leave %s)",

@@ -308,6 +308,56 @@ else:
     assert abs(ref - rel) > 1e-3 * rel, (c, rel, ref)   # another configuration: its own output error
 PY
 done
+# a tensor without statistics (here: one module dropped from the file the
+# sweep reads) has no out_rel_err: with --sensitivity-reference it is
+# allocated on its weight error (alpha x rel_err^2, what the rescaled alphas
+# are calibrated to), said in a warning, its recipe entry's out_rel_err null;
+# so uniform int4-g32-asym still predicts what it predicts on rel_err
+python3 - "$calib" "$tmp/cal-missing.safetensors" <<'PY'
+import json, struct, sys
+src, dst = sys.argv[1:]
+b = open(src, "rb").read()
+n = struct.unpack_from("<Q", b)[0]
+head = json.loads(b[8:8 + n])
+drop = "model.layers.1.mlp.down_proj."
+keep = {k: v for k, v in head.items() if not k.startswith(drop)}
+assert len(keep) < len(head)
+out, blobs, off = {}, [], 0
+for k, v in keep.items():
+    if k == "__metadata__":
+        out[k] = v
+        continue
+    lo, hi = v["data_offsets"]
+    blobs.append(b[8 + n + lo:8 + n + hi])
+    out[k] = dict(v, data_offsets=[off, off + hi - lo])
+    off += hi - lo
+h = json.dumps(out).encode()
+h += b" " * (-len(h) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+PY
+expect 0 "$bin" -q sweep "$data/stories260K" --quantizers 'int4-g32-asym,int3-g64-asym' \
+  --calib "$tmp/cal-missing.safetensors" -o "$tmp/cal-missing.h5"
+expect 0 "$bin" allocate "$tmp/cal-missing.h5" --budget 4 --calib "$calib" --metric out_rel_err \
+  --sensitivity-reference int4-g32-asym --no-store -o "$tmp/fallback.json"
+expect_err "1 selected tensor (e.g. 'model.layers.1.mlp.down_proj.weight') has no out_rel_err result (no calibration statistics) and is allocated on its weight error"
+python3 - "$tmp/fallback.json" <<'PY' || fail "the fallback tensor's recipe entry"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = {x["name"]: x for x in r["tensors"]}
+assert len(t) == 36, len(t)  # every tensor allocated, the one without statistics too
+assert t["model.layers.1.mlp.down_proj.weight"]["out_rel_err"] is None, t["model.layers.1.mlp.down_proj.weight"]
+assert all(isinstance(x["out_rel_err"], float) for n, x in t.items() if "layers.1.mlp.down_proj" not in n)
+PY
+expect 0 "$bin" allocate "$tmp/cal-missing.h5" --budget 64 --configs '^int4-g32-asym$' --calib "$calib" --no-store
+p_rel=$(predicted)
+expect 0 "$bin" allocate "$tmp/cal-missing.h5" --budget 64 --configs '^int4-g32-asym$' --calib "$calib" --no-store \
+  --metric out_rel_err --sensitivity-reference int4-g32-asym
+p_ref=$(predicted)
+python3 -c "import sys; r, f = map(float, sys.argv[1:]); assert abs(r - f) <= 1e-5 * r, (r, f)" "$p_rel" "$p_ref" ||
+  fail "with a tensor on its weight error the reference configuration predicts $p_ref, not $p_rel"
+# without --sensitivity-reference such a tensor is left out, as before
+expect 0 "$bin" allocate "$tmp/cal-missing.h5" --budget 4 --calib "$calib" --metric out_rel_err --no-store
+expect_err "has no out_rel_err result and is left out of the allocation"
 expect 2 "$bin" pareto "$tmp/run.h5" --metric bogus
 expect 2 "$bin" pareto "$tmp/run.h5" --by bogus
 expect 2 "$bin" export "$tmp/run.h5" --format bogus -o "$tmp/x"

@@ -182,7 +182,7 @@ int main(void)
             for (int k = 0; k < NT; k++)
                 if (!strcmp(ds.tensors[t].name, names[k]))
                     al_by_tensor[t] = alpha[k];
-        fr_alloc_objective obj = {FR_OBJECTIVE_SENSITIVITY, al_by_tensor, NAN};
+        fr_alloc_objective obj = {FR_OBJECTIVE_SENSITIVITY, al_by_tensor, NAN, 0};
         check_allocation(&ds, &ix, FR_METRIC_REL_ERR, &obj, budget);
         check_allocation(&ds, &ix, FR_METRIC_OUT_REL_ERR, &obj, budget);
     }
@@ -192,7 +192,7 @@ int main(void)
         for (int t = 0; t < NT; t++)
             partial[t] = 1.0;
         partial[1] = NAN; /* dataset position 1: experts.10.gate_proj */
-        fr_alloc_objective obj = {FR_OBJECTIVE_SENSITIVITY, partial, NAN};
+        fr_alloc_objective obj = {FR_OBJECTIVE_SENSITIVITY, partial, NAN, 0};
         fr_alloc_options opt = {FR_METRIC_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 1, NULL};
         fr_alloc_problem prob;
         CHECK(fr_alloc_prepare_objective(&ds, &ix, &opt, &obj, &prob, &err) == FR_E_USAGE);

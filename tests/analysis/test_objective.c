@@ -94,7 +94,7 @@ int main(void)
 
     /* weighted: A is upgraded; predicted KL = 10 x 0.1 + 1 x 0.5 */
     double alpha[2] = {10.0, 1.0};
-    fr_alloc_objective obj = {FR_OBJECTIVE_SENSITIVITY, alpha, NAN};
+    fr_alloc_objective obj = {FR_OBJECTIVE_SENSITIVITY, alpha, NAN, 0};
     CHECK(fr_alloc_prepare_objective(&ds, &ix, &opt, &obj, &prob, &err) == FR_OK);
     CHECK(fr_alloc_solve(&prob, 3.0, &a, &err) == FR_OK);
     CHECK(!strcmp(choice_of(&a, &ds, qa), "int4-g32-sym"));
