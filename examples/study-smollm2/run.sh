@@ -6,7 +6,8 @@
 # matrices, tied token embedding included), frontier's recipe with the
 # measured-sensitivity objective (also without ggml-q4_1, which reproduces
 # the release exactly; and with the calibrated imat-ggml-* configurations of
-# an importance matrix that llama-imatrix computes on the sensitivity text)
+# an importance matrix that llama-imatrix computes on the sensitivity text,
+# on their weight error and on the output error of that matrix's diagonal)
 # and with the weight-error objective, every uniform configuration within
 # the budget, llama-quantize's stock mixes nearest its size and frontier's
 # sensitivity recipe of each mix's size, each quantized by frontier and
@@ -117,13 +118,15 @@ fi
 
 # 3. the sweep: every ggml-* configuration on every matrix of the release,
 #    read directly (its Q4_1 and Q8_0 blocks decoded by frontier), and the
-#    imat-ggml-* ones with the importance matrix
+#    imat-ggml-* ones with the importance matrix, whose diagonal also gives
+#    every row an output error (--diagonal-output-error) for the
+#    calibrated-out candidate
 run=$work/run.h5
 if [ ! -f "$run" ]; then
   q='ggml-*'
   [ -n "$imatrix" ] && q='ggml-*,imat-ggml-*'
   say "sweep --quantizers '$q' (1 min 44 s on 2 cores, 2 min 40 s with imat-ggml-*)"
-  "$frontier" sweep "$model" --quantizers "$q" ${imatrix:+--calib "$imatrix"} -o "$run.tmp" \
+  "$frontier" sweep "$model" --quantizers "$q" ${imatrix:+--calib "$imatrix" --diagonal-output-error} -o "$run.tmp" \
     >"$work/sweep.log" 2>&1 || { tail -5 "$work/sweep.log"; exit 1; }
   mv "$run.tmp" "$run"
 fi
@@ -198,14 +201,20 @@ for b in $budgets; do
   rows=()
   # sensitivity-noq41: the same without ggml-q4_1, which reproduces the
   # release's Q4_1 blocks exactly (error 0 at 5 bits per weight);
-  # calibrated: the imat-ggml-* configurations allowed too
-  for obj in sensitivity error sensitivity-noq41 ${imatrix:+calibrated}; do
+  # calibrated: the imat-ggml-* configurations allowed too; calibrated-out:
+  # the same on the output error of the importance matrix's diagonal, the
+  # alphas rescaled by ggml-q4_0's (rel_err / out_rel_err)^2 (the error
+  # they were measured with); the tied embedding, which has no importance
+  # matrix, on its weight error
+  for obj in sensitivity error sensitivity-noq41 ${imatrix:+calibrated calibrated-out}; do
     r=$work/recipes/$obj-$b.json
     if [ ! -f "$r" ]; then
       allowed='^ggml-'
       case $obj in
         sensitivity) extra=(--calib "$sens" --objective sensitivity) ;;
         calibrated) extra=(--calib "$sens" --objective sensitivity) allowed='^(imat-)?ggml-' ;;
+        calibrated-out) extra=(--calib "$sens" --objective sensitivity --metric out_rel_err
+                               --sensitivity-reference ggml-q4_0) allowed='^(imat-)?ggml-' ;;
         error) extra=(--objective error) ;;
         sensitivity-noq41) extra=(--calib "$sens" --objective sensitivity)
                            allowed='^ggml-(q2_k|q3_k|q4_0|q4_k|q5_.|q6_k|q8_0|iq4_..|mxfp4)$' ;;
@@ -270,7 +279,7 @@ mkdir -p "$work/gguf"
 # frontier's sensitivity and calibrated recipes, the uniform types and the
 # mixes first (the comparison the study is about), then the others; six
 # GGUFs per transformers process (loading torch is not free)
-names=$( (awk -F'\t' 'NR > 1 && ($2 ~ /^frontier \((sensitivity|calibrated)\)$/ || $2 == "uniform" ||
+names=$( (awk -F'\t' 'NR > 1 && ($2 ~ /^frontier \((sensitivity|calibrated|calibrated-out)\)$/ || $2 == "uniform" ||
                                  $2 == "llama-quantize mix") { print $3 }' "$table";
           cut -f3 "$table" | tail -n +2) | awk '!seen[$0]++')
 batch=()

@@ -11,7 +11,8 @@
 #     scored positions and the same release perplexity in every row;
 #   - the rows are there: both frontier recipes, at least one uniform
 #     configuration, at least one stock mix (with llama-imatrix in
-#     LLAMA_BIN also the calibrated recipe and a uniform imat-ggml-* one);
+#     LLAMA_BIN also both calibrated recipes, on the weight error and on the
+#     importance matrix's output error, and a uniform imat-ggml-* one);
 #     frontier's recipes and the uniform ones within 4.5 bits per weight;
 #   - the recipe of the measured sensitivities has a lower KLD than the
 #     weight-error recipe (the objective docs/analysis.md describes; at 4.5
@@ -52,7 +53,7 @@ for key in ("positions", "ppl_release"):
 kinds = {r["candidate"] for r in rows}
 wanted = ["frontier (sensitivity)", "frontier (error)", "uniform", "llama-quantize mix"]
 if sys.argv[2] == "1":  # llama-imatrix built: the calibrated candidates too
-    wanted.append("frontier (calibrated)")
+    wanted += ["frontier (calibrated)", "frontier (calibrated-out)"]
     if not any(r["recipe"].startswith("uniform-imat-ggml-") for r in rows):
         fails.append("no uniform imat-ggml-* row")
 for want in wanted:
@@ -60,7 +61,7 @@ for want in wanted:
         fails.append(f"no {want} row")
 for r in rows:
     if r["candidate"] in ("frontier (sensitivity)", "frontier (error)", "frontier (calibrated)",
-                          "uniform") and \
+                          "frontier (calibrated-out)", "uniform") and \
             f(r, "bits_per_weight") > 4.5 + 1e-9:
         fails.append(f"{r['recipe']}: {r['bits_per_weight']} bits per weight, over 4.5")
 kld = {r["candidate"]: f(r, "mean_kld") for r in rows
