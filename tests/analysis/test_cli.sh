@@ -313,28 +313,8 @@ done
 # allocated on its weight error (alpha x rel_err^2, what the rescaled alphas
 # are calibrated to), said in a warning, its recipe entry's out_rel_err null;
 # so uniform int4-g32-asym still predicts what it predicts on rel_err
-python3 - "$calib" "$tmp/cal-missing.safetensors" <<'PY'
-import json, struct, sys
-src, dst = sys.argv[1:]
-b = open(src, "rb").read()
-n = struct.unpack_from("<Q", b)[0]
-head = json.loads(b[8:8 + n])
-drop = "model.layers.1.mlp.down_proj."
-keep = {k: v for k, v in head.items() if not k.startswith(drop)}
-assert len(keep) < len(head)
-out, blobs, off = {}, [], 0
-for k, v in keep.items():
-    if k == "__metadata__":
-        out[k] = v
-        continue
-    lo, hi = v["data_offsets"]
-    blobs.append(b[8 + n + lo:8 + n + hi])
-    out[k] = dict(v, data_offsets=[off, off + hi - lo])
-    off += hi - lo
-h = json.dumps(out).encode()
-h += b" " * (-len(h) % 8)
-open(dst, "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-PY
+python3 "$here/../calib/safetensors_filter.py" "$calib" "$tmp/cal-missing.safetensors" \
+  --drop '^model\.layers\.1\.mlp\.down_proj\.' || fail "the statistics without one module"
 expect 0 "$bin" -q sweep "$data/stories260K" --quantizers 'int4-g32-asym,int3-g64-asym' \
   --calib "$tmp/cal-missing.safetensors" -o "$tmp/cal-missing.h5"
 expect 0 "$bin" allocate "$tmp/cal-missing.h5" --budget 4 --calib "$calib" --metric out_rel_err \

@@ -7,7 +7,9 @@
 #    order in the lazy updates can flip a code near a rounding boundary, and
 #    these tensors hold only 4k-33k weights, so one flip weighs more than in
 #    gpu.calib's 1e-3; the worst case is printed);
-#  - --tf32: recorded in the devices attribute, out_rel_err within 1e-2.
+#  - --tf32: recorded in the devices attribute, out_rel_err within 1e-2;
+#  - --diagonal-output-error with the act_sq_mean alone: those tensors go to
+#    the CPU executor, rows bit for bit the CPU sweep's.
 # usage: sweep_calib_gpu.sh FRONTIER_BINARY MODEL_DIR [QUANTIZERS [BITS]]
 # (the CPU emulation, gpu_emu.sweep_calib, passes a short list)
 set -u
@@ -93,3 +95,30 @@ print(f"{len(cpu)} rows compared ({n_out} with out_rel_err, {n_gptq} gptq); wors
       f"{worst['tf32_out']:.2e}; {bad} failures")
 sys.exit(1 if bad else 0)
 PY
+# --diagonal-output-error: statistics without a Hessian (the shipped file's
+# act_sq_mean alone, what an importance matrix holds) keep the tensor on the
+# CPU executor under --device cuda too, so the rows equal the CPU sweep's
+# bit for bit, out_rel_err of the diagonal included
+python3 "$(dirname "$0")/../calib/safetensors_filter.py" "$model/calib.safetensors" "$tmp/diag.safetensors" \
+  --keep '\.act_sq_mean$' || { echo "FAIL: diag-only file"; exit 1; }
+dargs=(--quiet sweep "$model" --calib "$tmp/diag.safetensors" --diagonal-output-error
+       --quantizers int4-g128-sym,nf4-g64 --bits "$bits")
+"$frontier" "${dargs[@]}" --device cuda -o "$tmp/dgpu.h5" >/dev/null 2>"$tmp/dgpu.err" ||
+  { echo "FAIL: --diagonal-output-error --device cuda"; cat "$tmp/dgpu.err"; exit 1; }
+"$frontier" "${dargs[@]}" --device cpu -o "$tmp/dcpu.h5" >/dev/null ||
+  { echo "FAIL: --diagonal-output-error --device cpu"; exit 1; }
+python3 - "$tmp/dgpu.h5" "$tmp/dcpu.h5" <<'PY' || exit 1
+import math, sys, h5py
+def rows(p):
+    with h5py.File(p, "r") as f:
+        t = {int(x["tensor_id"]): x["out_error"].decode() for x in f["tensors"][...]}
+        return {(int(r["tensor_id"]), int(r["config_id"])): (r["rel_err"], r["out_sq_err"], r["out_sq_ref"])
+                for r in f["results"][...]}, t
+(g, tg), (c, tc) = rows(sys.argv[1]), rows(sys.argv[2])
+assert g.keys() == c.keys() and len(g) > 0, (len(g), len(c))
+assert tg == tc and set(tg.values()) == {"diagonal"}, set(tg.values())
+for k in g:
+    assert g[k] == c[k] and all(math.isfinite(v) for v in g[k]), (k, g[k], c[k])
+print(f"--diagonal-output-error: {len(g)} rows under --device cuda equal the CPU's bit for bit")
+PY
+echo "sweep_calib_gpu: all checks passed"
