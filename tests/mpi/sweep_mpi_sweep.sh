@@ -58,6 +58,16 @@ if [ -f "$MODEL/calib.safetensors" ]; then
   expect_rc 0 "one process, --calib" -- "$FRONTIER" -q sweep "$MODEL" --calib "$MODEL/calib.safetensors" --bits 4 -o cal.h5
   expect_rc 0 "3 ranks, --calib" -- mpi 3 -q sweep "$MODEL" --calib "$MODEL/calib.safetensors" --bits 4 -o cal3.h5
   same cal.h5 cal3.h5 "3 ranks give the rows of one process (--calib, out_rel_err)"
+  # the diagonal alone with --diagonal-output-error: the option reaches every
+  # rank with the executor settings
+  python3 "$HERE/../calib/safetensors_filter.py" "$MODEL/calib.safetensors" diag.safetensors \
+    --keep '\.act_sq_mean$' || fail "the diagonal-only statistics"
+  D=(--calib diag.safetensors --diagonal-output-error --bits 4)
+  expect_rc 0 "one process, --diagonal-output-error" -- "$FRONTIER" -q sweep "$MODEL" "${D[@]}" -o dcal.h5
+  expect_rc 0 "3 ranks, --diagonal-output-error" -- mpi 3 -q sweep "$MODEL" "${D[@]}" -o dcal3.h5
+  same dcal.h5 dcal3.h5 "3 ranks give the rows of one process (the diagonal's out_rel_err)"
+  python3 -c "import h5py, numpy as np, sys; r = h5py.File(sys.argv[1])['results'][...]; sys.exit(not (len(r) and np.isfinite(r['out_rel_err']).all()))" dcal3.h5 &&
+    pass "every row of the 3-rank run has the diagonal's out_rel_err" || fail "rows without out_rel_err under mpirun"
 fi
 # per-expert statistics of expert stacks ([E, in, in]): each rank takes its
 # expert's slice, as rank 0 planned it
