@@ -94,6 +94,20 @@ static int unit_storable(const fr_alloc_options *opt, const fr_dataset *ds, cons
     return 1;
 }
 
+/* Whether some member has an output error (a finite out_sq_ref) on any
+ * configuration: a tensor's rows all have one or none. */
+static int any_output_error(const fr_alloc_problem *prob, const size_t *members,
+                            size_t n_members)
+{
+    for (size_t m = 0; m < n_members; m++)
+        for (size_t c = 0; c < prob->ds->n_configs; c++) {
+            const fr_ds_result *r = fr_result_at(prob->ix, members[m], c);
+            if (r && !isnan(r->out_sq_ref))
+                return 1;
+        }
+    return 0;
+}
+
 /* Appends the unit of tensors members[0..n_members) (one tensor, or the
  * experts of an expert unit) to prob with its undominated options, by
  * increasing bits: the pinned configuration alone when pinned >= 0 (rule
@@ -156,9 +170,11 @@ static fr_status add_unit(fr_alloc_problem *prob, const fr_selector *sel,
                 at->norm_term = n;
             at->options[at->n_options++] = (fr_alloc_option){c, bits, e, cost};
         }
-        /* no output error anywhere: on its weight error, when asked */
+        /* no output error anywhere: on its weight error, when asked (not
+         * an expert unit some of whose members have one: their alphas
+         * were rescaled for it) */
         if (at->n_options || unstorable || !obj->weight_fallback ||
-            at->metric != FR_METRIC_OUT_REL_ERR)
+            at->metric != FR_METRIC_OUT_REL_ERR || any_output_error(prob, members, n_members))
             break;
         at->metric = FR_METRIC_REL_ERR;
     }

@@ -267,5 +267,63 @@ int main(void)
     }
     fr_result_index_free(&ix);
     fr_dataset_free(&ds);
+
+    /* out_rel_err with the weight-error fallback (allocate
+     * --sensitivity-reference): a unit none of whose members has an output
+     * error is allocated on rel_err, its choices' terms NaN; a unit with an
+     * output error on some members only is left out, since their alphas
+     * were rescaled for it */
+    fx_init(&ds);
+    uint32_t g0 = tensor2d(&ds, names[0], "expert", 8, 8, 1.0);  /* gate_proj: mixed */
+    uint32_t g2 = tensor2d(&ds, names[2], "expert", 8, 8, 1.0);
+    uint32_t d0 = tensor2d(&ds, names[3], "expert", 8, 8, 1.0);  /* down_proj: none */
+    uint32_t d2 = tensor2d(&ds, names[4], "expert", 8, 8, 1.0);
+    uint32_t q = tensor2d(&ds, names[6], "attn_q", 8, 8, 1.0);   /* q: has one */
+    ca = fx_config(&ds, "a", "int", 4);
+    cb = fx_config(&ds, "b", "int", 8);
+    fx_result_out(&ds, g0, ca, 256, 0.1, 0.3, 2.0);
+    fx_result_out(&ds, g0, cb, 512, 0.01, 0.03, 2.0);
+    fx_result(&ds, g2, ca, 256, 0.1);
+    fx_result(&ds, g2, cb, 512, 0.01);
+    fx_result(&ds, d0, ca, 256, 0.2);
+    fx_result(&ds, d0, cb, 512, 0.02);
+    fx_result(&ds, d2, ca, 256, 0.4);
+    fx_result(&ds, d2, cb, 512, 0.04);
+    fx_result_out(&ds, q, ca, 256, 0.1, 0.5, 4.0);
+    fx_result_out(&ds, q, cb, 512, 0.01, 0.05, 4.0);
+    CHECK_OK(fr_result_index_build(&ds, &ix, &err), err);
+    {
+        double ones[5] = {1.0, 1.0, 1.0, 1.0, 1.0};
+        fr_alloc_objective obj = {FR_OBJECTIVE_SENSITIVITY, ones, NAN, 1};
+        fr_alloc_options opt = {FR_METRIC_OUT_REL_ERR, {NULL, NULL, NULL}, 0, NULL, 0, 1, NULL};
+        fr_alloc_problem prob;
+        fr_allocation al;
+        CHECK_OK(fr_alloc_prepare_objective(&ds, &ix, &opt, &obj, &prob, &err), err);
+        CHECK(prob.n_tensors == 2);  /* down_proj on rel_err, q on out_rel_err */
+        CHECK(prob.n_fallback == 1 && prob.n_dropped == 1);
+        CHECK_STR(prob.fallback_example, names[3]);
+        CHECK_STR(prob.dropped_example, names[0]);
+        CHECK(prob.norm_sum == 4.0);  /* q's out_sq_ref alone */
+        CHECK_OK(fr_alloc_solve(&prob, 8.0, &al, &err), err);
+        CHECK_STR(choice_of(&al, &ds, names[3]), "b");
+        CHECK_STR(choice_of(&al, &ds, names[6]), "b");
+        for (size_t i = 0; i < al.n_choices; i++) {
+            int fallback = al.choices[i].tensor != (size_t)(fr_dataset_tensor(&ds, q) - ds.tensors);
+            CHECK(fallback ? isnan(al.choices[i].err_term) && isnan(al.choices[i].norm_term)
+                           : al.choices[i].err_term == 0.05 && al.choices[i].norm_term == 4.0);
+        }
+        /* the predicted KL: 0.02/1 + 0.04/1 (rel_err terms) + 0.05/4 */
+        CHECK(fabs(al.cost_sum - (0.02 + 0.04 + 0.05 / 4.0)) < 1e-15);
+        CHECK(al.err_sum == 0.05);
+        fr_allocation_free(&al);
+        fr_alloc_problem_free(&prob);
+        /* without the fallback both expert units are left out */
+        obj.weight_fallback = 0;
+        CHECK_OK(fr_alloc_prepare_objective(&ds, &ix, &opt, &obj, &prob, &err), err);
+        CHECK(prob.n_tensors == 1 && prob.n_fallback == 0 && prob.n_dropped == 2);
+        fr_alloc_problem_free(&prob);
+    }
+    fr_result_index_free(&ix);
+    fr_dataset_free(&ds);
     return fr_test_finish("test_expert_units");
 }
