@@ -482,11 +482,8 @@ static void print_objective(const allocate_args *args, const fr_alloc_problem *p
         return;
     size_t members = 0, diagonal = 0;
     for (size_t i = 0; i < prob->n_tensors; i++)
-        for (size_t k = 0; k < prob->tensors[i].n_members; k++) {
-            const char *basis = prob->ds->tensors[prob->tensors[i].members[k]].out_error;
-            members++;
-            diagonal += basis && !strcmp(basis, FR_OUT_ERROR_DIAGONAL);
-        }
+        for (size_t k = 0; k < prob->tensors[i].n_members; k++, members++)
+            diagonal += fr_ds_tensor_out_diagonal(&prob->ds->tensors[prob->tensors[i].members[k]]);
     if (diagonal)
         printf("out_rel_err: %zu of %zu tensors from the diagonal of the inputs' second moment "
                "only (sweep --diagonal-output-error: their correlations left out)\n",

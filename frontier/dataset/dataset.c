@@ -109,7 +109,7 @@ size_t fr_dataset_diagonal_out_tensors(const fr_dataset *ds)
 {
     size_t n = 0;
     for (size_t t = 0; t < ds->n_tensors; t++)
-        n += ds->tensors[t].out_error && !strcmp(ds->tensors[t].out_error, FR_OUT_ERROR_DIAGONAL);
+        n += fr_ds_tensor_out_diagonal(&ds->tensors[t]);
     return n;
 }
 

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/error.h"
 
@@ -46,6 +47,12 @@ typedef struct fr_ds_tensor {
 
 #define FR_OUT_ERROR_HESSIAN "hessian"   /* tr(dW H dW^T) */
 #define FR_OUT_ERROR_DIAGONAL "diagonal" /* sum_ij act_sq_mean_j dW_ij^2 (--diagonal-output-error) */
+
+/* Whether t's output error is the diagonal's. */
+static inline int fr_ds_tensor_out_diagonal(const fr_ds_tensor *t)
+{
+    return t->out_error && !strcmp(t->out_error, FR_OUT_ERROR_DIAGONAL);
+}
 
 /* The configuration every tensor of a quantized source has beside the
  * measured ones (docs/quantized-sources.md): the tensor as released, at its

@@ -355,21 +355,6 @@ static fr_status merge_configs(merge *m, const fr_dataset *d, const char *name, 
     return FR_OK;
 }
 
-
-/* *dst (a string the out table owns, "") takes a copy of src when src is
- * not empty: a field a file from before it lacks, filled from another.
- * -1 without memory. */
-static int adopt(char **dst, const char *src)
-{
-    if (!src[0])
-        return 0;
-    char *copy = strdup(src);
-    if (!copy)
-        return -1;
-    free(*dst);
-    *dst = copy;
-    return 0;
-}
 /* Afterwards every tensor of d is in out and tensor_map[row] is its out
  * id; the same tensor with another dtype, shape or sq_norm fails with
  * FR_E_MISMATCH. A sq_norm the out tensor lacks is taken from d. */
@@ -397,8 +382,9 @@ static fr_status merge_tensors(merge *m, const fr_dataset *d, const char *name, 
             /* how the source stores it: files from before the fields lack it */
             if (!o->stored_bits)
                 o->stored_bits = ten->stored_bits;
-            if (!o->source_format[0] && adopt(&o->source_format, ten->source_format) != 0)
-                return fr_fail(err, FR_E_NOMEM, "out of memory");
+            if (!o->source_format[0] && ten->source_format[0] &&
+                (st = fr_dataset_set_string(&o->source_format, ten->source_format, err)) != FR_OK)
+                return st;
             /* the output error's basis: a tensor's rows of two runs must not
              * mix a Hessian's traces with a diagonal's ("" has none, or is
              * from before the field) */
@@ -408,8 +394,9 @@ static fr_status merge_tensors(merge *m, const fr_dataset *d, const char *name, 
                                "the %s in '%s' (sweep both with or both without "
                                "--diagonal-output-error)",
                                ten->name, o->out_error, m->tensor_from[at], ten->out_error, name);
-            if (!o->out_error[0] && adopt(&o->out_error, ten->out_error) != 0)
-                return fr_fail(err, FR_E_NOMEM, "out of memory");
+            if (!o->out_error[0] && ten->out_error[0] &&
+                (st = fr_dataset_set_string(&o->out_error, ten->out_error, err)) != FR_OK)
+                return st;
             if (isnan(o->sq_norm))
                 o->sq_norm = ten->sq_norm;
             else if (!isnan(ten->sq_norm) && !fr_metric_agrees(o->sq_norm, ten->sq_norm))

@@ -98,27 +98,19 @@ static void fail_outcome(fr_sweep_outcome *o, fr_status st, const char *fmt, ...
     o->status = st;
 }
 
-/* Which output error a tensor gets (docs/calibration.md): the trace with
- * its Hessian, with only the diagonal (act_sq_mean; --diagonal-output-error
- * on statistics without a Hessian), or none. */
-enum { OUT_NONE, OUT_HESSIAN, OUT_DIAGONAL };
-
-static int out_kind(const fr_sweep_item *it, const fr_executor_options *opt)
+/* The item's output error basis (executor.h: fr_out_basis_of). */
+static fr_out_basis out_kind(const fr_sweep_item *it, const fr_executor_options *opt)
 {
-    if (!it->calib || it->calib->cols != it->cols)
-        return OUT_NONE;
-    if (it->calib->hessian)
-        return OUT_HESSIAN;
-    return opt->diagonal_output_error && it->calib->act_mean_sq ? OUT_DIAGONAL : OUT_NONE;
+    return fr_out_basis_of(it->calib, it->cols, opt->diagonal_output_error);
 }
 
 /* Adds the output error term of rows x cols of w (against w_hat, or w's
- * own term when w_hat is NULL) to *out, as out_kind says. */
-static fr_status out_accumulate(const fr_sweep_item *it, int kind, const float *w,
+ * own term when w_hat is NULL) to *out, on the basis kind. */
+static fr_status out_accumulate(const fr_sweep_item *it, fr_out_basis kind, const float *w,
                                 const float *w_hat, int64_t rows, fr_pool *pool, double *out,
                                 fr_error *err)
 {
-    if (kind == OUT_HESSIAN)
+    if (kind == FR_OUT_HESSIAN)
         return fr_output_error_accumulate(w, w_hat, rows, it->cols, it->calib->hessian, pool,
                                           out, err);
     return fr_output_error_diag_accumulate(w, w_hat, rows, it->cols, it->calib->act_mean_sq,
@@ -189,8 +181,8 @@ static void run_job(const batch *b, const job *jb, fr_sweep_outcome *o, fr_pool 
     }
     /* the output error on the calibration inputs (docs/formats.md) */
     const double out_ref = b->load[jb->item - b->first].out_ref;
-    const int kind = out_kind(it, b->opt);
-    if (kind != OUT_NONE && !isnan(out_ref)) {
+    const fr_out_basis kind = out_kind(it, b->opt);
+    if (kind != FR_OUT_NONE && !isnan(out_ref)) {
         o->out_sq_err = 0.0;
         if (out_accumulate(it, kind, w, w_hat, it->rows, pool, &o->out_sq_err, &serr) != FR_OK) {
             fail_outcome(o, serr.code, "config '%s' on tensor '%s': %s", ref->cfg->name,
@@ -293,8 +285,8 @@ static void load_item(const batch *b, size_t k, fr_pool *pool, frontier_error_su
     if (st == FR_OK)
         examine_item(it, ld);
     /* the reference term of the output error, once per tensor */
-    const int kind = out_kind(it, b->opt);
-    if (st == FR_OK && kind != OUT_NONE) {
+    const fr_out_basis kind = out_kind(it, b->opt);
+    if (st == FR_OK && kind != FR_OUT_NONE) {
         ld->out_ref = 0.0;
         st = out_accumulate(it, kind, ld->w, NULL, it->rows, pool, &ld->out_ref, &err);
         if (st != FR_OK) {
@@ -426,7 +418,8 @@ typedef struct blocked {
     frontier_error_sums norm;
     fr_error err;              /* a reader's or a reduction's failure */
     int64_t multiple, block, first_bad, n_nan, n_inf;
-    int needs_range, with_out;
+    int needs_range;
+    fr_out_basis with_out;     /* the output error's basis, FR_OUT_NONE: none */
     float lo, hi;
     double out_ref;
     fr_scale_rule *rules;

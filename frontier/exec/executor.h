@@ -117,4 +117,21 @@ typedef struct fr_executor_options {
     int diagonal_output_error;
 } fr_executor_options;
 
+/* What a tensor's output error is computed with (docs/calibration.md): the
+ * trace with its Hessian, the diagonal alone (act_mean_sq, under
+ * --diagonal-output-error, for statistics without a Hessian), or nothing.
+ * The CPU executor computes by it and the sweep's plan records it on the
+ * tensor's /tensors row, so the two cannot disagree. */
+typedef enum { FR_OUT_NONE = 0, FR_OUT_HESSIAN, FR_OUT_DIAGONAL } fr_out_basis;
+
+static inline fr_out_basis fr_out_basis_of(const frontier_calib *calib, int64_t cols,
+                                           int diagonal_output_error)
+{
+    if (!calib || calib->cols != cols)
+        return FR_OUT_NONE;
+    if (calib->hessian)
+        return FR_OUT_HESSIAN;
+    return diagonal_output_error && calib->act_mean_sq ? FR_OUT_DIAGONAL : FR_OUT_NONE;
+}
+
 #endif

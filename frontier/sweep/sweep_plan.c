@@ -432,12 +432,7 @@ static fr_status set_out_error(builder *b, fr_ds_tensor *row, const char *basis,
                        b->sc->output, row->name, row->out_error, basis);
     if (!basis[0])
         return FR_OK; /* no output error now: the rows there keep theirs */
-    char *copy = strdup(basis);
-    if (!copy)
-        return fr_fail(err, FR_E_NOMEM, "out of memory");
-    free(row->out_error);
-    row->out_error = copy;
-    return FR_OK;
+    return fr_dataset_set_string(&row->out_error, basis, err);
 }
 
 /* Each planned tensor's statistics from the calibration file (core/calib.h:
@@ -483,13 +478,14 @@ static fr_status attach_calibration(builder *b, fr_error *err)
         it->calib = &b->p->entries[k].calib;
         n_found++;
         n_hessian += cs.calib.hessian != NULL;
-        /* what its output error is computed with, on its /tensors row (the
-         * executors decide the same way: frontier/exec/exec_cpu.c) */
-        const char *basis = cs.calib.hessian ? FR_OUT_ERROR_HESSIAN
-                            : b->sc->diagonal_output_error && cs.calib.act_mean_sq
-                                ? FR_OUT_ERROR_DIAGONAL
-                                : "";
-        n_diagonal += !strcmp(basis, FR_OUT_ERROR_DIAGONAL);
+        /* what its output error is computed with, on its /tensors row: the
+         * executor's own rule (fr_out_basis_of) */
+        const fr_out_basis kind =
+            fr_out_basis_of(it->calib, it->cols, b->sc->diagonal_output_error);
+        const char *basis = kind == FR_OUT_HESSIAN    ? FR_OUT_ERROR_HESSIAN
+                            : kind == FR_OUT_DIAGONAL ? FR_OUT_ERROR_DIAGONAL
+                                                      : "";
+        n_diagonal += kind == FR_OUT_DIAGONAL;
         if ((st = set_out_error(b, &b->ds->tensors[e->ds_tensor], basis, err)) != FR_OK)
             goto done;
     }
@@ -507,17 +503,14 @@ static fr_status attach_calibration(builder *b, fr_error *err)
                 fr_calib_path(b->p->calib), n_unmatched, list,
                 used + 80 >= sizeof list ? ", ..." : "");
     }
+    char diagonal[96] = "";
     if (b->sc->diagonal_output_error)
-        fr_info("calibration statistics '%s' (%lld tokens): %zu of %zu tensors, %zu with a "
-                "Hessian (out_rel_err), %zu with its diagonal only (out_rel_err of the "
-                "diagonal, --diagonal-output-error)",
-                fr_calib_path(b->p->calib), (long long)fr_calib_token_count(b->p->calib), n_found,
-                b->p->n_items, n_hessian, n_diagonal);
-    else
-        fr_info("calibration statistics '%s' (%lld tokens): %zu of %zu tensors, %zu with a "
-                "Hessian (out_rel_err)",
-                fr_calib_path(b->p->calib), (long long)fr_calib_token_count(b->p->calib), n_found,
-                b->p->n_items, n_hessian);
+        snprintf(diagonal, sizeof diagonal, ", %zu with its diagonal only (out_rel_err of the "
+                 "diagonal, --diagonal-output-error)", n_diagonal);
+    fr_info("calibration statistics '%s' (%lld tokens): %zu of %zu tensors, %zu with a Hessian "
+            "(out_rel_err)%s",
+            fr_calib_path(b->p->calib), (long long)fr_calib_token_count(b->p->calib), n_found,
+            b->p->n_items, n_hessian, diagonal);
 done:
     free(names);
     free(unmatched);
