@@ -30,6 +30,13 @@ The calibration tokens come from one of:
                     the BOS id of config.json (1 if it has none) and goes on
                     by plain multinomial sampling at --temperature (no top-k,
                     no top-p) from a torch.Generator seeded with --seed.
+                    On the CPU the draws are float64 on the CPU, --batch-size
+                    sequences at a time; on a GPU the softmax and the draws
+                    stay on the device (its generator, seeded with --seed),
+                    and --sample-batch sequences (default: all of them, up
+                    to 256, as memory allows) are generated together, since
+                    a generation step costs about the same for one sequence
+                    or hundreds there. The two give different sequences.
 
 Why self-sampling is the default: it needs nothing but the model folder
 (no data set to download, no tokenizer: stories260K ships none), and the
@@ -117,7 +124,10 @@ software, writes the same bytes (CPU, float32, --threads torch threads,
 default 1, eager attention, seeded sampling; the safetensors header is
 written with its keys in a fixed order; in both sensitivity modes, with the
 same --batch-size and --sensitivity-batch). Another CPU or another torch
-version may change float32 rounding and with it the last bits.
+version may change float32 rounding and with it the last bits. On a GPU
+the same holds for the same card and software (cuBLAS with a fixed
+workspace), and the sampling sentence of the metadata says that the draws
+were made there and how many sequences a batch held.
 
 Mixture-of-experts models (Mixtral, Qwen2-MoE, Qwen3-MoE and the other
 transformers-5 families whose experts are one module with 3-D parameters
@@ -258,29 +268,44 @@ def read_text_file(path, model_dir, seq_len):
 
 
 @torch.no_grad()
-def sample_sequences(model, n, seq_len, temperature, seed, bos, batch):
-    """n sequences of seq_len ids: bos, then multinomial samples at temperature."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+def sample_sequences(model, n, seq_len, temperature, seed, bos, batch, log=None):
+    """n sequences of seq_len ids: bos, then multinomial samples at temperature.
+
+    On the CPU the probabilities are float64 and the draws come from one CPU
+    torch.Generator seeded with seed, batch sequences at a time (the bytes of
+    the shipped files depend on it). On a GPU the softmax and the draws stay
+    on the device (a generator of that device seeded with seed): nothing but
+    the chosen ids crosses to the host, once a batch, and a batch may hold
+    every sequence, since one generation step costs about the same for 1 or
+    256 sequences there. log(step, steps, batch_index, n_batches) is called
+    after every step."""
     device = next(model.parameters()).device
+    on_cpu = device.type == "cpu"
+    gen = torch.Generator(device="cpu" if on_cpu else device).manual_seed(seed)
     # transformers 5 renamed past_key_values to cache; older versions know only the former.
     cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     out = []
-    for start in range(0, n, batch):
+    n_batches = (n + batch - 1) // batch
+    for bi, start in enumerate(range(0, n, batch)):
         b = min(batch, n - start)
-        ids = torch.full((b, 1), bos, dtype=torch.long, device=device)
+        ids = torch.full((b, seq_len), bos, dtype=torch.long, device=device)
         past = None
-        step_in = ids
-        for _ in range(seq_len - 1):
+        step_in = ids[:, :1]
+        for t in range(1, seq_len):
             r = model(input_ids=step_in, use_cache=True, **{cache_kw: past})
             past = r["cache"] if "cache" in r.keys() else r["past_key_values"]
-            logits = r.logits[:, -1, :].double().cpu()
+            logits = r.logits[:, -1, :].double()
+            if on_cpu:
+                logits = logits.cpu()
             if temperature == 0:
                 nxt = logits.argmax(dim=-1, keepdim=True)
             else:
                 probs = torch.softmax(logits / temperature, dim=-1)
                 nxt = torch.multinomial(probs, 1, generator=gen)
             step_in = nxt.to(device)
-            ids = torch.cat([ids, step_in], dim=1)
+            ids[:, t:t + 1] = step_in
+            if log:
+                log(t, seq_len - 1, bi, n_batches)
         out.extend(ids.cpu().tolist())
     return out
 
@@ -472,6 +497,22 @@ def choose_stats_device(requested, device, n_ins, diag_only, batch_tokens, vocab
     print(f"capture.py: {need / 1e9:.1f} GB of float64 sums on {where} ({device}: {free / 1e9:.1f} GB free, "
           f"{reserve / 1e9:.1f} GB kept for a batch)", file=sys.stderr, flush=True)
     return where, need
+
+
+def gpu_sample_batch(cfg, n, seq_len, dtype, device):
+    """Sequences to sample together on a GPU: all n when their key-value cache
+    and float64 logits take at most a quarter of the free memory, never more
+    than 256; fewer otherwise (at least 1)."""
+    layers = getattr(cfg, "num_hidden_layers", None)
+    heads = getattr(cfg, "num_attention_heads", None)
+    kv = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or (cfg.hidden_size // heads if heads else None)
+    if not (layers and kv and head_dim):
+        return min(n, 16)
+    elem = torch.finfo(dtype).bits // 8
+    per_seq = seq_len * layers * 2 * kv * head_dim * elem + 3 * cfg.vocab_size * 8
+    free, _ = torch.cuda.mem_get_info(device) if device.type == "cuda" else (per_seq * 4 * 16, 0)
+    return max(1, min(n, 256, free // 4 // per_seq))
 
 
 def fit_slope_through_origin(x, y):
@@ -797,6 +838,10 @@ def main():
     ap.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0; 0 = greedy)")
     ap.add_argument("--seed", type=int, default=1234, help="sampling seed (default 1234)")
     ap.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass (default 16)")
+    ap.add_argument("--sample-batch", type=int, default=0,
+                    help="self-sampling: sequences generated together (default 0: --batch-size on "
+                         "the CPU; on a GPU as many as fit a quarter of its free memory, at most "
+                         "256, the draws made there)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, for identical bytes)")
     ap.add_argument("--device", default="cpu", help="torch device (default cpu)")
     ap.add_argument("--stats-device", default="auto",
@@ -874,8 +919,9 @@ def main():
     if args.seq_len < 1 or (max_pos and args.seq_len > max_pos):
         sys.exit(f"capture.py: --seq-len {args.seq_len} must be 1..{max_pos}")
     if args.temperature < 0 or (args.n_sequences is not None and args.n_sequences < 1) \
-            or args.batch_size < 1 or args.threads < 1:
-        sys.exit("capture.py: --temperature must be >= 0, --n-sequences, --batch-size and --threads >= 1")
+            or args.batch_size < 1 or args.threads < 1 or args.sample_batch < 0:
+        sys.exit("capture.py: --temperature must be >= 0, --n-sequences, --batch-size and --threads >= 1, "
+                 "--sample-batch >= 0 (0: automatic)")
 
     # The calibration sequences.
     if args.text:
@@ -887,9 +933,25 @@ def main():
     else:
         bos = cfg.bos_token_id if isinstance(getattr(cfg, "bos_token_id", None), int) else 1
         n = 64 if args.n_sequences is None else args.n_sequences
+        sample_batch = args.sample_batch or (args.batch_size if on_cpu else
+                                             gpu_sample_batch(cfg, n, args.seq_len, dtype,
+                                                              next(model.parameters()).device))
+        t_samp, last = time.time(), [time.time()]
+
+        def sampled(t, steps, bi, nb):   # a line at most every 30 s, and the rate
+            now = time.time()
+            if now - last[0] >= 30 or (t == steps and bi == nb - 1 and now - t_samp >= 30):
+                last[0] = now
+                done = bi * steps + t
+                print(f"capture.py: sampling {n} x {args.seq_len} tokens ({sample_batch} a batch): "
+                      f"batch {bi + 1}/{nb}, step {t}/{steps}, {(now - t_samp) / done * 1e3:.1f} ms a step, "
+                      f"{now - t_samp:.0f} s", file=sys.stderr, flush=True)
         seqs = sample_sequences(model, n, args.seq_len, args.temperature, args.seed, bos,
-                                args.batch_size)
+                                sample_batch, log=sampled)
+        times["sampling"] = time.time() - t_samp
         sampling = f"self-sampled, temperature {args.temperature}, seed {args.seed}"
+        if not on_cpu:   # the CPU's sentence is unchanged: the shipped files' bytes
+            sampling += f", drawn on {args.device} ({sample_batch} sequences a batch)"
     if args.n_sequences is not None and (args.text or args.tokens):
         seqs = seqs[:args.n_sequences]
     vocab = cfg.vocab_size
@@ -899,7 +961,7 @@ def main():
             sys.exit(f"capture.py: token id {bad[0]} is outside the vocabulary (0..{vocab - 1})")
     if not seqs:
         sys.exit("capture.py: no calibration tokens")
-    times["tokens"] = time.time() - t0 - times["load"]
+    times["tokens"] = time.time() - t0 - times["load"] - times.get("sampling", 0.0)
     t_stats = time.time()
 
     # Hooks on every nn.Linear (lm_head included, tied or not). Modules fed
