@@ -8,8 +8,10 @@
  * evaluate (built-in, data-free), those a quantizer evaluates through its own
  * sweep_cuda / quantize_cuda (plugins, and built-in host families with a
  * CUDA path such as gptq), and the rest, which go to fr_exec_cpu at the end
- * (CPU-only quantizers, statistics without a Hessian, calibrated tensors
- * over the staging cap). A tensor with a Hessian also gets its output-error
+ * (CPU-only quantizers, the diagonal output term of --diagonal-output-error,
+ * calibrated tensors over the staging cap). Statistics without a Hessian
+ * and no output term stay on the host, where imat- and imat-ggml- read
+ * them as their CPU paths do. A tensor with a Hessian also gets its output-error
  * terms here (docs/gpu.md, "Output error"): tr(W H W^T) once, and for every
  * configuration the family's quantize_cuda, then tr(dW H dW^T) with cuBLAS
  * (kernels/outerr.h); the error sums stay the fused sweep's.
@@ -188,13 +190,20 @@ static int fr_x_device_dtype(fr_dtype dt, int *dev, size_t *esize)
 /* A quantizer's configurations run through its own CUDA functions when it
  * has them; on a calibrated tensor only through quantize_cuda (the output
  * error needs w^), and a quantizer that needs statistics only there. */
-static int fr_x_plugin_gpu(const frontier_quantizer *q, int calib_gpu)
+/* Whether configuration of q runs through its own CUDA functions on this
+ * tensor: calib_gpu, a Hessian on the device (the output term needs w^, so
+ * quantize_cuda); host_stats, statistics without a Hessian and no output
+ * term, which a quantizer needing activation statistics reads on the host
+ * as its CPU path does (imat-, imat-ggml-: the same weights, bit for bit). */
+static int fr_x_plugin_gpu(const frontier_quantizer *q, int calib_gpu, int host_stats)
 {
     if (!fr_quantizer_has_cuda(q))
         return 0;
-    if (!calib_gpu)
-        return !(q->flags & (FRONTIER_Q_NEEDS_HESSIAN | FRONTIER_Q_NEEDS_ACT_STATS));
-    return FR_QUANTIZER_HAS(q, quantize_cuda) && q->quantize_cuda != NULL;
+    if (calib_gpu)
+        return FR_QUANTIZER_HAS(q, quantize_cuda) && q->quantize_cuda != NULL;
+    if (q->flags & FRONTIER_Q_NEEDS_HESSIAN)
+        return 0;
+    return !(q->flags & FRONTIER_Q_NEEDS_ACT_STATS) || host_stats;
 }
 
 static fr_status fr_x_classify(fr_x *X, fr_error *err)
@@ -221,10 +230,16 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
             return fr_fail(err, FR_E_NOMEM, "cannot allocate the cuda executor's plan");
         const fr_tensor *t = it->tensor;
         /* with a Hessian the output error runs on the GPU too (cuBLAS; OpenBLAS
-         * in the emulation); other statistics keep the tensor on the CPU */
-        xi->calib_gpu = it->calib && it->calib->hessian && it->calib->cols == it->cols &&
-                        fr_cuda_blas_available();
-        int gpu_ok = (it->calib == NULL || xi->calib_gpu) && it->rows > 0 && it->cols > 0;
+         * in the emulation); statistics without one and no output term (an
+         * importance matrix, --diag-only) stay on the host, read there by the
+         * quantizers that need them; the diagonal output term
+         * (--diagonal-output-error) keeps the tensor on the CPU */
+        const fr_out_basis basis =
+            fr_out_basis_of(it->calib, it->cols, X->opt->diagonal_output_error);
+        xi->calib_gpu = basis == FR_OUT_HESSIAN && fr_cuda_blas_available();
+        const int host_stats = it->calib && basis == FR_OUT_NONE && it->calib->cols == it->cols;
+        int gpu_ok = (it->calib == NULL || xi->calib_gpu || host_stats) && it->rows > 0 &&
+                     it->cols > 0;
         if (gpu_ok) {
             if (t->encoding == FR_ENC_SYNTHETIC) {
                 fr_error e;
@@ -250,7 +265,7 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
             const fr_config_ref *ref = it->configs[c];
             if (gpu_ok && fr_kspec_of_ref(X->reg, ref, &xi->specs[xi->n_fused])) {
                 xi->fused_idx[xi->n_fused++] = c;
-            } else if (gpu_ok && fr_x_plugin_gpu(fr_config_quantizer(X->reg, ref), xi->calib_gpu) &&
+            } else if (gpu_ok && fr_x_plugin_gpu(fr_config_quantizer(X->reg, ref), xi->calib_gpu, host_stats) &&
                        /* --isolate-plugins: plugins run their CPU path, in a child */
                        !(X->reg->isolate_timeout_s > 0 &&
                          strcmp(fr_config_origin(X->reg, ref), FR_ORIGIN_BUILTIN) != 0)) {

@@ -113,7 +113,7 @@ typedef struct fr_executor_options {
     /* --diagonal-output-error: a tensor whose statistics have no Hessian but
      * act_mean_sq gets out_sq_err = sum_ij act_mean_sq_j dW_ij^2 (and the
      * reference term likewise) instead of NaN; on the CPU (the CUDA executor
-     * hands statistics without a Hessian to it). docs/calibration.md */
+     * hands such tensors to it). docs/calibration.md */
     int diagonal_output_error;
 } fr_executor_options;
 

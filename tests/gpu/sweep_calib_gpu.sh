@@ -9,7 +9,9 @@
 #    gpu.calib's 1e-3; the worst case is printed);
 #  - --tf32: recorded in the devices attribute, out_rel_err within 1e-2;
 #  - --diagonal-output-error with the act_sq_mean alone: those tensors go to
-#    the CPU executor, rows bit for bit the CPU sweep's.
+#    the CPU executor, rows bit for bit the CPU sweep's;
+#  - the act_sq_mean alone without it: the tensors stay on the GPU, imat- and
+#    imat-ggml- rows bit for bit the CPU's, the data-free ones within 1e-6.
 # usage: sweep_calib_gpu.sh FRONTIER_BINARY MODEL_DIR [QUANTIZERS [BITS]]
 # (the CPU emulation, gpu_emu.sweep_calib, passes a short list)
 set -u
@@ -120,5 +122,39 @@ assert tg == tc and set(tg.values()) == {"diagonal"}, set(tg.values())
 for k in g:
     assert g[k] == c[k] and all(math.isfinite(v) for v in g[k]), (k, g[k], c[k])
 print(f"--diagonal-output-error: {len(g)} rows under --device cuda equal the CPU's bit for bit")
+PY
+# the same statistics without --diagonal-output-error (no output term): the
+# tensors stay on the GPU, imat- and imat-ggml- reading act_sq_mean on the
+# host as their CPU paths do (their rows the CPU's bit for bit), the
+# data-free kernels' rel_err within 1e-6, out_rel_err NaN on both
+nargs=(--quiet sweep "$model" --calib "$tmp/diag.safetensors"
+       --quantizers int4-g128-sym,nf4-g64,imat-int4-g128-sym,imat-ggml-q4_k,imat-ggml-iq4_nl --bits 2..8)
+"$frontier" "${nargs[@]}" --device cuda -o "$tmp/ngpu.h5" >/dev/null 2>"$tmp/ngpu.err" ||
+  { echo "FAIL: statistics without a Hessian, --device cuda"; cat "$tmp/ngpu.err"; exit 1; }
+"$frontier" "${nargs[@]}" --device cpu -o "$tmp/ncpu.h5" >/dev/null ||
+  { echo "FAIL: statistics without a Hessian, --device cpu"; exit 1; }
+python3 - "$tmp/ngpu.h5" "$tmp/ncpu.h5" <<'PY' || exit 1
+import math, sys, h5py
+def rows(p):
+    with h5py.File(p, "r") as f:
+        cfg = {int(c["config_id"]): c["name"].decode() for c in f["configs"][...]}
+        return {(int(r["tensor_id"]), cfg[int(r["config_id"])]):
+                (float(r["rel_err"]), float(r["out_rel_err"]), r["device"].decode())
+                for r in f["results"][...]}
+g, c = rows(sys.argv[1]), rows(sys.argv[2])
+assert g.keys() == c.keys() and len(g) > 0, (len(g), len(c))
+names = {k[1] for k in g}
+assert {"imat-int4-g128-sym", "imat-ggml-q4_k", "imat-ggml-iq4_nl"} <= names, names
+bad = 0
+for k in g:
+    (rg, og, dg), (rc, oc, _) = g[k], c[k]
+    exact = k[1].startswith("imat-")
+    ok = dg.startswith("cuda:") and math.isnan(og) and math.isnan(oc) and \
+        (rg == rc if exact else abs(rg - rc) <= 1e-6 * rc)
+    if not ok:
+        print(f"FAIL: {k}: cuda {g[k]}, cpu {c[k]}"); bad += 1
+print(f"statistics without a Hessian: {len(g)} rows on the GPU ({sum(k[1].startswith('imat-') for k in g)} "
+      f"imat rows bit for bit); {bad} failures")
+sys.exit(1 if bad else 0)
 PY
 echo "sweep_calib_gpu: all checks passed"
