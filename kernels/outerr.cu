@@ -88,16 +88,10 @@ static __global__ void fr_kout_diff(const void *w, int dtype, const float *w_hat
     }
 }
 
-/* part[block] = sum over the block's strided elements of (double)d * g,
- * a fixed order per thread and a fixed tree per block. */
-static __global__ void __launch_bounds__(FR_KOUT_THREADS)
-fr_kout_partial(const float *d, const float *g, int64_t n, double *part)
+/* part[block] = the block's acc values added by a fixed tree. */
+static __device__ void fr_kout_block_sum(double acc, double *part)
 {
     __shared__ double s[FR_KOUT_THREADS];
-    double acc = 0.0;
-    for (int64_t i = (int64_t)blockIdx.x * FR_KOUT_THREADS + threadIdx.x; i < n;
-         i += (int64_t)FR_KOUT_GRID * FR_KOUT_THREADS)
-        acc += (double)d[i] * (double)g[i];
     s[threadIdx.x] = acc;
     __syncthreads();
     for (int k = FR_KOUT_THREADS / 2; k > 0; k >>= 1) {
@@ -107,6 +101,18 @@ fr_kout_partial(const float *d, const float *g, int64_t n, double *part)
     }
     if (threadIdx.x == 0)
         part[blockIdx.x] = s[0];
+}
+
+/* part[block] = sum over the block's strided elements of (double)d * g,
+ * a fixed order per thread and a fixed tree per block. */
+static __global__ void __launch_bounds__(FR_KOUT_THREADS)
+fr_kout_partial(const float *d, const float *g, int64_t n, double *part)
+{
+    double acc = 0.0;
+    for (int64_t i = (int64_t)blockIdx.x * FR_KOUT_THREADS + threadIdx.x; i < n;
+         i += (int64_t)FR_KOUT_GRID * FR_KOUT_THREADS)
+        acc += (double)d[i] * (double)g[i];
+    fr_kout_block_sum(acc, part);
 }
 
 /* part[GRID] (the running total, chunk after chunk) += fixed tree of the partials. */
@@ -159,6 +165,41 @@ extern "C" fr_status fr_cuda_output_term(fr_cuda_blas *b, const void *w, int dty
                                                                                    b->part));
         FR_LAUNCH(fr_kout_total<<<1, FR_KOUT_THREADS, 0, b->stream>>>(b->part, r0 == 0));
     }
+    FR_CU(cudaMemcpyAsync(out, b->part + FR_KOUT_GRID, sizeof(double), cudaMemcpyDeviceToHost,
+                          b->stream));
+    FR_CU(cudaStreamSynchronize(b->stream));
+cleanup:
+    return st;
+}
+
+/* part[block] = sum over the block's strided elements of diag_j (w - w_hat)^2
+ * (the difference in float32, as fr_kout_diff; the terms in double), a fixed
+ * order per thread and a fixed tree per block. */
+static __global__ void __launch_bounds__(FR_KOUT_THREADS)
+fr_kout_diag_partial(const void *w, int dtype, const float *w_hat, const float *diag,
+                     int64_t cols, int64_t n, double *part)
+{
+    double acc = 0.0;
+    for (int64_t i = (int64_t)blockIdx.x * FR_KOUT_THREADS + threadIdx.x; i < n;
+         i += (int64_t)FR_KOUT_GRID * FR_KOUT_THREADS) {
+        const float x = fr_kload1(w, dtype, i);
+        const float d = w_hat ? x - w_hat[i] : x;
+        acc += (double)diag[i % cols] * ((double)d * (double)d);
+    }
+    fr_kout_block_sum(acc, part);
+}
+
+extern "C" fr_status fr_cuda_output_term_diag(fr_cuda_blas *b, const void *w, int dtype,
+                                              const float *w_hat, int64_t rows, int64_t cols,
+                                              const float *diag, double *out, fr_error *err)
+{
+    fr_status st = FR_OK;
+    *out = 0.0;
+    if (rows <= 0 || cols <= 0)
+        return FR_OK;
+    FR_LAUNCH(fr_kout_diag_partial<<<FR_KOUT_GRID, FR_KOUT_THREADS, 0, b->stream>>>(
+        w, dtype, w_hat, diag, cols, rows * cols, b->part));
+    FR_LAUNCH(fr_kout_total<<<1, FR_KOUT_THREADS, 0, b->stream>>>(b->part, 1));
     FR_CU(cudaMemcpyAsync(out, b->part + FR_KOUT_GRID, sizeof(double), cudaMemcpyDeviceToHost,
                           b->stream));
     FR_CU(cudaStreamSynchronize(b->stream));
@@ -232,6 +273,31 @@ extern "C" fr_status fr_cuda_output_term(fr_cuda_blas *b, const void *w, int dty
         double sum = 0.0;
         for (int64_t i = 0; i < nr * cols; i++)
             sum += (double)b->d[i] * (double)b->g[i];
+        *out += sum;
+    }
+cleanup:
+    return st;
+}
+
+/* The CPU's order (frontier/exec/metrics.c): each chunk of 64 rows
+ * (FR_OUTPUT_ROWS there) summed in element order, the chunks added in
+ * order, so the emulation's rows are the CPU's bit for bit. */
+#define FR_KOUT_CPU_ROWS 64
+extern "C" fr_status fr_cuda_output_term_diag(fr_cuda_blas *b, const void *w, int dtype,
+                                              const float *w_hat, int64_t rows, int64_t cols,
+                                              const float *diag, double *out, fr_error *err)
+{
+    fr_status st = FR_OK;
+    *out = 0.0;
+    FR_CU(cudaStreamSynchronize(b->stream));
+    for (int64_t r0 = 0; r0 < rows; r0 += FR_KOUT_CPU_ROWS) {
+        const int64_t end = (rows - r0 < FR_KOUT_CPU_ROWS ? rows : r0 + FR_KOUT_CPU_ROWS) * cols;
+        double sum = 0.0;
+        for (int64_t i = r0 * cols; i < end; i++) {
+            const float x = fr_kload1(w, dtype, i);
+            const float d = w_hat ? x - w_hat[i] : x;
+            sum += (double)diag[i % cols] * ((double)d * (double)d);
+        }
         *out += sum;
     }
 cleanup:

@@ -48,6 +48,17 @@ fr_status fr_cuda_output_term(fr_cuda_blas *b, const void *w, int dtype, const f
                               int64_t rows, int64_t cols, const float *h, double *out,
                               fr_error *err);
 
+/*
+ * *out = sum_ij diag_j (w - w_hat)_ij^2 (w_hat NULL: w), the output term of
+ * statistics without a Hessian (sweep --diagonal-output-error); diag the
+ * device float32 [cols] act_sq_mean. The terms as the CPU forms them
+ * (frontier/exec/metrics.c), summed in another order: within about 1e-15
+ * relative of it (the emulation sums in the CPU's order). Synchronised.
+ */
+fr_status fr_cuda_output_term_diag(fr_cuda_blas *b, const void *w, int dtype, const float *w_hat,
+                                   int64_t rows, int64_t cols, const float *diag, double *out,
+                                   fr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,10 +8,10 @@
  * evaluate (built-in, data-free), those a quantizer evaluates through its own
  * sweep_cuda / quantize_cuda (plugins, and built-in host families with a
  * CUDA path such as gptq), and the rest, which go to fr_exec_cpu at the end
- * (CPU-only quantizers, the diagonal output term of --diagonal-output-error,
- * calibrated tensors over the staging cap). Statistics without a Hessian
- * and no output term stay on the host, where imat- and imat-ggml- read
- * them as their CPU paths do. A tensor with a Hessian also gets its output-error
+ * (CPU-only quantizers, calibrated tensors over the staging cap).
+ * Statistics without a Hessian stay on the host, where imat- and imat-ggml-
+ * read them as their CPU paths do; their diagonal output term
+ * (--diagonal-output-error) is computed here. A tensor with a Hessian also gets its output-error
  * terms here (docs/gpu.md, "Output error"): tr(W H W^T) once, and for every
  * configuration the family's quantize_cuda, then tr(dW H dW^T) with cuBLAS
  * (kernels/outerr.h); the error sums stay the fused sweep's.
@@ -110,6 +110,8 @@ typedef struct fr_x_item {
     double *out_fused, *out_plugin; /* tr(dW H dW^T) per configuration */
     double out_ref;                 /* tr(W H W^T) */
     int h_ready;                    /* X->h_dev holds this tensor's H (written on X->compute) */
+    int out_diag;                   /* the output term is the diagonal's: X->h_dev holds
+                                       act_mean_sq (--diagonal-output-error) */
     uint64_t h_serial;              /* that upload's number (frontier_call.hessian_serial) */
     fr_status out_status;           /* the terms could not be computed: the rows fail */
     char out_error[256];
@@ -230,13 +232,14 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
             return fr_fail(err, FR_E_NOMEM, "cannot allocate the cuda executor's plan");
         const fr_tensor *t = it->tensor;
         /* with a Hessian the output error runs on the GPU too (cuBLAS; OpenBLAS
-         * in the emulation); statistics without one and no output term (an
-         * importance matrix, --diag-only) stay on the host, read there by the
-         * quantizers that need them; the diagonal output term
-         * (--diagonal-output-error) keeps the tensor on the CPU */
+         * in the emulation), and so does the diagonal term of statistics
+         * without one (--diagonal-output-error); without an output term (an
+         * importance matrix, --diag-only) the statistics stay on the host,
+         * read there by the quantizers that need them */
         const fr_out_basis basis =
             fr_out_basis_of(it->calib, it->cols, X->opt->diagonal_output_error);
-        xi->calib_gpu = basis == FR_OUT_HESSIAN && fr_cuda_blas_available();
+        xi->calib_gpu = basis != FR_OUT_NONE && fr_cuda_blas_available();
+        xi->out_diag = basis == FR_OUT_DIAGONAL;
         const int host_stats = it->calib && basis == FR_OUT_NONE && it->calib->cols == it->cols;
         int gpu_ok = (it->calib == NULL || xi->calib_gpu || host_stats) && it->rows > 0 &&
                      it->cols > 0;
@@ -579,6 +582,18 @@ static void fr_x_release_host(fr_x_item *xi)
     xi->raw = NULL;
 }
 
+/* The item's output term of w - w_hat (w_hat NULL: of w) with what X->h_dev
+ * holds for it: tr(D H D^T), or the diagonal's sum (--diagonal-output-error). */
+static fr_status fr_x_out_term(fr_x *X, const fr_x_item *xi, const void *dev, const float *w_hat,
+                               double *out, fr_error *err)
+{
+    const fr_sweep_item *it = xi->it;
+    return xi->out_diag ? fr_cuda_output_term_diag(X->blas, dev, xi->dev_dtype, w_hat, it->rows,
+                                                   it->cols, X->h_dev, out, err)
+                        : fr_cuda_output_term(X->blas, dev, xi->dev_dtype, w_hat, it->rows,
+                                              it->cols, X->h_dev, out, err);
+}
+
 /* ---- plugins with their own CUDA functions (whole tensor on the device) ---- */
 
 /* Each plugin configuration through the registry's checked GPU calls:
@@ -635,8 +650,7 @@ static void fr_x_run_plugins(fr_x *X, fr_x_item *xi, const void *dev)
                     snprintf(perr.msg, sizeof perr.msg, "%s", xi->out_error);
                 } else {
                     const double o0 = fr_x_now();
-                    pst = fr_cuda_output_term(X->blas, dev, xi->dev_dtype, w_hat, it->rows,
-                                              it->cols, X->h_dev, &xi->out_plugin[k], &perr);
+                    pst = fr_x_out_term(X, xi, dev, w_hat, &xi->out_plugin[k], &perr);
                     X->stats.plugin_out_s += fr_x_now() - o0;
                     if (pst != FR_OK)
                         fr_error_prefix(&perr, "output error: ");
@@ -688,7 +702,8 @@ static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
     fr_error *err = &perr;
     fr_status st = FR_OK;
     const size_t n = (size_t)(it->rows * it->cols);
-    const size_t hbytes = (size_t)(it->cols * it->cols) * sizeof(float);
+    const size_t hbytes =
+        (size_t)(xi->out_diag ? it->cols : it->cols * it->cols) * sizeof(float);
     const double t0 = fr_x_now();
     fr_error_clear(&perr);
     xi->out_status = FR_OK;
@@ -697,12 +712,13 @@ static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
     FR_TRY(fr_x_grow((void **)&X->h_dev, &X->h_cap, hbytes, err));
     FR_TRY(fr_x_grow((void **)&X->w_hat_dev, &X->w_hat_cap, n * sizeof(float), err));
     xi->h_ready = 0;
-    FR_CU(cudaMemcpyAsync(X->h_dev, it->calib->hessian, hbytes, cudaMemcpyHostToDevice,
-                          X->compute));
-    xi->h_ready = 1;
-    xi->h_serial = __atomic_add_fetch(&fr_x_h_uploads, 1, __ATOMIC_RELAXED);
-    FR_TRY(fr_cuda_output_term(X->blas, dev, xi->dev_dtype, NULL, it->rows, it->cols, X->h_dev,
-                               &xi->out_ref, err));
+    FR_CU(cudaMemcpyAsync(X->h_dev, xi->out_diag ? it->calib->act_mean_sq : it->calib->hessian,
+                          hbytes, cudaMemcpyHostToDevice, X->compute));
+    if (!xi->out_diag) { /* only a Hessian is one for the quantizers */
+        xi->h_ready = 1;
+        xi->h_serial = __atomic_add_fetch(&fr_x_h_uploads, 1, __ATOMIC_RELAXED);
+    }
+    FR_TRY(fr_x_out_term(X, xi, dev, NULL, &xi->out_ref, err));
     for (size_t k = 0; k < xi->n_fused; k++) {
         const fr_config_ref *ref = it->configs[xi->fused_idx[k]];
         frontier_call call;
@@ -713,8 +729,7 @@ static void fr_x_run_outputs(fr_x *X, fr_x_item *xi, const void *dev)
         fr_call_release(&call);
         if (st != FR_OK)
             goto cleanup;
-        FR_TRY(fr_cuda_output_term(X->blas, dev, xi->dev_dtype, X->w_hat_dev, it->rows, it->cols,
-                                   X->h_dev, &xi->out_fused[k], err));
+        FR_TRY(fr_x_out_term(X, xi, dev, X->w_hat_dev, &xi->out_fused[k], err));
     }
 cleanup:
     if (st != FR_OK) {

@@ -13,10 +13,11 @@
  * of the plan on device opt->device (0 when negative): built-in data-free
  * configurations in one fused read per tensor and variant, plugins through
  * the registry's checked sweep_cuda / quantize_cuda, and whatever has no
- * CUDA path (CPU-only quantizers and plugins, the diagonal output term of
- * statistics without a Hessian, tensors whose plugin or output error needs them whole but which exceed
- * the staging cap) through fr_exec_cpu. With a Hessian, out_rel_err terms
- * are computed on the device (cuBLAS, FP32 unless cuda_tf32). Tensors
+ * CUDA path (CPU-only quantizers and plugins, tensors whose plugin or
+ * output error needs them whole but which exceed the staging cap) through
+ * fr_exec_cpu. With a Hessian, out_rel_err terms are computed on the device
+ * (cuBLAS, FP32 unless cuda_tf32), and so is the diagonal term of
+ * --diagonal-output-error. Tensors
  * stream host -> device through pinned double buffers on a copy stream
  * overlapped with the compute stream; synthetic tensors are generated on
  * the device.

@@ -112,8 +112,8 @@ typedef struct fr_executor_options {
     int cuda_tf32;
     /* --diagonal-output-error: a tensor whose statistics have no Hessian but
      * act_mean_sq gets out_sq_err = sum_ij act_mean_sq_j dW_ij^2 (and the
-     * reference term likewise) instead of NaN; on the CPU (the CUDA executor
-     * hands such tensors to it). docs/calibration.md */
+     * reference term likewise) instead of NaN, by either executor.
+     * docs/calibration.md */
     int diagonal_output_error;
 } fr_executor_options;
 

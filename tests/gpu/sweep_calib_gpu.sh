@@ -8,10 +8,9 @@
 #    these tensors hold only 4k-33k weights, so one flip weighs more than in
 #    gpu.calib's 1e-3; the worst case is printed);
 #  - --tf32: recorded in the devices attribute, out_rel_err within 1e-2;
-#  - --diagonal-output-error with the act_sq_mean alone: those tensors go to
-#    the CPU executor, rows bit for bit the CPU sweep's;
-#  - the act_sq_mean alone without it: the tensors stay on the GPU, imat- and
-#    imat-ggml- rows bit for bit the CPU's, the data-free ones within 1e-6.
+#  - the act_sq_mean alone, with and without --diagonal-output-error: every
+#    row on the GPU, imat- and imat-ggml- rel_err bit for bit the CPU's, the
+#    data-free ones within 1e-6, the diagonal output terms within 1e-12.
 # usage: sweep_calib_gpu.sh FRONTIER_BINARY MODEL_DIR [QUANTIZERS [BITS]]
 # (the CPU emulation, gpu_emu.sweep_calib, passes a short list)
 set -u
@@ -97,64 +96,55 @@ print(f"{len(cpu)} rows compared ({n_out} with out_rel_err, {n_gptq} gptq); wors
       f"{worst['tf32_out']:.2e}; {bad} failures")
 sys.exit(1 if bad else 0)
 PY
-# --diagonal-output-error: statistics without a Hessian (the shipped file's
-# act_sq_mean alone, what an importance matrix holds) keep the tensor on the
-# CPU executor under --device cuda too, so the rows equal the CPU sweep's
-# bit for bit, out_rel_err of the diagonal included
+# statistics without a Hessian (the shipped file's act_sq_mean alone, what an
+# importance matrix holds): with --diagonal-output-error (the diagonal
+# output term, on the GPU) and without it (no output term): every row on
+# the GPU, imat- and imat-ggml- rel_err bit for bit the CPU's (the same
+# weights, read on the host), the data-free kernels' within 1e-6, the
+# diagonal terms within 1e-12 (another summation order; the emulation's is
+# the CPU's), NaN without the option
 python3 "$(dirname "$0")/../calib/safetensors_filter.py" "$model/calib.safetensors" "$tmp/diag.safetensors" \
   --keep '\.act_sq_mean$' || { echo "FAIL: diag-only file"; exit 1; }
-dargs=(--quiet sweep "$model" --calib "$tmp/diag.safetensors" --diagonal-output-error
-       --quantizers int4-g128-sym,nf4-g64 --bits "$bits")
-"$frontier" "${dargs[@]}" --device cuda -o "$tmp/dgpu.h5" >/dev/null 2>"$tmp/dgpu.err" ||
-  { echo "FAIL: --diagonal-output-error --device cuda"; cat "$tmp/dgpu.err"; exit 1; }
-"$frontier" "${dargs[@]}" --device cpu -o "$tmp/dcpu.h5" >/dev/null ||
-  { echo "FAIL: --diagonal-output-error --device cpu"; exit 1; }
-python3 - "$tmp/dgpu.h5" "$tmp/dcpu.h5" <<'PY' || exit 1
-import math, sys, h5py
-def rows(p):
-    with h5py.File(p, "r") as f:
-        t = {int(x["tensor_id"]): x["out_error"].decode() for x in f["tensors"][...]}
-        return {(int(r["tensor_id"]), int(r["config_id"])): (r["rel_err"], r["out_sq_err"], r["out_sq_ref"])
-                for r in f["results"][...]}, t
-(g, tg), (c, tc) = rows(sys.argv[1]), rows(sys.argv[2])
-assert g.keys() == c.keys() and len(g) > 0, (len(g), len(c))
-assert tg == tc and set(tg.values()) == {"diagonal"}, set(tg.values())
-for k in g:
-    assert g[k] == c[k] and all(math.isfinite(v) for v in g[k]), (k, g[k], c[k])
-print(f"--diagonal-output-error: {len(g)} rows under --device cuda equal the CPU's bit for bit")
-PY
-# the same statistics without --diagonal-output-error (no output term): the
-# tensors stay on the GPU, imat- and imat-ggml- reading act_sq_mean on the
-# host as their CPU paths do (their rows the CPU's bit for bit), the
-# data-free kernels' rel_err within 1e-6, out_rel_err NaN on both
-nargs=(--quiet sweep "$model" --calib "$tmp/diag.safetensors"
-       --quantizers int4-g128-sym,nf4-g64,imat-int4-g128-sym,imat-ggml-q4_k,imat-ggml-iq4_nl --bits 2..8)
-"$frontier" "${nargs[@]}" --device cuda -o "$tmp/ngpu.h5" >/dev/null 2>"$tmp/ngpu.err" ||
-  { echo "FAIL: statistics without a Hessian, --device cuda"; cat "$tmp/ngpu.err"; exit 1; }
-"$frontier" "${nargs[@]}" --device cpu -o "$tmp/ncpu.h5" >/dev/null ||
-  { echo "FAIL: statistics without a Hessian, --device cpu"; exit 1; }
-python3 - "$tmp/ngpu.h5" "$tmp/ncpu.h5" <<'PY' || exit 1
+for mode in diagonal none; do
+  dargs=(--quiet sweep "$model" --calib "$tmp/diag.safetensors"
+         --quantizers int4-g128-sym,nf4-g64,imat-int4-g128-sym,imat-ggml-q4_k,imat-ggml-iq4_nl --bits 2..8)
+  [ $mode = diagonal ] && dargs+=(--diagonal-output-error)
+  "$frontier" "${dargs[@]}" --device cuda -o "$tmp/$mode-gpu.h5" >/dev/null 2>"$tmp/$mode-gpu.err" ||
+    { echo "FAIL: $mode, --device cuda"; cat "$tmp/$mode-gpu.err"; exit 1; }
+  "$frontier" "${dargs[@]}" --device cpu -o "$tmp/$mode-cpu.h5" >/dev/null ||
+    { echo "FAIL: $mode, --device cpu"; exit 1; }
+  python3 - "$tmp/$mode-gpu.h5" "$tmp/$mode-cpu.h5" $mode <<'PY' || exit 1
 import math, sys, h5py
 def rows(p):
     with h5py.File(p, "r") as f:
         cfg = {int(c["config_id"]): c["name"].decode() for c in f["configs"][...]}
+        t = {int(x["tensor_id"]): x["out_error"].decode() for x in f["tensors"][...]}
         return {(int(r["tensor_id"]), cfg[int(r["config_id"])]):
-                (float(r["rel_err"]), float(r["out_rel_err"]), r["device"].decode())
-                for r in f["results"][...]}
-g, c = rows(sys.argv[1]), rows(sys.argv[2])
+                (float(r["rel_err"]), float(r["out_sq_err"]), float(r["out_sq_ref"]), r["device"].decode())
+                for r in f["results"][...]}, t
+(g, tg), (c, tc) = rows(sys.argv[1]), rows(sys.argv[2])
+mode = sys.argv[3]
 assert g.keys() == c.keys() and len(g) > 0, (len(g), len(c))
+assert tg == tc and set(tg.values()) == {"diagonal" if mode == "diagonal" else ""}, set(tg.values())
 names = {k[1] for k in g}
 assert {"imat-int4-g128-sym", "imat-ggml-q4_k", "imat-ggml-iq4_nl"} <= names, names
-bad = 0
+bad, worst = 0, 0.0
 for k in g:
-    (rg, og, dg), (rc, oc, _) = g[k], c[k]
-    exact = k[1].startswith("imat-")
-    ok = dg.startswith("cuda:") and math.isnan(og) and math.isnan(oc) and \
-        (rg == rc if exact else abs(rg - rc) <= 1e-6 * rc)
+    (rg, og, fg, dg), (rc, oc, fc, _) = g[k], c[k]
+    ok = dg.startswith("cuda:") and (rg == rc if k[1].startswith("imat-") else abs(rg - rc) <= 1e-6 * rc)
+    for a, b in ((og, oc), (fg, fc)):
+        if mode == "diagonal":
+            ok = ok and math.isfinite(a) and math.isfinite(b) and abs(a - b) <= 1e-12 * abs(b)
+            worst = max(worst, abs(a - b) / max(abs(b), 1e-300))
+        else:
+            ok = ok and math.isnan(a) and math.isnan(b)
     if not ok:
-        print(f"FAIL: {k}: cuda {g[k]}, cpu {c[k]}"); bad += 1
-print(f"statistics without a Hessian: {len(g)} rows on the GPU ({sum(k[1].startswith('imat-') for k in g)} "
-      f"imat rows bit for bit); {bad} failures")
+        print(f"FAIL: {mode}: {k}: cuda {g[k]}, cpu {c[k]}"); bad += 1
+print(f"statistics without a Hessian, output term {mode}: {len(g)} rows on the GPU "
+      f"({sum(k[1].startswith('imat-') for k in g)} imat rows, rel_err bit for bit)"
+      + (f", worst relative difference of the diagonal terms {worst:.2e}" if mode == "diagonal" else "")
+      + f"; {bad} failures")
 sys.exit(1 if bad else 0)
 PY
+done
 echo "sweep_calib_gpu: all checks passed"
