@@ -42,6 +42,19 @@ for k in b:
 mb, mp = meta(sys.argv[1]), meta(sys.argv[2])
 assert mb['sensitivity'].startswith(mp['sensitivity'] + '; batched:') and 'sensitivity_per_level' not in mb, mb
 " "$tmp/c.safetensors" "$tmp/p.safetensors" || fail "batched and perturb sensitivities differ"
+# --sample-batch: a bad value is refused before any work; on the CPU the
+# sampling sentence stays the one the shipped files carry
+python3 "$root/examples/calibration/capture.py" "$m" -o "$tmp/x.safetensors" --sample-batch -1 \
+  >/dev/null 2>"$tmp/x.err" && fail "capture.py --sample-batch -1 accepted"
+grep -q -- "--sample-batch >= 0" "$tmp/x.err" || { cat "$tmp/x.err"; fail "capture.py --sample-batch -1: no message"; }
+[ ! -e "$tmp/x.safetensors" ] || fail "capture.py --sample-batch -1 wrote a file"
+python3 "$root/examples/calibration/capture.py" "$m" -o "$tmp/s1.safetensors" --n-sequences 3 --seq-len 16 \
+  --sample-batch 1 --no-sensitivity >/dev/null 2>&1 || fail "capture.py --sample-batch 1"
+python3 -c "
+import json, struct, sys
+f = open(sys.argv[1], 'rb'); m = json.loads(f.read(struct.unpack('<Q', f.read(8))[0]))['__metadata__']
+assert m['sampling'] == 'self-sampled, temperature 1.0, seed 1234' and m['n_sequences'] == '3', m" \
+  "$tmp/s1.safetensors" || fail "capture.py --sample-batch 1: metadata"
 "$bin" -q sweep "$m" --bits 4..8 --quantizers 'int*' -o "$tmp/r4.h5" --calib "$tmp/c.safetensors" >/dev/null 2>&1 || fail "sweep with the new file"
 "$bin" allocate "$tmp/r4.h5" --budget 5 --objective sensitivity --calib "$tmp/c.safetensors" --summary --no-store >"$tmp/a.txt" 2>&1 || { cat "$tmp/a.txt"; fail "allocate --objective sensitivity"; }
 grep -q "predicted KL divergence" "$tmp/a.txt" || fail "no predicted KL"
