@@ -52,7 +52,8 @@ done
 root=$cache/llama.cpp-$VERSION
 bin=$root/build/bin
 stamp=$root/build/frontier-stamp
-want_stamp="llama-cpp-python $VERSION sha256 $SHA256 targets ${TARGETS[*]}"
+# without AMX (below): a build made with it is made again
+want_stamp="llama-cpp-python $VERSION sha256 $SHA256 targets ${TARGETS[*]} no-amx"
 [ -n "$source_tar" ] && want_stamp="$want_stamp source $(basename "$source_tar")"
 
 if [ -z "$pack" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_stamp" ] &&
@@ -93,9 +94,18 @@ if [ -n "$pack" ]; then
   exit 0
 fi
 echo "llama-cpp.sh: building ${TARGETS[*]} in $root/build ($jobs jobs)" >&2
+# Native, but without the AMX tile instructions: on a Xeon with AMX the
+# vendored ggml's AMX matrix kernels crash (SIGSEGV in
+# ggml_backend_amx_mul_mat, llama-perplexity and llama-imatrix on the
+# SmolLM2 GGUF, 2026-12-05). An explicit -mno-amx-* outranks what
+# -march=native implies, whatever their order; the kernels then are the
+# AVX-512/AVX2 ones a CPU without AMX runs.
+noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+rm -f "$root/build/CMakeCache.txt"
 cmake -S "$src" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-  -DLLAMA_BUILD_APP=OFF -DGGML_CUDA=OFF -DGGML_NATIVE=ON >"$root/configure.log" 2>&1 ||
+  -DLLAMA_BUILD_APP=OFF -DGGML_CUDA=OFF -DGGML_NATIVE=ON \
+  -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" >"$root/configure.log" 2>&1 ||
   { echo "llama-cpp.sh: configure failed, see $root/configure.log" >&2; exit 1; }
 cmake --build "$root/build" -j"$jobs" --target "${TARGETS[@]}" >"$root/build.log" 2>&1 ||
   { echo "llama-cpp.sh: build failed, see $root/build.log" >&2; exit 1; }
