@@ -262,6 +262,14 @@ static fr_status measure(const eval_opts *o, const char *engine, const char *ggu
         if (st != FR_OK)
             return st;
         st = fr_llama_parse_kld(log, o->ctx, k, err);
+        /* closing statistics lost (docs/evaluate.md) where the text has
+         * enough positions for them: measured again, the last chunk's row
+         * (fewer digits) only if every attempt lost them */
+        if (st == FR_OK && !k->from_summary && k->positions >= 100 && attempt < KLD_ATTEMPTS) {
+            fr_warn("llama-perplexity's closing statistics are missing from '%s': measuring "
+                    "again (attempt %d of %d)", log, attempt + 1, KLD_ATTEMPTS);
+            continue;
+        }
         if (st != FR_E_FORMAT) {
             if (st == FR_OK)
                 fr_info("evaluate: measured in %.1f s", now_s() - t0);

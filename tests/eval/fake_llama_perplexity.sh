@@ -4,7 +4,9 @@
 # of 2 chunks (header only: n_ctx 128, n_vocab 512, n_chunk 2) or prints
 # what the pinned llama-perplexity prints for --kl-divergence (lines copied
 # from a real run), as FAKE_MODE says: full (rows and closing statistics),
-# rows (the closing statistics lost), truncated (the last row lost too),
+# rows (the closing statistics lost), rows-once (lost at the first
+# --kl-divergence call after FAKE_CALLS.rows was removed, full after),
+# truncated (the last row lost too),
 # fail (exit 1 with llama.cpp's error line). Each call is appended to
 # FAKE_CALLS.
 echo "$*" >> "$FAKE_CALLS"
@@ -33,6 +35,10 @@ echo "   1     630.0305 ±  130.2674      -0.34956 ±    0.08419       1.03970 �
 [ "$FAKE_MODE" = truncated ] && exit 0
 echo "   2     632.8722 ±   91.7529      -0.31252 ±    0.05330       1.02320 ±    0.08914     0.125 ±  0.008 %    56.349 ±  4.436 %"
 [ "$FAKE_MODE" = rows ] && exit 0
+if [ "$FAKE_MODE" = rows-once ] && [ ! -e "$FAKE_CALLS.rows" ]; then
+  : > "$FAKE_CALLS.rows"
+  exit 0
+fi
 cat <<'OUT'
 
 ====== Perplexity statistics ======

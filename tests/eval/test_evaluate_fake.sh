@@ -3,9 +3,9 @@
 # quantize, the reference run once and then reused, the measurement read and
 # stored under /frontier/measured, against a stand-in llama-perplexity
 # (fake_llama_perplexity.sh) that prints what the real one prints: the
-# closing statistics when there (6 decimals); the last chunk's running row
-# when they were lost; three attempts and exit 1 when the last row was lost
-# too; exit 1 naming the log when the engine fails.
+# closing statistics when there (6 decimals); measured again when they were
+# lost, the last chunk's running row when all three attempts lost them;
+# three attempts and exit 1 when the last row was lost too; exit 1 naming the log when the engine fails.
 set -uo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/checks.sh"
 bin=$1
@@ -41,9 +41,15 @@ expect_err "reference logits of the unquantized model"
 row ggml-q8_0 1.023204 632.872211 865.056248 0.56349 "llama-perplexity's closing statistics"
 FAKE_MODE=rows expect 0 ev --config ggml-q4_0
 expect_err "reusing the reference logits"
+expect_err "closing statistics are missing from '$tmp/run.h5.evaluate/ggml-q4_0.kld.log': measuring again (attempt 3 of 3)"
 row ggml-q4_0 1.02320 632.8722 865.0562 0.56349 "llama-perplexity's last chunk row"
-[ "$(grep -c -- '--kl-divergence-base' "$FAKE_CALLS")" = 3 ] || { cat "$FAKE_CALLS"; fail "one reference run and two measurements expected"; }
-pass "closing statistics, or the last row when they are lost; the reference run once"
+[ "$(grep -c -- '--kl-divergence-base' "$FAKE_CALLS")" = 5 ] || { cat "$FAKE_CALLS"; fail "one reference run and 1 + 3 measurements expected"; }
+rm -f "$FAKE_CALLS.rows"
+FAKE_MODE=rows-once expect 0 ev --config ggml-q4_0 --name again
+expect_err "measuring again (attempt 2 of 3)"
+row again 1.023204 632.872211 865.056248 0.56349 "llama-perplexity's closing statistics"
+[ "$(grep -c -- '--kl-divergence-base' "$FAKE_CALLS")" = 7 ] || { cat "$FAKE_CALLS"; fail "2 more measurements expected"; }
+pass "closing statistics; lost once: measured again; lost every time: the last row; the reference run once"
 
 : > "$FAKE_CALLS"
 FAKE_MODE=truncated expect 1 ev --config ggml-q8_0 --name lost
