@@ -131,6 +131,17 @@ static __global__ void __launch_bounds__(FR_KOUT_THREADS) fr_kout_total(double *
         part[FR_KOUT_GRID] = first ? s[0] : part[FR_KOUT_GRID] + s[0];
 }
 
+/* *out = part[GRID], the total the kernels left there; synchronises. */
+static fr_status fr_kout_read_total(fr_cuda_blas *b, double *out, fr_error *err)
+{
+    fr_status st = FR_OK;
+    FR_CU(cudaMemcpyAsync(out, b->part + FR_KOUT_GRID, sizeof(double), cudaMemcpyDeviceToHost,
+                          b->stream));
+    FR_CU(cudaStreamSynchronize(b->stream));
+cleanup:
+    return st;
+}
+
 extern "C" fr_status fr_cuda_output_term(fr_cuda_blas *b, const void *w, int dtype,
                                          const float *w_hat, int64_t rows, int64_t cols,
                                          const float *h, double *out, fr_error *err)
@@ -165,9 +176,7 @@ extern "C" fr_status fr_cuda_output_term(fr_cuda_blas *b, const void *w, int dty
                                                                                    b->part));
         FR_LAUNCH(fr_kout_total<<<1, FR_KOUT_THREADS, 0, b->stream>>>(b->part, r0 == 0));
     }
-    FR_CU(cudaMemcpyAsync(out, b->part + FR_KOUT_GRID, sizeof(double), cudaMemcpyDeviceToHost,
-                          b->stream));
-    FR_CU(cudaStreamSynchronize(b->stream));
+    return fr_kout_read_total(b, out, err);
 cleanup:
     return st;
 }
@@ -200,9 +209,7 @@ extern "C" fr_status fr_cuda_output_term_diag(fr_cuda_blas *b, const void *w, in
     FR_LAUNCH(fr_kout_diag_partial<<<FR_KOUT_GRID, FR_KOUT_THREADS, 0, b->stream>>>(
         w, dtype, w_hat, diag, cols, rows * cols, b->part));
     FR_LAUNCH(fr_kout_total<<<1, FR_KOUT_THREADS, 0, b->stream>>>(b->part, 1));
-    FR_CU(cudaMemcpyAsync(out, b->part + FR_KOUT_GRID, sizeof(double), cudaMemcpyDeviceToHost,
-                          b->stream));
-    FR_CU(cudaStreamSynchronize(b->stream));
+    return fr_kout_read_total(b, out, err);
 cleanup:
     return st;
 }

@@ -507,11 +507,11 @@ def gpu_sample_batch(cfg, n, seq_len, dtype, device):
     heads = getattr(cfg, "num_attention_heads", None)
     kv = getattr(cfg, "num_key_value_heads", None) or heads
     head_dim = getattr(cfg, "head_dim", None) or (cfg.hidden_size // heads if heads else None)
-    if not (layers and kv and head_dim):
-        return min(n, 16)
+    if device.type != "cuda" or not (layers and kv and head_dim):
+        return min(n, 16)   # no free-memory figure, or no cache shape to size
     elem = torch.finfo(dtype).bits // 8
     per_seq = seq_len * layers * 2 * kv * head_dim * elem + 3 * cfg.vocab_size * 8
-    free, _ = torch.cuda.mem_get_info(device) if device.type == "cuda" else (per_seq * 4 * 16, 0)
+    free, _ = torch.cuda.mem_get_info(device)
     return max(1, min(n, 256, free // 4 // per_seq))
 
 

@@ -11,8 +11,8 @@
  * (CPU-only quantizers, calibrated tensors over the staging cap).
  * Statistics without a Hessian stay on the host, where imat- and imat-ggml-
  * read them as their CPU paths do; their diagonal output term
- * (--diagonal-output-error) is computed here. A tensor with a Hessian also gets its output-error
- * terms here (docs/gpu.md, "Output error"): tr(W H W^T) once, and for every
+ * (--diagonal-output-error) is computed here. A tensor with a Hessian also
+ * gets its output-error terms here (docs/gpu.md, "Output error"): tr(W H W^T) once, and for every
  * configuration the family's quantize_cuda, then tr(dW H dW^T) with cuBLAS
  * (kernels/outerr.h); the error sums stay the fused sweep's.
  *
@@ -189,14 +189,12 @@ static int fr_x_device_dtype(fr_dtype dt, int *dev, size_t *esize)
 
 /* ---- the plan ---- */
 
-/* A quantizer's configurations run through its own CUDA functions when it
- * has them; on a calibrated tensor only through quantize_cuda (the output
- * error needs w^), and a quantizer that needs statistics only there. */
-/* Whether configuration of q runs through its own CUDA functions on this
- * tensor: calib_gpu, a Hessian on the device (the output term needs w^, so
- * quantize_cuda); host_stats, statistics without a Hessian and no output
- * term, which a quantizer needing activation statistics reads on the host
- * as its CPU path does (imat-, imat-ggml-: the same weights, bit for bit). */
+/* Whether a configuration of q runs through q's own CUDA functions on this
+ * tensor: with an output term on the device (calib_gpu) only through
+ * quantize_cuda (the term needs w^); with statistics but no output term
+ * (host_stats) a quantizer needing activation statistics too, reading them
+ * on the host as its CPU path does (imat-, imat-ggml-: the same weights,
+ * bit for bit); one needing a Hessian only where the device has it. */
 static int fr_x_plugin_gpu(const frontier_quantizer *q, int calib_gpu, int host_stats)
 {
     if (!fr_quantizer_has_cuda(q))
@@ -268,7 +266,9 @@ static fr_status fr_x_classify(fr_x *X, fr_error *err)
             const fr_config_ref *ref = it->configs[c];
             if (gpu_ok && fr_kspec_of_ref(X->reg, ref, &xi->specs[xi->n_fused])) {
                 xi->fused_idx[xi->n_fused++] = c;
-            } else if (gpu_ok && fr_x_plugin_gpu(fr_config_quantizer(X->reg, ref), xi->calib_gpu, host_stats) &&
+            } else if (gpu_ok &&
+                       fr_x_plugin_gpu(fr_config_quantizer(X->reg, ref), xi->calib_gpu,
+                                       host_stats) &&
                        /* --isolate-plugins: plugins run their CPU path, in a child */
                        !(X->reg->isolate_timeout_s > 0 &&
                          strcmp(fr_config_origin(X->reg, ref), FR_ORIGIN_BUILTIN) != 0)) {
